@@ -1,0 +1,1 @@
+"""The agent: run loop, events, permissions and history repair (no IPython imports)."""

@@ -1,0 +1,225 @@
+"""Agent events: what a run reports to front ends (spec/agent-and-session.md §4.1, design §2.4).
+
+Every event is a pydantic model with a ``type`` discriminator and serialises to plain JSON with
+:func:`event_to_json`; the widget panel consumes the models in-process and the side panel receives
+the same JSON over the ``codelia`` comm.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class TextEvent(_Event):
+    """A whole assistant text block that precedes tool calls (the terminal answer is ``final``)."""
+
+    type: Literal["text"] = "text"
+    content: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class TextDeltaEvent(_Event):
+    """Streamed tokens of the assistant text being generated."""
+
+    type: Literal["text_delta"] = "text_delta"
+    delta: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class ReasoningEvent(_Event):
+    type: Literal["reasoning"] = "reasoning"
+    content: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class ReasoningDeltaEvent(_Event):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    delta: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+FailureKind = Literal["rate_limit", "overloaded", "timeout", "network", "provider", "bad_request"]
+
+
+class LlmRetryEvent(_Event):
+    type: Literal["llm.retry"] = "llm.retry"
+    provider: str
+    failure_kind: FailureKind
+    next_attempt: int
+    max_attempts: int
+    delay_ms: int
+    delay_source: Literal["retry-after", "reset-header", "provider-body", "backoff"]
+    status: int | None = None
+    message: str | None = None
+
+
+class StepStartEvent(_Event):
+    type: Literal["step_start"] = "step_start"
+    step_id: str
+    title: str
+    step_number: int
+
+
+class ToolCallEvent(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    tool: str
+    args: dict[str, Any]
+    raw_args: str | None = None
+    tool_call_id: str
+    display_name: str | None = None
+
+
+class PermissionPreviewEvent(_Event):
+    type: Literal["permission.preview"] = "permission.preview"
+    tool: str
+    tool_call_id: str | None = None
+    file_path: str | None = None
+    language: str | None = None
+    diff: str | None = None
+    summary: str | None = None
+    truncated: bool | None = None
+
+
+class PermissionReadyEvent(_Event):
+    type: Literal["permission.ready"] = "permission.ready"
+    tool: str
+    tool_call_id: str | None = None
+
+
+class PermissionRequestEvent(_Event):
+    """A confirm request for the front end (design §4 ``permission.request``)."""
+
+    type: Literal["permission.request"] = "permission.request"
+    request_id: str
+    tool: str
+    tool_call_id: str | None = None
+    title: str
+    message: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    remember_rules: list[str] = Field(default_factory=list)
+
+
+class PermissionResolvedEvent(_Event):
+    type: Literal["permission.resolved"] = "permission.resolved"
+    request_id: str
+    tool_call_id: str | None = None
+    decision: Literal["allow", "allow_remember", "deny"]
+    reason: str | None = None
+
+
+class ToolResultEvent(_Event):
+    """The processed result of a call: ``result`` is its display text, ``parts`` its typed parts."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool: str
+    result: str
+    tool_call_id: str
+    is_error: bool | None = None
+    parts: list[dict[str, Any]] | None = None
+    output_ref: str | None = None
+
+
+class StepCompleteEvent(_Event):
+    type: Literal["step_complete"] = "step_complete"
+    step_id: str
+    status: Literal["completed", "error"]
+    duration_ms: int
+
+
+class CompactionStartEvent(_Event):
+    type: Literal["compaction_start"] = "compaction_start"
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class CompactionCompleteEvent(_Event):
+    type: Literal["compaction_complete"] = "compaction_complete"
+    timestamp: int = Field(default_factory=now_ms)
+    compacted: bool
+
+
+class HiddenUserMessageEvent(_Event):
+    type: Literal["hidden_user_message"] = "hidden_user_message"
+    content: str
+
+
+class UsageEvent(_Event):
+    """Token usage of the latest model call and the run's running totals; cost in USD or None."""
+
+    type: Literal["usage"] = "usage"
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    total_input_tokens: int
+    total_output_tokens: int
+    cost_usd: float | None = None
+    total_cost_usd: float | None = None
+    context_limit: int | None = None
+    context_left_percent: int | None = None
+
+
+class TodoItemView(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    id: str
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+    priority: int = 3
+    notes: str | None = None
+    active_form: str | None = Field(default=None, alias="activeForm")
+
+
+class TodosUpdatedEvent(_Event):
+    type: Literal["todos.updated"] = "todos.updated"
+    session_id: str | None = None
+    todos: list[TodoItemView]
+
+
+class FinalEvent(_Event):
+    type: Literal["final"] = "final"
+    content: str
+
+
+AgentEvent = Annotated[
+    TextEvent
+    | TextDeltaEvent
+    | ReasoningEvent
+    | ReasoningDeltaEvent
+    | LlmRetryEvent
+    | StepStartEvent
+    | ToolCallEvent
+    | PermissionPreviewEvent
+    | PermissionReadyEvent
+    | PermissionRequestEvent
+    | PermissionResolvedEvent
+    | ToolResultEvent
+    | StepCompleteEvent
+    | CompactionStartEvent
+    | CompactionCompleteEvent
+    | HiddenUserMessageEvent
+    | UsageEvent
+    | TodosUpdatedEvent
+    | FinalEvent,
+    Field(discriminator="type"),
+]
+event_adapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+
+
+def event_to_json(event: BaseModel) -> dict[str, Any]:
+    """The JSON form of an event, as logged and sent over the comm (aliases, no None keys)."""
+    return event.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def event_from_json(data: dict[str, Any]) -> AgentEvent:
+    return event_adapter.validate_python(data)

@@ -1,0 +1,1 @@
+"""The tool-output cache (seed §6)."""

@@ -1,0 +1,266 @@
+"""Provider-neutral message, content-part and tool-definition types (spec/core.md §1).
+
+These are the data that cross every boundary: tools return content parts, the agent keeps a
+history of messages, providers serialise them, sessions persist them. All are pydantic models
+serialised with ``model_dump(mode="json", exclude_none=True)``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    def dump(self) -> dict[str, Any]:
+        """JSON-ready dict without unset/None keys (the wire form)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# --- content parts ---------------------------------------------------------------------------
+
+ImageMediaType = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
+
+
+class TextPart(_Data):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageUrl(_Data):
+    url: str
+    detail: Literal["auto", "low", "high"] | None = None
+    media_type: ImageMediaType | None = None
+
+
+class ImagePart(_Data):
+    type: Literal["image_url"] = "image_url"
+    image_url: ImageUrl
+
+    @classmethod
+    def from_bytes(
+        cls,
+        data: bytes,
+        media_type: ImageMediaType,
+        detail: Literal["auto", "low", "high"] | None = None,
+    ) -> ImagePart:
+        import base64
+
+        url = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+        return cls(image_url=ImageUrl(url=url, media_type=media_type, detail=detail))
+
+    def data_bytes(self) -> bytes | None:
+        """The decoded bytes of a ``data:`` URL, or None for a remote URL."""
+        import base64
+
+        url = self.image_url.url
+        if not url.startswith("data:") or ";base64," not in url:
+            return None
+        return base64.b64decode(url.split(";base64,", 1)[1])
+
+
+class DocumentSource(_Data):
+    data: str
+    media_type: Literal["application/pdf"] = "application/pdf"
+
+
+class DocumentPart(_Data):
+    type: Literal["document"] = "document"
+    source: DocumentSource
+
+
+class OtherPart(_Data):
+    type: Literal["other"] = "other"
+    provider: str
+    kind: str
+    payload: Any = None
+
+
+ContentPart = Annotated[TextPart | ImagePart | DocumentPart | OtherPart, Field(discriminator="type")]
+content_parts_adapter: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
+
+
+def is_content_part(value: Any) -> bool:
+    """Shape check used by result coercion (spec/core.md §1.1)."""
+    if isinstance(value, (TextPart, ImagePart, DocumentPart, OtherPart)):
+        return True
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if kind == "text":
+        return isinstance(value.get("text"), str)
+    if kind == "image_url":
+        image = value.get("image_url")
+        return isinstance(image, dict) and isinstance(image.get("url"), str)
+    if kind == "document":
+        source = value.get("source")
+        return (
+            isinstance(source, dict)
+            and isinstance(source.get("data"), str)
+            and source.get("media_type") == "application/pdf"
+        )
+    if kind == "other":
+        return isinstance(value.get("provider"), str) and isinstance(value.get("kind"), str)
+    return False
+
+
+def part_placeholder(part: TextPart | ImagePart | DocumentPart | OtherPart) -> str:
+    """The text projection of one part: its text, or ``[image]``-style placeholders."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ImagePart):
+        return "[image]"
+    if isinstance(part, DocumentPart):
+        return "[document]"
+    return f"[other:{part.provider}/{part.kind}]"
+
+
+def text_projection(content: str | list[Any] | None) -> str:
+    """Concatenated text of a message's content, non-text parts as placeholders."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part_placeholder(p) if not isinstance(p, dict) else "[content]" for p in content)
+
+
+def has_non_text_part(content: str | list[Any] | None) -> bool:
+    return isinstance(content, list) and any(not isinstance(p, TextPart) for p in content)
+
+
+# --- tool calls and definitions --------------------------------------------------------------
+
+
+class FunctionCall(_Data):
+    name: str
+    arguments: str
+
+
+class ToolCall(_Data):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+    provider_meta: Any = None
+
+
+class FunctionToolDefinition(_Data):
+    type: Literal["function"] = "function"
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = False
+
+
+class ToolOutputRef(_Data):
+    id: str
+    byte_size: int | None = None
+    line_count: int | None = None
+
+
+# --- messages --------------------------------------------------------------------------------
+
+
+class SystemMessage(_Data):
+    role: Literal["system"] = "system"
+    content: str | list[TextPart]
+    name: str | None = None
+    cache: bool | None = None
+
+
+class UserMessage(_Data):
+    role: Literal["user"] = "user"
+    content: str | list[ContentPart]
+    name: str | None = None
+
+
+class AssistantMessage(_Data):
+    role: Literal["assistant"] = "assistant"
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    refusal: str | None = None
+
+
+class ToolMessage(_Data):
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    tool_name: str
+    content: str | list[ContentPart]
+    is_error: bool | None = None
+    output_ref: ToolOutputRef | None = None
+    trimmed: bool | None = None
+
+
+class ReasoningMessage(_Data):
+    role: Literal["reasoning"] = "reasoning"
+    content: str | None = None
+    raw_item: Any = None
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage | ReasoningMessage,
+    Field(discriminator="role"),
+]
+messages_adapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def dump_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    return [m.dump() for m in messages]
+
+
+def load_messages(data: list[Any]) -> list[Any]:
+    return messages_adapter.validate_python(data)
+
+
+# --- usage and completions -------------------------------------------------------------------
+
+
+class ChatInvokeUsage(_Data):
+    model: str
+    input_tokens: int = 0
+    input_cached_tokens: int | None = None
+    input_cache_creation_tokens: int | None = None
+    input_image_tokens: int | None = None
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class ChatInvokeCompletion(_Data):
+    messages: list[Message]
+    usage: ChatInvokeUsage | None = None
+    stop_reason: str | None = None
+    provider_meta: Any = None
+
+
+__all__ = [
+    "AssistantMessage",
+    "ChatInvokeCompletion",
+    "ChatInvokeUsage",
+    "ContentPart",
+    "DocumentPart",
+    "DocumentSource",
+    "FunctionCall",
+    "FunctionToolDefinition",
+    "ImagePart",
+    "ImageUrl",
+    "Message",
+    "OtherPart",
+    "ReasoningMessage",
+    "SystemMessage",
+    "TextPart",
+    "ToolCall",
+    "ToolMessage",
+    "ToolOutputRef",
+    "UserMessage",
+    "content_parts_adapter",
+    "dump_messages",
+    "has_non_text_part",
+    "is_content_part",
+    "load_messages",
+    "messages_adapter",
+    "part_placeholder",
+    "text_projection",
+]

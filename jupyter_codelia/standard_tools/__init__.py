@@ -1,0 +1,1 @@
+"""The standard tools (seed §7-§8)."""

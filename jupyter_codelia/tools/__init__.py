@@ -1,0 +1,71 @@
+"""The tool framework (seed §2-§5): define tools, inject dependencies, run calls safely.
+
+>>> from pydantic import BaseModel
+>>> class AddInput(BaseModel):
+...     a: int
+...     b: int
+>>> add = define_tool(name="add", description="Add two numbers", input=AddInput,
+...                   execute=lambda p, ctx: p.a + p.b)
+"""
+
+from ..llm.messages import ToolMessage
+from ._context import CancelSignal, DependencyKey, Depends, RunCancelled, ToolContext
+from ._decorator import tool
+from ._define import FunctionTool, Tool, define_tool
+from ._done import done_tool
+from ._errors import (
+    TaskComplete,
+    ToolArgumentsError,
+    ToolDefinitionError,
+    ToolError,
+    ToolInputError,
+)
+from ._executor import (
+    PermissionDecision,
+    PermissionHook,
+    ToolExecution,
+    execute_tool_call,
+    find_tool,
+)
+from ._results import (
+    JsonResult,
+    PartsResult,
+    TextResult,
+    ToolResult,
+    coerce_result,
+    result_content,
+    to_tool_message,
+)
+from ._schema import Nullable
+
+__all__ = [
+    "CancelSignal",
+    "DependencyKey",
+    "Depends",
+    "FunctionTool",
+    "JsonResult",
+    "Nullable",
+    "PartsResult",
+    "PermissionDecision",
+    "PermissionHook",
+    "RunCancelled",
+    "TaskComplete",
+    "TextResult",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolExecution",
+    "ToolInputError",
+    "ToolMessage",
+    "ToolResult",
+    "coerce_result",
+    "define_tool",
+    "done_tool",
+    "execute_tool_call",
+    "find_tool",
+    "result_content",
+    "to_tool_message",
+    "tool",
+]

@@ -1,0 +1,174 @@
+"""``define_tool`` and the ``Tool`` protocol (seed §2.1, spec/core.md §2).
+
+A tool owns its whole argument pipeline: JSON parsing, validation against a pydantic model,
+execution (sync or async) and coercion of the return value, so the agent handles every tool the
+same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..llm.messages import FunctionToolDefinition
+from ._context import ToolContext
+from ._errors import ToolArgumentsError, ToolDefinitionError, ToolInputError
+from ._results import TextResult, coerce_result
+from ._schema import input_schema
+
+InputT = TypeVar("InputT", bound=BaseModel)
+ToolFunction = Callable[[InputT, ToolContext], Any]
+AnyResult = Any  # TextResult | JsonResult | PartsResult; kept loose for Protocol implementers
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """Anything the agent can call: a name, a definition for the model and ``execute_raw``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def definition(self) -> FunctionToolDefinition: ...
+
+    async def execute_raw(self, raw_args_json: str, ctx: ToolContext) -> AnyResult: ...
+
+
+class FunctionTool:
+    """A tool backed by a pydantic input model and a Python function."""
+
+    __slots__ = ("_accepted", "_is_async", "definition", "description", "execute", "input", "name")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input: type[BaseModel],
+        execute: Callable[[Any, ToolContext], Any],
+        allow_extra_keys: bool = False,
+    ) -> None:
+        if not name or not name.replace("_", "").replace("-", "").isalnum():
+            raise ToolDefinitionError(
+                f"Tool name {name!r} must be non-empty and use only letters, digits, '_' and '-'."
+            )
+        if not (isinstance(input, type) and issubclass(input, BaseModel)):
+            raise ToolDefinitionError(f"Tool {name!r}: input must be a pydantic model class.")
+        if not callable(execute):
+            raise ToolDefinitionError(f"Tool {name!r}: execute must be callable.")
+        forbid = not allow_extra_keys
+        if forbid and input.model_config.get("extra") != "forbid":
+            input = _forbidding(input)
+        self.name = name
+        self.description = description
+        self.input = input
+        self.execute = execute
+        self._is_async = inspect.iscoroutinefunction(execute)
+        self._accepted = sorted(
+            (f.alias or n) for n, f in input.model_fields.items()
+        )
+        self.definition = FunctionToolDefinition(
+            name=name,
+            description=description,
+            parameters=input_schema(input, forbid_extra=input.model_config.get("extra") == "forbid"),
+        )
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.name}>"
+
+    def parse_args(self, raw_args_json: str) -> BaseModel:
+        """Validate raw JSON arguments; raise a ToolArgumentsError/ToolInputError the model can act on."""
+        if not raw_args_json or raw_args_json.isspace():
+            raw_args_json = "{}"
+        try:
+            return self.input.model_validate_json(raw_args_json)
+        except ValidationError as exc:
+            if any(e["type"] == "json_invalid" for e in exc.errors()):
+                raise ToolArgumentsError(
+                    f"Invalid tool arguments JSON for {self.name}: {_json_error(raw_args_json)}. "
+                    "Send the arguments as one JSON object."
+                ) from None
+            raise ToolInputError(
+                f"Tool input validation failed for {self.name}: {self._describe(exc)}"
+            ) from None
+
+    async def execute_raw(self, raw_args_json: str, ctx: ToolContext) -> AnyResult:
+        parsed = self.parse_args(raw_args_json)
+        if self._is_async:
+            value = await self.execute(parsed, ctx)
+        else:
+            value = self.execute(parsed, ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        if type(value) is str:
+            return TextResult(text=value)
+        return coerce_result(value)
+
+    def _describe(self, exc: ValidationError) -> str:
+        problems: list[str] = []
+        unknown: list[str] = []
+        for err in exc.errors(include_url=False):
+            loc = err["loc"]
+            where = ".".join(str(p) for p in loc)
+            if err["type"] == "extra_forbidden":
+                if len(loc) == 1:
+                    unknown.append(str(loc[0]))
+                else:
+                    problems.append(f'Unrecognized key: "{where}"')
+            elif err["type"] == "missing":
+                problems.append(f'missing required field "{where}"')
+            elif err["type"] == "model_type" and not loc:
+                problems.append(
+                    f"arguments must be a JSON object, got {type(err['input']).__name__}"
+                )
+            else:
+                problems.append(f"{where or '(root)'}: {err['msg']}" if where else err["msg"])
+        if unknown:
+            keys = ", ".join(f'"{k}"' for k in unknown)
+            label = "Unrecognized key" if len(unknown) == 1 else "Unrecognized keys"
+            accepted = ", ".join(self._accepted) or "(none)"
+            problems.insert(0, f"{label}: {keys} (accepted keys: {accepted})")
+        return "; ".join(problems)
+
+
+def _json_error(raw: str) -> str:
+    try:
+        json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return str(exc)
+    return "not valid JSON"
+
+
+def _forbidding(model: type[BaseModel]) -> type[BaseModel]:
+    """A subclass of ``model`` that rejects unknown keys (design §2.1); config is inherited."""
+    namespace = {"model_config": ConfigDict(extra="forbid"), "__module__": model.__module__}
+    return type(model.__name__, (model,), namespace)
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    input: type[InputT],
+    execute: Callable[[InputT, ToolContext], Any] | Callable[[InputT, ToolContext], Awaitable[Any]],
+    allow_extra_keys: bool = False,
+) -> FunctionTool:
+    """Define a tool from a pydantic input model and ``execute(input, ctx)`` (sync or async).
+
+    Unknown argument keys are rejected unless ``allow_extra_keys`` is true (then the model's own
+    ``extra`` setting applies). ``tool.definition.parameters`` is a draft-07 JSON Schema.
+    """
+    return FunctionTool(
+        name=name,
+        description=description,
+        input=input,
+        execute=execute,
+        allow_extra_keys=allow_extra_keys,
+    )

@@ -1,0 +1,93 @@
+"""Tool results and their conversion to ToolMessage content (spec/core.md §2.3-§2.4)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._text import compact_json
+from ..llm.messages import ContentPart, ToolMessage, content_parts_adapter, is_content_part
+
+
+class TextResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    type: Literal["text"] = "text"
+    text: str
+
+
+class JsonResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    type: Literal["json"] = "json"
+    value: Any = None
+
+
+class PartsResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    type: Literal["parts"] = "parts"
+    parts: list[ContentPart]
+
+
+ToolResult = Annotated[TextResult | JsonResult | PartsResult, Field(discriminator="type")]
+_RESULT_TYPES = (TextResult, JsonResult, PartsResult)
+
+
+def coerce_result(value: Any) -> TextResult | JsonResult | PartsResult:
+    """Turn whatever ``execute`` returned into a ToolResult; the first matching rule wins."""
+    if isinstance(value, _RESULT_TYPES):
+        return value
+    if isinstance(value, str):
+        return TextResult(text=value)
+    if isinstance(value, dict) and _is_result_dict(value):
+        kind = value["type"]
+        if kind == "text":
+            return TextResult(text=value["text"])
+        if kind == "parts":
+            return PartsResult(parts=content_parts_adapter.validate_python(value["parts"]))
+        return JsonResult(value=value["value"])
+    if isinstance(value, list) and all(is_content_part(p) for p in value):
+        return PartsResult(parts=content_parts_adapter.validate_python(value))
+    if isinstance(value, BaseModel):
+        return JsonResult(value=value.model_dump(mode="json"))
+    return JsonResult(value=value)
+
+
+def _is_result_dict(value: dict[str, Any]) -> bool:
+    kind = value.get("type")
+    if kind == "text":
+        return isinstance(value.get("text"), str)
+    if kind == "parts":
+        parts = value.get("parts")
+        return isinstance(parts, list) and all(is_content_part(p) for p in parts)
+    if kind == "json":
+        return "value" in value
+    return False
+
+
+def result_content(result: TextResult | JsonResult | PartsResult) -> str | list[Any]:
+    """ToolMessage content: text → str, json → compact stable JSON, parts → the parts list."""
+    if isinstance(result, TextResult):
+        return result.text
+    if isinstance(result, PartsResult):
+        return list(result.parts)
+    if result.value is None:
+        return "null"
+    try:
+        return compact_json(result.value)
+    except (TypeError, ValueError):
+        return str(result.value)
+
+
+def to_tool_message(
+    result: TextResult | JsonResult | PartsResult,
+    *,
+    tool_call_id: str,
+    tool_name: str,
+    is_error: bool | None = None,
+) -> ToolMessage:
+    return ToolMessage(
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        content=result_content(result),
+        is_error=is_error,
+    )
