@@ -1,1 +1,134 @@
-"""The standard tools (seed §7-§8)."""
+"""The standard tools (seed §7-§8) and ``standard_tools(...)``, which builds the default set.
+
+>>> tools = standard_tools(root=".")          # doctest: +SKIP
+>>> [t.name for t in tools][:3]               # doctest: +SKIP
+['done', 'todo_read', 'todo_new']
+
+The returned :class:`ToolSet` is a list of tools that also carries the objects they share: the
+output-cache store (the agent saves every result there), the todo store (saved in the session
+snapshot) and the sandbox. ``Agent(llm, standard_tools(...))`` wires all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..tools import Tool, done_tool
+
+if TYPE_CHECKING:
+    from ..cache import ToolOutputCacheStore
+    from ._sandbox import Sandbox
+    from .todos import TodoStore
+    from .web import WebConfig
+
+ApprovalMode = Literal["minimal", "trusted", "full-access"]
+
+
+class TodoSessionHook:
+    """Keeps the todo list of the agent's current session and saves it in snapshot meta."""
+
+    META_KEY = "codelia_todos"
+
+    def __init__(self, store: TodoStore) -> None:
+        self.store = store
+        self.session_id: str | None = None
+
+    def current(self) -> str | None:
+        return self.session_id
+
+    def bind_session(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def save_meta(self, session_id: str, meta: dict[str, Any]) -> None:
+        value = self.store.export_meta(session_id)
+        if value is None:
+            meta.pop(self.META_KEY, None)
+        else:
+            meta[self.META_KEY] = value
+
+    def restore_meta(self, session_id: str, meta: dict[str, Any]) -> None:
+        self.session_id = session_id
+        self.store.restore_meta(session_id, meta.get(self.META_KEY))
+
+
+class ToolSet(list[Tool]):
+    """A list of tools plus the shared state the agent needs to wire them."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        output_store: ToolOutputCacheStore | None = None,
+        todo_store: TodoStore | None = None,
+        sandbox: Sandbox | None = None,
+        state_hooks: Iterable[Any] = (),
+    ) -> None:
+        super().__init__(tools)
+        self.output_store = output_store
+        self.todo_store = todo_store
+        self.sandbox = sandbox
+        self.state_hooks = list(state_hooks)
+
+    def names(self) -> list[str]:
+        return [t.name for t in self]
+
+
+def standard_tools(
+    root: str | Path | None = None,
+    *,
+    approval_mode: ApprovalMode = "minimal",
+    output_store: ToolOutputCacheStore | None = None,
+    cache_dir: str | Path | None = None,
+    todo_store: TodoStore | None = None,
+    web: WebConfig | None = None,
+    include_web: bool = True,
+    include_shell: bool = True,
+    extra: Iterable[Tool] = (),
+) -> ToolSet:
+    """Every built-in tool, sandboxed at ``root`` (default: the working directory).
+
+    ``output_store`` defaults to a store in ``cache_dir`` or ``<JUPYTER_CODELIA_HOME>/cache/tool-output``;
+    ``todo_store`` to a fresh one. Web tools use ``web`` (default ``WebConfig()``).
+    """
+    from ..cache import ToolOutputCacheStore
+    from ._sandbox import Sandbox
+    from .files import file_tools
+    from .output_cache import output_cache_tools
+    from .todos import TodoStore, todo_tools
+
+    sandbox = Sandbox(Path(root) if root is not None else Path.cwd(), approval_mode=approval_mode)
+    if output_store is None:
+        if cache_dir is None:
+            from ..session import default_home
+
+            cache_dir = default_home() / "cache" / "tool-output"
+        output_store = ToolOutputCacheStore(Path(cache_dir))
+    todos = todo_store if todo_store is not None else TodoStore()
+    todo_hook = TodoSessionHook(todos)
+    tools: list[Tool] = [
+        done_tool(),
+        *todo_tools(todos, todo_hook.current),
+        *file_tools(sandbox, output_store),
+        *output_cache_tools(output_store),
+    ]
+    if include_web:
+        from .web import WebConfig, web_tools
+
+        tools.extend(web_tools(web or WebConfig()))
+    if include_shell:
+        from .shell import shell_tool
+
+        tools.append(shell_tool(sandbox.root, output_store))
+    tools.extend(extra)
+    return ToolSet(
+        tools,
+        output_store=output_store,
+        todo_store=todos,
+        sandbox=sandbox,
+        state_hooks=[todo_hook],
+    )
+
+
+__all__ = ["TodoSessionHook", "ToolSet", "standard_tools"]

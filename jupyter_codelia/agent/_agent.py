@@ -1,0 +1,674 @@
+"""The agent run loop (spec/agent-and-session.md §1-§3, spec/core.md §5-§6).
+
+One ``Agent`` is one conversation: a history, a session id and usage totals. ``run_stream`` runs a
+turn as an inner task that feeds a queue, so events raised while the loop awaits (streamed tokens,
+approval requests, todo updates) reach the caller as they happen. Cancellation — through a
+``CancelSignal`` or by cancelling the consuming task — cancels the inner task; it repairs history,
+saves the session and logs the outcome before the cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import platform
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from .. import __version__
+from .._text import js_round, utf8_len
+from ..llm.base import ChatModel, LlmError
+from ..llm.messages import (
+    AssistantMessage,
+    ChatInvokeCompletion,
+    ContentPart,
+    ReasoningMessage,
+    SystemMessage,
+    ToolCall,
+    UserMessage,
+    has_non_text_part,
+    load_messages,
+    text_projection,
+)
+from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_call
+from . import events as ev
+from ._history import repair_history
+from ._permission_hook import ConfirmCallback, PermissionHookBuilder
+from ._retry import RetryConfig
+
+if TYPE_CHECKING:
+    from ..cache import ToolOutputCache
+    from ..session import RunLog, SessionStore
+    from .permissions import PermissionPolicy
+
+log = logging.getLogger("jupyter_codelia.agent")
+
+MAX_ITERATIONS_PREFIX = "[Max Iterations Reached]\n\n"
+SUMMARY_UNAVAILABLE = "Summary unavailable due to an internal error."
+MAX_ITERATIONS_PROMPT = (
+    "You have reached the maximum number of steps for this turn. Without calling any tools, write "
+    "a concise summary for the user: what was done, what is still pending, any blockers, and "
+    "(optionally) short next steps. Do not mention internal agent mechanics."
+)
+_SAVE_INTERVAL_S = 1.5
+_RAW_LOG_LIMIT = 256 * 1024
+_LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
+
+
+class SessionStateHook(Protocol):
+    """State that lives beside the conversation and is saved in the snapshot's ``meta``."""
+
+    def bind_session(self, session_id: str) -> None: ...
+
+    def save_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
+
+    def restore_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
+
+
+class AgentRunError(RuntimeError):
+    """A turn failed for a reason the caller should show (provider failure after retries, ...)."""
+
+    def __init__(self, message: str, *, kind: str = "error", status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+@dataclass
+class UsageTotals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = 0.0
+    last_total_tokens: int = 0
+    model_calls: int = 0
+
+    def add(self, input_tokens: int, output_tokens: int, cached: int, created: int) -> None:
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.cache_read_tokens += cached
+        self.cache_write_tokens += created
+        self.model_calls += 1
+
+
+_DEFAULT: Any = object()
+
+
+@dataclass
+class _Run:
+    run_id: str
+    queue: asyncio.Queue[Any]
+    signal: CancelSignal
+    run_log: RunLog | None
+    seq: int = 0
+    last_save: float = field(default_factory=time.monotonic)
+
+
+class Agent:
+    """A tool-using agent over a chat model; see the module docstring for the turn lifecycle."""
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        tools: Sequence[Tool] = (),
+        *,
+        system_prompt: str | None = None,
+        max_iterations: int = 200,
+        require_done_tool: bool = False,
+        tool_choice: str | None = None,
+        permissions: PermissionPolicy | None = None,
+        confirm: ConfirmCallback | None = None,
+        output_cache: ToolOutputCache | None = _DEFAULT,
+        session_store: SessionStore | None = None,
+        session_id: str | None = None,
+        dependency_overrides: dict[str, Callable[[], Any]] | None = None,
+        state_hooks: Sequence[SessionStateHook] = (),
+        retry: RetryConfig | None = None,
+        client_name: str = "jupyter-codelia",
+    ) -> None:
+        if max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        self.llm = llm
+        self.tools: list[Tool] = list(tools)
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.require_done_tool = require_done_tool
+        self.tool_choice = tool_choice
+        self.permissions = permissions
+        self.confirm = confirm
+        if output_cache is _DEFAULT:
+            output_cache = _default_output_cache(tools)
+        self.output_cache = output_cache
+        self.session_store = session_store
+        self.dependency_overrides = dict(dependency_overrides or {})
+        self.state_hooks: list[SessionStateHook] = [
+            *getattr(tools, "state_hooks", ()),
+            *state_hooks,
+        ]
+        self.retry = retry or RetryConfig()
+        self.client_name = client_name
+        self.history: list[Any] = []
+        self.usage = UsageTotals()
+        self.meta: dict[str, Any] = {}
+        self.invoke_seq = 0
+        self._pending_resume = session_id
+        self.session_id: str = session_id or str(uuid.uuid4())
+        self._restored = session_id is None
+        self._system_added = False
+        self._running = False
+        self._last_context_left: int | None = None
+        self._logged_upto = 0
+        for hook in self.state_hooks:
+            hook.bind_session(self.session_id)
+
+    # ----------------------------------------------------------------------------- public API
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    async def run(self, prompt: str | list[ContentPart], **kwargs: Any) -> str:
+        """Run one turn and return the content of its ``final`` event (``""`` if none)."""
+        final = ""
+        async for event in self.run_stream(prompt, **kwargs):
+            if isinstance(event, ev.FinalEvent):
+                final = event.content
+        return final
+
+    async def run_stream(
+        self,
+        prompt: str | list[ContentPart],
+        *,
+        signal: CancelSignal | None = None,
+        run_id: str | None = None,
+        tools: Sequence[Tool] = (),
+        tool_choice: str | None = None,
+        run_meta: dict[str, Any] | None = None,
+    ) -> AsyncIterator[Any]:
+        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
+        if self._running:
+            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+        self._running = True
+        try:
+            self._ensure_session()
+            signal = signal or CancelSignal()
+            rid = run_id or str(uuid.uuid4())
+            run = _Run(
+                run_id=rid, queue=asyncio.Queue(), signal=signal, run_log=self._open_run_log(rid)
+            )
+            task = asyncio.ensure_future(
+                self._run_turn(run, prompt, [*self.tools, *tools], tool_choice, run_meta or {})
+            )
+            loop = asyncio.get_running_loop()
+            remove = signal.add_callback(lambda: loop.call_soon_threadsafe(task.cancel))
+            try:
+                async for event in _drain(run.queue, task):
+                    yield event
+            finally:
+                remove()
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+        finally:
+            self._running = False
+
+    def snapshot_messages(self) -> list[dict[str, Any]]:
+        """The history as saved in a session snapshot: no leading system messages, repaired."""
+        messages = repair_history(self.history)
+        start = 0
+        while start < len(messages) and isinstance(messages[start], SystemMessage):
+            start += 1
+        return [m.dump() for m in messages[start:]]
+
+    # ----------------------------------------------------------------------------- sessions
+
+    def _ensure_session(self) -> None:
+        if self._restored:
+            return
+        self._restored = True
+        if self.session_store is None or self._pending_resume is None:
+            return
+        state = self.session_store.load_state(self._pending_resume)
+        self.history = repair_history(load_messages(state.messages))
+        self.meta = dict(state.meta)
+        self.invoke_seq = state.invoke_seq
+        self._system_added = False
+        self._logged_upto = len(self.history)
+        for hook in self.state_hooks:
+            hook.restore_meta(self.session_id, self.meta)
+
+    def _open_run_log(self, run_id: str) -> RunLog | None:
+        if self.session_store is None:
+            return None
+        header = {
+            "run_id": run_id,
+            "session_id": self.session_id,
+            "started_at": datetime.now(timezone.utc).isoformat(),
+            "client": {"name": self.client_name, "version": __version__},
+            "model": {"provider": self.llm.provider, "name": self.llm.model},
+            "prompts": {"system": self.system_prompt},
+            "tools": {"definitions": [t.definition.dump() for t in self.tools]},
+            "runtime": {
+                "cwd": os.getcwd(),
+                "os": platform.system(),
+                "arch": platform.machine(),
+                "version": platform.python_version(),
+            },
+        }
+        return self.session_store.open_run_log(
+            run_id=run_id, session_id=self.session_id, header=header
+        )
+
+    def _save_state(self, run: _Run) -> None:
+        run.last_save = time.monotonic()
+        if self.session_store is None:
+            return
+        from ..session import SessionState
+
+        meta = dict(self.meta)
+        for hook in self.state_hooks:
+            hook.save_meta(self.session_id, meta)
+        self.meta = meta
+        try:
+            self.session_store.save_state(
+                SessionState(
+                    session_id=self.session_id,
+                    updated_at=datetime.now(timezone.utc).isoformat(),
+                    run_id=run.run_id,
+                    invoke_seq=self.invoke_seq,
+                    messages=self.snapshot_messages(),
+                    meta=meta,
+                    title=_title_of(self.history),
+                )
+            )
+        except Exception:
+            log.exception("could not save session %s", self.session_id)
+
+    def _record(self, run: _Run, record_type: str, **fields: Any) -> None:
+        if run.run_log is None:
+            return
+        try:
+            run.run_log.append(record_type, **fields)
+        except Exception:
+            log.exception("could not append %s to the run log", record_type)
+
+    # ----------------------------------------------------------------------------- the turn
+
+    def _emit(self, run: _Run, event: BaseModel) -> None:
+        run.queue.put_nowait(event)
+        if event.type not in _LOGGED_EVENTS_SKIP:  # type: ignore[attr-defined]
+            self._record(run, "agent.event", seq=run.seq, event=ev.event_to_json(event))
+            run.seq += 1
+
+    async def _run_turn(
+        self,
+        run: _Run,
+        prompt: str | list[ContentPart],
+        tools: list[Tool],
+        tool_choice: str | None,
+        run_meta: dict[str, Any],
+    ) -> None:
+        user_input = (
+            {"type": "text", "text": prompt}
+            if isinstance(prompt, str)
+            else {"type": "parts", "parts": [p.dump() for p in prompt]}
+        )
+        self._record(run, "run.start", session_id=self.session_id, input=user_input, meta=run_meta)
+        self._record(run, "run.status", status="running")
+        if run_meta:
+            self.meta.update(run_meta)
+        outcome: Literal["completed", "cancelled", "error"] = "completed"
+        final: str | None = None
+        try:
+            self.history = repair_history(self.history)
+            if self.system_prompt and not self._system_added:
+                if not any(isinstance(m, SystemMessage) for m in self.history):
+                    self.history.insert(0, SystemMessage(content=self.system_prompt))
+                self._system_added = True
+            self.history.append(UserMessage(content=prompt))
+            final = await self._loop(run, tools, tool_choice)
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise RunCancelled(run.signal.reason or "run cancelled") from None
+        except AgentRunError as exc:
+            outcome = "error"
+            self._record(run, "run.error", error={"name": exc.kind, "message": str(exc)})
+            raise
+        except Exception as exc:
+            outcome = "error"
+            self._record(run, "run.error", error={"name": type(exc).__name__, "message": str(exc)})
+            raise AgentRunError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.history = repair_history(self.history)
+            self._save_state(run)
+            self._record(run, "run.status", status=outcome)
+            self._record(run, "run.end", outcome=outcome, final=final)
+            if run.run_log is not None:
+                run.run_log.close()
+
+    async def _loop(self, run: _Run, tools: list[Tool], tool_choice: str | None) -> str:
+        choice = tool_choice or self.tool_choice
+        definitions = [t.definition for t in tools]
+        hook = self._permission_hook(run, tools)
+        base_ctx = ToolContext(
+            signal=run.signal,
+            overrides=self.dependency_overrides,
+            emit=lambda event: self._emit(run, event),
+        )
+        for _ in range(self.max_iterations):
+            self._trim()
+            completion = await self._invoke(run, definitions or None, choice)
+            self.history.extend(completion.messages)
+            texts, calls = self._collect(run, completion)
+            if calls or self.require_done_tool:
+                for text in texts:
+                    self._emit(run, ev.TextEvent(content=text))
+            if not calls:
+                if not self.require_done_tool:
+                    final = "\n".join(texts).strip()
+                    self._emit(run, ev.FinalEvent(content=final))
+                    return final
+                continue
+            for step, call in enumerate(calls, start=1):
+                finished = await self._run_call(run, call, step, tools, hook, base_ctx)
+                if finished is not None:
+                    final = finished if finished else "\n".join(texts).strip()
+                    self._emit(run, ev.FinalEvent(content=final))
+                    return final
+            if time.monotonic() - run.last_save >= _SAVE_INTERVAL_S:
+                self._save_state(run)
+        final = MAX_ITERATIONS_PREFIX + await self._summary(run)
+        self._emit(run, ev.FinalEvent(content=final))
+        return final
+
+    def _collect(
+        self, run: _Run, completion: ChatInvokeCompletion
+    ) -> tuple[list[str], list[ToolCall]]:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for message in completion.messages:
+            if isinstance(message, ReasoningMessage):
+                if message.content:
+                    self._emit(run, ev.ReasoningEvent(content=message.content))
+            elif isinstance(message, AssistantMessage):
+                text = text_projection(message.content)
+                if message.refusal:
+                    text = f"{text}\n{message.refusal}" if text else message.refusal
+                if text:
+                    texts.append(text)
+                calls.extend(message.tool_calls or [])
+        return texts, calls
+
+    async def _run_call(
+        self,
+        run: _Run,
+        call: ToolCall,
+        step: int,
+        tools: list[Tool],
+        hook: Any,
+        base_ctx: ToolContext,
+    ) -> str | None:
+        """Execute one call; returns the final message when it ends the turn, else None."""
+        name = call.function.name
+        self._emit(run, ev.StepStartEvent(step_id=call.id, title=name, step_number=step))
+        self._emit(
+            run,
+            ev.ToolCallEvent(
+                tool=name,
+                args=_parse_args(call.function.arguments),
+                raw_args=call.function.arguments,
+                tool_call_id=call.id,
+            ),
+        )
+        started = time.monotonic()
+        try:
+            execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a failure outside the tool itself (e.g. in a hook helper)
+            from ..tools._executor import ERROR_PREFIX, ToolExecution, error_message
+
+            execution = ToolExecution(error_message(call, f"{ERROR_PREFIX}{exc}"))
+        raw = execution.message
+        processed = self.output_cache.process(raw) if self.output_cache is not None else raw
+        self.history.append(processed)
+        result_text = text_projection(processed.content)
+        ref = processed.output_ref.id if processed.output_ref else None
+        self._record(
+            run,
+            "tool.output",
+            tool=name,
+            tool_call_id=call.id,
+            result_raw=_clip_for_log(text_projection(raw.content)),
+            is_error=raw.is_error,
+            output_ref=processed.output_ref.dump() if processed.output_ref else None,
+        )
+        parts = (
+            [p.dump() for p in processed.content if not isinstance(p, str)]
+            if has_non_text_part(processed.content) and isinstance(processed.content, list)
+            else None
+        )
+        self._emit(
+            run,
+            ev.ToolResultEvent(
+                tool=name,
+                result=result_text,
+                tool_call_id=call.id,
+                is_error=raw.is_error,
+                parts=parts,
+                output_ref=ref,
+            ),
+        )
+        duration = max(0, js_round((time.monotonic() - started) * 1000))
+        status: Literal["completed", "error"] = "error" if raw.is_error else "completed"
+        self._emit(run, ev.StepCompleteEvent(step_id=call.id, status=status, duration_ms=duration))
+        if execution.done:
+            return execution.final_message or ""
+        return None
+
+    def _permission_hook(self, run: _Run, tools: list[Tool]) -> Any:
+        if self.permissions is None:
+            return None
+        return PermissionHookBuilder(
+            policy=self.permissions,
+            confirm=self.confirm,
+            tools=tools,
+            emit=lambda event: self._emit(run, event),
+        ).hook
+
+    def _trim(self) -> None:
+        if self.output_cache is None:
+            return
+        trimmed = self.output_cache.trim(self.history, context_limit=self.llm.context_limit())
+        if trimmed is not None:
+            self.history = trimmed
+
+    # ----------------------------------------------------------------------------- model calls
+
+    async def _invoke(
+        self, run: _Run, tools: list[Any] | None, choice: str | None
+    ) -> ChatInvokeCompletion:
+        self.invoke_seq += 1
+        seq = self.invoke_seq
+        new = self.history[self._logged_upto :]
+        self._logged_upto = len(self.history)
+        self._record(
+            run,
+            "llm.request",
+            seq=seq,
+            model={"provider": self.llm.provider, "name": self.llm.model},
+            input={
+                "new_messages": [m.dump() for m in new],
+                "message_count": len(self.history),
+                "tools": [t.name for t in tools or []],
+                "tool_choice": choice,
+            },
+        )
+        completion = await self._invoke_with_retries(run, self.history, tools, choice)
+        self._logged_upto += len(completion.messages)
+        self._record(
+            run,
+            "llm.response",
+            seq=seq,
+            output={
+                "messages": [m.dump() for m in completion.messages],
+                "usage": completion.usage.dump() if completion.usage else None,
+                "stop_reason": completion.stop_reason,
+            },
+        )
+        self._account(run, completion)
+        return completion
+
+    async def _invoke_with_retries(
+        self, run: _Run, messages: list[Any], tools: list[Any] | None, choice: str | None
+    ) -> ChatInvokeCompletion:
+        attempts = max(1, self.retry.max_attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self.llm.ainvoke(
+                    list(messages),
+                    tools=tools,
+                    tool_choice=choice,
+                    on_text_delta=lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)),
+                    on_reasoning_delta=lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)),
+                    signal=run.signal,
+                )
+            except LlmError as exc:
+                if not exc.retryable or attempt == attempts:
+                    raise AgentRunError(
+                        _llm_failure_text(exc, attempt), kind=exc.kind, status=exc.status
+                    ) from exc
+                delay, source = self.retry.delay(attempt, exc)
+                self._emit(
+                    run,
+                    ev.LlmRetryEvent(
+                        provider=self.llm.provider,
+                        failure_kind=exc.kind if exc.kind in _RETRY_KINDS else "provider",
+                        next_attempt=attempt + 1,
+                        max_attempts=attempts,
+                        delay_ms=js_round(delay * 1000),
+                        delay_source=source,  # type: ignore[arg-type]
+                        status=exc.status,
+                        message=str(exc),
+                    ),
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _account(self, run: _Run, completion: ChatInvokeCompletion) -> None:
+        usage = completion.usage
+        if usage is None:
+            return
+        cached = usage.input_cached_tokens or 0
+        created = usage.input_cache_creation_tokens or 0
+        self.usage.add(usage.input_tokens, usage.output_tokens, cached, created)
+        self.usage.last_total_tokens = usage.total_tokens
+        cost = self.llm.cost_usd(usage)
+        if cost is None:
+            self.usage.cost_usd = None
+        elif self.usage.cost_usd is not None:
+            self.usage.cost_usd += cost
+        limit = self.llm.context_limit(usage.model) or self.llm.context_limit()
+        left: int | None = None
+        if limit:
+            left = (
+                100 if usage.total_tokens <= 0 else js_round((1 - usage.total_tokens / limit) * 100)
+            )
+            left = min(100, max(0, left))
+        self._last_context_left = left
+        self._emit(
+            run,
+            ev.UsageEvent(
+                model=usage.model,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=cached,
+                cache_write_tokens=created,
+                total_input_tokens=self.usage.input_tokens,
+                total_output_tokens=self.usage.output_tokens,
+                cost_usd=cost,
+                total_cost_usd=self.usage.cost_usd,
+                context_limit=limit,
+                context_left_percent=left,
+            ),
+        )
+
+    async def _summary(self, run: _Run) -> str:
+        messages = [*repair_history(self.history), UserMessage(content=MAX_ITERATIONS_PROMPT)]
+        try:
+            completion = await self._invoke_with_retries(run, messages, None, "none")
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("max-iterations summary failed")
+            return SUMMARY_UNAVAILABLE
+        self._account(run, completion)
+        texts = [
+            text_projection(m.content)
+            for m in completion.messages
+            if isinstance(m, AssistantMessage) and m.content
+        ]
+        return "\n".join(texts).strip() or SUMMARY_UNAVAILABLE
+
+
+_RETRY_KINDS = ("rate_limit", "overloaded", "timeout", "network", "provider")
+
+
+async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncIterator[Any]:
+    """Yield queued events until ``task`` ends, then re-raise its exception if any."""
+    while True:
+        if queue.empty() and task.done():
+            break
+        getter = asyncio.ensure_future(queue.get())
+        done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            yield getter.result()
+        else:
+            getter.cancel()
+    while not queue.empty():
+        yield queue.get_nowait()
+    task.result()
+
+
+def _parse_args(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_raw": raw}
+
+
+def _clip_for_log(text: str) -> str:
+    if utf8_len(text) <= _RAW_LOG_LIMIT:
+        return text
+    return text.encode("utf-8")[:_RAW_LOG_LIMIT].decode("utf-8", errors="ignore") + "\n[clipped]"
+
+
+def _title_of(history: list[Any]) -> str | None:
+    for message in history:
+        if isinstance(message, UserMessage):
+            text = text_projection(message.content).strip().splitlines()
+            return text[0][:80] if text else None
+    return None
+
+
+def _llm_failure_text(exc: Exception, attempts: int) -> str:
+    tried = f" after {attempts} attempts" if attempts > 1 else ""
+    return f"The model request failed{tried}: {exc}"
+
+
+def _default_output_cache(tools: Sequence[Tool]) -> ToolOutputCache | None:
+    from ..cache import ToolOutputCache
+
+    return ToolOutputCache(getattr(tools, "output_store", None))

@@ -1,0 +1,185 @@
+"""The permission hook the agent passes to the tool executor (spec/agent-and-session.md §5.3-§5.4).
+
+It asks the :class:`PermissionPolicy`; when the answer is *confirm* it builds a diff preview for
+file-changing tools, announces a ``permission.request`` event and awaits the host's confirm
+callback. No callback means deny: a headless run never waits for a person who is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from ..tools import PermissionDecision, Tool, ToolContext, find_tool
+from ..tools._executor import PermissionHook
+from . import events as ev
+
+if TYPE_CHECKING:
+    from ..llm.messages import ToolCall
+    from .permissions import PermissionPolicy
+
+PREVIEW_MAX_LINES = 120
+_PREVIEW_TOOLS = ("write", "edit", "apply_patch")
+_LANGUAGES = {
+    ".py": "python",
+    ".ts": "ts",
+    ".tsx": "tsx",
+    ".js": "js",
+    ".json": "json",
+    ".md": "markdown",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".sh": "bash",
+    ".ipynb": "json",
+    ".css": "css",
+    ".html": "html",
+}
+
+
+class ConfirmResponse(BaseModel):
+    """A person's answer to a permission request."""
+
+    decision: Literal["allow", "allow_remember", "deny"]
+    reason: str | None = None
+
+
+ConfirmCallback = Callable[[ev.PermissionRequestEvent], Awaitable[ConfirmResponse]]
+
+
+@dataclass
+class PermissionHookBuilder:
+    policy: PermissionPolicy
+    confirm: ConfirmCallback | None
+    tools: Sequence[Tool]
+    emit: Callable[[Any], None]
+
+    @property
+    def hook(self) -> PermissionHook:
+        return self._decide
+
+    async def _decide(self, call: ToolCall, raw_args: str, ctx: ToolContext) -> PermissionDecision:
+        name = call.function.name
+        args = _args_dict(raw_args)
+        evaluation = self.policy.evaluate(name, args)
+        if evaluation.kind == "allow":
+            return PermissionDecision.allow()
+        if evaluation.kind == "deny":
+            return PermissionDecision.deny(evaluation.reason or "blocked by policy")
+        if self.confirm is None:
+            return PermissionDecision.deny("UI confirm not supported")
+        if name in _PREVIEW_TOOLS:
+            preview = await self._preview(name, call, args, ctx)
+            if preview.diff or preview.summary:
+                self.emit(preview)
+        self.emit(ev.PermissionReadyEvent(tool=name, tool_call_id=call.id))
+        title, message = self.policy.confirm_text(name, args)
+        rules = self.policy.remember_rules(name, args)
+        request = ev.PermissionRequestEvent(
+            request_id=uuid.uuid4().hex,
+            tool=name,
+            tool_call_id=call.id,
+            title=title,
+            message=message,
+            args=args or {},
+            remember_rules=[_rule_text(r) for r in rules],
+        )
+        self.emit(request)
+        response = await self.confirm(request)
+        reason = (response.reason or "").strip() or None
+        self.emit(
+            ev.PermissionResolvedEvent(
+                request_id=request.request_id,
+                tool_call_id=call.id,
+                decision=response.decision,
+                reason=reason,
+            )
+        )
+        if response.decision == "deny":
+            # A reason lets the model adapt and go on; a bare "no" stops the turn (spec §5.3).
+            return PermissionDecision.deny(reason or "permission denied", stop_turn=reason is None)
+        if response.decision == "allow_remember" and rules:
+            self.policy.remember(rules)
+        return PermissionDecision.allow()
+
+    async def _preview(
+        self, name: str, call: ToolCall, args: dict[str, Any] | None, ctx: ToolContext
+    ) -> ev.PermissionPreviewEvent:
+        file_path = (args or {}).get("file_path") if name != "apply_patch" else None
+        language = _language(file_path) if isinstance(file_path, str) else None
+        if name == "write":
+            tool = find_tool(self.tools, "edit")
+            preview_args = {
+                "file_path": (args or {}).get("file_path", ""),
+                "old_string": "",
+                "new_string": (args or {}).get("content", ""),
+                "dry_run": True,
+            }
+        else:
+            tool = find_tool(self.tools, name)
+            preview_args = {**(args or {}), "dry_run": True}
+        base = ev.PermissionPreviewEvent(
+            tool=name,
+            tool_call_id=call.id,
+            file_path=file_path if isinstance(file_path, str) else None,
+            language=language,
+        )
+        if tool is None:
+            return base.model_copy(update={"summary": "Preview unavailable: dry-run failed"})
+        try:
+            result = await tool.execute_raw(json.dumps(preview_args), ctx.fork())
+        except Exception:
+            return base.model_copy(update={"summary": "Preview unavailable: dry-run failed"})
+        value = getattr(result, "value", None)
+        if not isinstance(value, dict):
+            return base.model_copy(
+                update={"summary": "Preview unavailable: unexpected dry-run output"}
+            )
+        diff = value.get("diff")
+        if not isinstance(diff, str) or not diff:
+            summary = value.get("summary")
+            text = summary if isinstance(summary, str) and summary else "Preview: no diff content"
+            return base.model_copy(update={"summary": text})
+        lines = diff.split("\n")
+        truncated = len(lines) > PREVIEW_MAX_LINES
+        return base.model_copy(
+            update={
+                "diff": "\n".join(lines[:PREVIEW_MAX_LINES]),
+                "truncated": truncated or None,
+                "language": language or _language_from_diff(diff),
+            }
+        )
+
+
+def _args_dict(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _rule_text(rule: Any) -> str:
+    command = getattr(rule, "command", None)
+    if command:
+        return f"{rule.tool}: {command}"
+    return str(rule.tool)
+
+
+def _language(path: str) -> str | None:
+    dot = path.rfind(".")
+    return _LANGUAGES.get(path[dot:].lower()) if dot >= 0 else None
+
+
+def _language_from_diff(diff: str) -> str | None:
+    for line in diff.splitlines():
+        if line.startswith("+++ ") or line.startswith("--- "):
+            language = _language(line[4:].strip())
+            if language:
+                return language
+    return None
