@@ -89,8 +89,9 @@ def standard_tools(
 ) -> ToolSet:
     """Every built-in tool, sandboxed at ``root`` (default: the working directory).
 
-    ``output_store`` defaults to a store in ``cache_dir`` or ``<JUPYTER_CODELIA_HOME>/cache/tool-output``;
-    ``todo_store`` to a fresh one. Web tools use ``web`` (default ``WebConfig()``).
+    ``output_store`` defaults to a store in ``cache_dir`` or
+    ``<JUPYTER_CODELIA_HOME>/cache/tool-output``; ``todo_store`` to a fresh one. Web tools use
+    ``web`` (default ``WebConfig()``).
     """
     from ..cache import ToolOutputCacheStore
     from ._sandbox import Sandbox
