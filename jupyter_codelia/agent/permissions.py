@@ -296,7 +296,8 @@ def remember_command(segment: str) -> str | None:
 
 
 def _is_subcommand(word: str) -> bool:
-    return bool(word) and all(c.isalnum() or c in ":_-" for c in word)
+    # An option ("git --no-pager log") is not a subcommand: remembering it would allow too much.
+    return bool(word) and word[0] != "-" and all(c.isalnum() or c in ":_-" for c in word)
 
 
 class PermissionPolicy:
