@@ -1,0 +1,267 @@
+"""Running model-written Python in the user's namespace: capture, timeout and cancellation.
+
+The code runs on a fresh daemon thread so the agent's event loop (and with it the panel, the Stop
+button and approvals) stays responsive, and so a runaway snippet can be abandoned after its
+timeout. Output is captured per thread: ``print`` from the user's own cells running meanwhile
+keeps going to the notebook, only the tool thread's writes are collected.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import ctypes
+import inspect
+import io
+import itertools
+import linecache
+import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_STREAM_CHARS = 200_000
+"""Per-stream cap of captured text: the output cache handles big outputs, memory must not grow."""
+
+_GRACE_SECONDS = 2.0
+_counter = itertools.count(1)
+
+
+class ExecutionAbandoned(Exception):  # noqa: N818 - injected into the worker, not an error class
+    """Raised inside the tool's thread when its timeout passes or the run is cancelled."""
+
+
+@dataclass
+class Capture:
+    """What one snippet produced."""
+
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    stdout_chars: int = 0
+    stderr_chars: int = 0
+    truncated: bool = False
+    displays: list[dict[str, Any]] = field(default_factory=list)
+    result: Any = None
+    has_result: bool = False
+    error: str | None = None
+    timed_out: bool = False
+    still_running: bool = False
+
+    def write(self, stream: str, text: str) -> None:
+        chars = self.stdout_chars if stream == "stdout" else self.stderr_chars
+        room = MAX_STREAM_CHARS - chars
+        if room <= 0:
+            self.truncated = True
+            return
+        if len(text) > room:
+            text = text[:room]
+            self.truncated = True
+        if stream == "stdout":
+            self.stdout.append(text)
+            self.stdout_chars += len(text)
+        else:
+            self.stderr.append(text)
+            self.stderr_chars += len(text)
+
+
+class _RoutedStream(io.TextIOBase):
+    """Sends writes from registered threads to their Capture, everything else to ``original``."""
+
+    def __init__(self, original: Any, name: str) -> None:
+        super().__init__()
+        self.original = original
+        self.name = name
+        self.routes: dict[int, Capture] = {}
+
+    def write(self, text: str) -> int:
+        capture = self.routes.get(threading.get_ident())
+        if capture is None:
+            return int(self.original.write(text) or 0)
+        capture.write(self.name, str(text))
+        return len(text)
+
+    def flush(self) -> None:
+        if threading.get_ident() not in self.routes:
+            self.original.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.original, attr)
+
+
+class _RoutedDisplayPublisher:
+    """Wraps IPython's display publisher so ``display()`` in the tool thread is captured."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+        self.routes: dict[int, Capture] = {}
+
+    def publish(self, data: dict[str, Any], metadata: Any = None, *args: Any, **kw: Any) -> None:
+        capture = self.routes.get(threading.get_ident())
+        if capture is None:
+            self.original.publish(data, metadata, *args, **kw)
+            return
+        capture.displays.append(dict(data))
+
+    def clear_output(self, *args: Any, **kw: Any) -> None:
+        if threading.get_ident() not in self.routes:
+            self.original.clear_output(*args, **kw)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.original, attr)
+
+
+_routing_lock = threading.Lock()
+
+
+@contextmanager
+def _routed(capture: Capture, shell: Any) -> Iterator[None]:
+    """Route the current thread's stdout, stderr and displays into ``capture``."""
+    ident = threading.get_ident()
+    with _routing_lock:
+        stdout = sys.stdout if isinstance(sys.stdout, _RoutedStream) else None
+        if stdout is None:
+            stdout = _RoutedStream(sys.stdout, "stdout")
+            sys.stdout = stdout
+        stderr = sys.stderr if isinstance(sys.stderr, _RoutedStream) else None
+        if stderr is None:
+            stderr = _RoutedStream(sys.stderr, "stderr")
+            sys.stderr = stderr
+        publisher: _RoutedDisplayPublisher | None = None
+        if shell is not None:
+            current = shell.display_pub
+            if isinstance(current, _RoutedDisplayPublisher):
+                publisher = current
+            else:
+                publisher = _RoutedDisplayPublisher(current)
+                shell.display_pub = publisher
+            publisher.routes[ident] = capture
+        stdout.routes[ident] = capture
+        stderr.routes[ident] = capture
+    try:
+        yield
+    finally:
+        with _routing_lock:
+            stdout.routes.pop(ident, None)
+            stderr.routes.pop(ident, None)
+            # Restore the originals once no tool thread is capturing, so the kernel's own
+            # streams are back in place between calls.
+            if not stdout.routes and sys.stdout is stdout:
+                sys.stdout = stdout.original
+            if not stderr.routes and sys.stderr is stderr:
+                sys.stderr = stderr.original
+            if publisher is not None:
+                publisher.routes.pop(ident, None)
+                if not publisher.routes and shell.display_pub is publisher:
+                    shell.display_pub = publisher.original
+
+
+def _compile(code: str, filename: str) -> tuple[Any, Any]:
+    """Compile ``code`` into (body, last expression or None), IPython's 'last_expr' style."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = ast.parse(code, filename=filename, mode="exec")
+    last = None
+    tail = tree.body[-1] if tree.body else None
+    if isinstance(tail, ast.Expr):
+        tree.body.pop()
+        expr = ast.Expression(tail.value)
+        last = compile(expr, filename, "eval", flags=flags)
+    body = compile(tree, filename, "exec", flags=flags)
+    return body, last
+
+
+def _evaluate(code_obj: Any, namespace: dict[str, Any]) -> Any:
+    value = eval(code_obj, namespace)
+    if inspect.iscoroutine(value) and code_obj.co_flags & inspect.CO_COROUTINE:
+        # Top-level await: the thread has no loop of its own, so give it a private one.
+        return asyncio.run(value)
+    return value
+
+
+def _format_error(exc: BaseException, filename: str) -> str:
+    """The traceback from the snippet's own frames on (our wrapper frames are noise)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    start = next((i for i, f in enumerate(frames) if f.filename == filename), len(frames))
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames[start:])
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip("\n")
+
+
+def _run(code: str, namespace: dict[str, Any], shell: Any, capture: Capture) -> None:
+    filename = f"<codelia-python-{next(_counter)}>"
+    # Registering the source lets tracebacks show the offending lines.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    with _routed(capture, shell):
+        try:
+            body, last = _compile(code, filename)
+            _evaluate(body, namespace)
+            if last is not None:
+                value = _evaluate(last, namespace)
+                if value is not None:
+                    capture.result = value
+                    capture.has_result = True
+        except SyntaxError as exc:
+            capture.error = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+        except ExecutionAbandoned:
+            capture.error = "Execution stopped (timeout or cancellation)."
+        except BaseException as exc:
+            capture.error = _format_error(exc, filename)
+
+
+def _inject(thread: threading.Thread) -> None:
+    """Raise ExecutionAbandoned inside ``thread`` at its next bytecode."""
+    if thread.ident is None or not thread.is_alive():
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread.ident), ctypes.py_object(ExecutionAbandoned)
+    )
+
+
+async def run_code(
+    code: str, namespace: dict[str, Any], *, shell: Any = None, timeout: float
+) -> Capture:
+    """Run ``code`` in ``namespace`` on a worker thread; stop it after ``timeout`` seconds.
+
+    Cancelling the awaiting task stops the code the same way and re-raises the cancellation.
+    """
+    capture = Capture()
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+
+    def target() -> None:
+        try:
+            _run(code, namespace, shell, capture)
+        finally:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, finished)
+
+    thread = threading.Thread(target=target, name="codelia-python", daemon=True)
+    thread.start()
+    try:
+        await asyncio.wait_for(asyncio.shield(finished), timeout)
+    except asyncio.TimeoutError:
+        capture.timed_out = True
+        _inject(thread)
+        try:
+            await asyncio.wait_for(asyncio.shield(finished), _GRACE_SECONDS)
+        except asyncio.TimeoutError:
+            # Blocked in C code (sleep, I/O): it will stop at its next bytecode.
+            capture.still_running = True
+    except asyncio.CancelledError:
+        _inject(thread)
+        raise
+    return capture
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -1,0 +1,502 @@
+"""The in-cell widget panel: one agent turn drawn from its event stream with standard ipywidgets.
+
+``RunPanel.handle(event)`` consumes agent events (design §4) and updates widgets: a header
+(model, session, status, tokens, cost, context left), streaming markdown, a card per tool call
+with a collapsible result, images, coloured diffs, the live todo list, approval cards and a Stop
+button. Streaming text is coalesced: at most one widget update per ``flush_interval`` seconds
+(``flush_pending`` is called by the driver's clock), and long answers are sealed into paragraph
+chunks so every update stays small.
+
+The panel never touches the agent: Stop and approval clicks go to the callbacks it was given.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import ipywidgets as widgets
+
+from ..agent import events as ev
+from . import renderers
+
+FLUSH_INTERVAL = 0.05
+"""Seconds between streamed-text widget updates (about 20 per second at most)."""
+
+SEAL_CHARS = 4000
+"""A streaming text block longer than this is sealed at the next paragraph break."""
+
+MAX_RESULT_CHARS = 20_000
+"""Display cap of a tool result in its card (the model's copy lives in the output cache)."""
+
+Decision = Literal["allow", "allow_remember", "deny"]
+DecisionCallback = Callable[[str, Decision, "str | None"], None]
+Mode = Literal["blocking", "background"]
+
+
+@dataclass
+class _ToolCard:
+    tool: str
+    box: widgets.VBox
+    header: widgets.HTML
+    summary: str
+    status: str = "running"
+    duration_ms: int | None = None
+
+
+@dataclass
+class _ApprovalCard:
+    box: widgets.VBox
+    buttons: list[widgets.Button]
+    reason: widgets.Text
+    outcome: widgets.HTML
+
+
+@dataclass
+class _TextSegment:
+    """The widgets of one assistant text block, sealed chunks first, then the live one."""
+
+    sealed: list[widgets.HTML] = field(default_factory=list)
+    sealed_text: list[str] = field(default_factory=list)
+    live: widgets.HTML | None = None
+    live_text: str = ""
+
+
+class RunPanel:
+    """Widgets for one turn; call :meth:`handle` for each event, then :meth:`finish`."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        session_id: str | None,
+        mode: Mode = "blocking",
+        prompt: str | None = None,
+        on_stop: Callable[[], None] | None = None,
+        on_decision: DecisionCallback | None = None,
+        flush_interval: float = FLUSH_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.session_id = session_id
+        self.mode = mode
+        self.status = "running"
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd: float | None = 0.0
+        self.context_left_percent: int | None = None
+        self.flush_interval = flush_interval
+        self._clock = clock
+        self._on_stop = on_stop
+        self._on_decision = on_decision
+        self._last_flush = float("-inf")
+        self._dirty = False
+        self._segment: _TextSegment | None = None
+        self._cards: dict[str, _ToolCard] = {}
+        self._approvals: dict[str, _ApprovalCard] = {}
+        self._previews: dict[str, str] = {}
+
+        self.header = widgets.HTML(value=self._header_html())
+        self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        self.body = widgets.VBox([])
+        self.error = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        self.stop_button = widgets.Button(
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip=self._stop_tooltip(),
+            layout=widgets.Layout(width="auto"),
+        )
+        self.stop_button.on_click(self._stop_clicked)
+        hint = (
+            "Blocking run: Stop = interrupt the kernel (■). Set --background for a live Stop."
+            if mode == "blocking"
+            else ""
+        )
+        self.hint = widgets.HTML(value=f'<span style="color:#777;font-size:11px">{hint}</span>')
+        footer = widgets.HBox([self.stop_button, self.hint])
+        children: list[widgets.Widget] = [self.header]
+        if prompt:
+            children.append(
+                widgets.HTML(
+                    value=f'<div style="color:#555;font-size:12px">▶ '
+                    f"{renderers.escape(_clip(prompt, 300))}</div>"
+                )
+            )
+        children += [self.todos, self.body, self.error, footer]
+        self.widget = widgets.VBox(
+            children,
+            layout=widgets.Layout(border="1px solid #ddd", padding="4px 8px", width="100%"),
+        )
+        self.widget.add_class("codelia-panel")
+
+    # ------------------------------------------------------------------ display
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _header_html(self) -> str:
+        return renderers.header_html(
+            model=self.model,
+            session_id=self.session_id,
+            status=self.status,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            context_left_percent=self.context_left_percent,
+        )
+
+    def _refresh_header(self) -> None:
+        value = self._header_html()
+        if self.header.value != value:
+            self.header.value = value
+
+    def _stop_tooltip(self) -> str:
+        if self.mode == "blocking":
+            return "This cell is busy: use the kernel interrupt (■) to stop the run."
+        return "Stop the run (history is repaired and the session saved)."
+
+    def _append(self, widget: widgets.Widget) -> None:
+        self.body.children = (*self.body.children, widget)
+
+    # ------------------------------------------------------------------ run-level state
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self._refresh_header()
+
+    def set_session(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._refresh_header()
+
+    def show_error(self, message: str) -> None:
+        self.flush_pending(force=True)
+        self.error.value = (
+            '<div style="color:#d93025;white-space:pre-wrap"><b>Error:</b> '
+            f"{renderers.escape(message)}</div>"
+        )
+        self.error.layout.display = None
+
+    def finish(self, status: str) -> None:
+        """The run ended: flush text, freeze the buttons, show the final status."""
+        self.flush_pending(force=True)
+        self.stop_button.disabled = True
+        self.hint.value = ""
+        for card in self._approvals.values():
+            for button in card.buttons:
+                button.disabled = True
+        self.set_status(status)
+
+    # ------------------------------------------------------------------ events
+
+    def handle(self, event: Any) -> None:
+        """Draw one agent event (a model from ``agent.events``)."""
+        if isinstance(event, ev.TextDeltaEvent):
+            self._stream(event.delta)
+        elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
+            self._complete_text(event.content)
+        elif isinstance(event, ev.ReasoningEvent):
+            self._end_segment()
+            self._append(
+                widgets.HTML(
+                    value='<div style="color:#777;font-style:italic;font-size:12px">'
+                    f"{renderers.escape(_clip(event.content, 2000))}</div>"
+                )
+            )
+        elif isinstance(event, ev.ToolCallEvent):
+            self._tool_call(event)
+        elif isinstance(event, ev.PermissionPreviewEvent):
+            if event.tool_call_id and event.diff:
+                self._previews[event.tool_call_id] = event.diff
+        elif isinstance(event, ev.PermissionRequestEvent):
+            self._permission_request(event)
+        elif isinstance(event, ev.PermissionResolvedEvent):
+            self._permission_resolved(event)
+        elif isinstance(event, ev.ToolResultEvent):
+            self._tool_result(event)
+        elif isinstance(event, ev.StepCompleteEvent):
+            self._step_complete(event)
+        elif isinstance(event, ev.UsageEvent):
+            self.input_tokens = event.total_input_tokens
+            self.output_tokens = event.total_output_tokens
+            self.cost_usd = event.total_cost_usd
+            if event.context_left_percent is not None:
+                self.context_left_percent = event.context_left_percent
+            self._refresh_header()
+        elif isinstance(event, ev.TodosUpdatedEvent):
+            self.show_todos([t.model_dump(by_alias=True) for t in event.todos])
+        elif isinstance(event, ev.LlmRetryEvent):
+            self._notice(
+                f"Model call failed ({event.failure_kind}); retry {event.next_attempt}/"
+                f"{event.max_attempts} in {renderers.format_duration(event.delay_ms)}."
+            )
+        elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
+            self._notice("Conversation compacted to fit the context window.")
+
+    def show_todos(self, todos: list[dict[str, Any]]) -> None:
+        self.todos.value = renderers.todos_to_html(todos)
+        self.todos.layout.display = None
+
+    def _notice(self, text: str) -> None:
+        self._end_segment()
+        self._append(
+            widgets.HTML(
+                value=f'<div style="color:#777;font-size:12px">{renderers.escape(text)}</div>'
+            )
+        )
+
+    # ------------------------------------------------------------------ streaming text
+
+    def _stream(self, delta: str) -> None:
+        segment = self._segment
+        if segment is None:
+            segment = self._segment = _TextSegment()
+        if segment.live is None:
+            segment.live = widgets.HTML(value="")
+            self._append(segment.live)
+        segment.live_text += delta
+        self._dirty = True
+        if self._clock() - self._last_flush >= self.flush_interval:
+            self.flush_pending()
+
+    @property
+    def has_pending(self) -> bool:
+        return self._dirty
+
+    def flush_pending(self, *, force: bool = False) -> None:
+        """Push buffered text to the widgets (at most once per interval unless ``force``)."""
+        if not self._dirty:
+            return
+        now = self._clock()
+        if not force and now - self._last_flush < self.flush_interval:
+            return
+        self._last_flush = now
+        self._dirty = False
+        segment = self._segment
+        if segment is None or segment.live is None:
+            return
+        self._seal_if_long(segment)
+        segment.live.value = renderers.markdown_to_html(segment.live_text)
+
+    def _seal_if_long(self, segment: _TextSegment) -> None:
+        """Move whole paragraphs of a long live block into a sealed widget (never in a fence)."""
+        if len(segment.live_text) < SEAL_CHARS or segment.live is None:
+            return
+        cut = _paragraph_cut(segment.live_text)
+        if cut is None:
+            return
+        done, rest = segment.live_text[:cut], segment.live_text[cut:]
+        segment.live.value = renderers.markdown_to_html(done)
+        segment.sealed.append(segment.live)
+        segment.sealed_text.append(done)
+        segment.live = widgets.HTML(value="")
+        segment.live_text = rest
+        self._append(segment.live)
+
+    def _complete_text(self, content: str) -> None:
+        segment = self._segment
+        streamed = "" if segment is None else "".join(segment.sealed_text) + segment.live_text
+        if segment is not None and streamed.strip() == content.strip():
+            self._dirty = True
+            self.flush_pending(force=True)
+        elif content.strip():
+            if segment is not None:
+                gone = {id(w) for w in segment.sealed}
+                if segment.live is not None:
+                    gone.add(id(segment.live))
+                self.body.children = tuple(c for c in self.body.children if id(c) not in gone)
+            self._append(widgets.HTML(value=renderers.markdown_to_html(content)))
+        self._segment = None
+        self._dirty = False
+
+    def _end_segment(self) -> None:
+        if self._segment is not None:
+            self._dirty = True
+            self.flush_pending(force=True)
+            self._segment = None
+
+    # ------------------------------------------------------------------ tool cards
+
+    def _tool_call(self, event: ev.ToolCallEvent) -> None:
+        self._end_segment()
+        summary = renderers.args_summary(event.tool, event.args)
+        header = widgets.HTML()
+        args_view = widgets.Accordion(
+            children=[widgets.HTML(value=renderers.pre(json.dumps(event.args, indent=2)))]
+        )
+        args_view.set_title(0, "Arguments")
+        args_view.selected_index = None
+        box = widgets.VBox(
+            [header, args_view],
+            layout=widgets.Layout(border="1px solid #e0e0e0", margin="4px 0", padding="2px 6px"),
+        )
+        box.add_class("codelia-tool-card")
+        card = _ToolCard(tool=event.tool, box=box, header=header, summary=summary)
+        header.value = _card_header(card)
+        self._cards[event.tool_call_id] = card
+        self._append(box)
+
+    def _tool_result(self, event: ev.ToolResultEvent) -> None:
+        card = self._cards.get(event.tool_call_id)
+        if card is None:
+            self._tool_call(
+                ev.ToolCallEvent(tool=event.tool, args={}, tool_call_id=event.tool_call_id)
+            )
+            card = self._cards[event.tool_call_id]
+        card.status = "error" if event.is_error else "done"
+        header_value = _card_header(card)
+        card.header.value = header_value
+        extra: list[widgets.Widget] = []
+        diff = renderers.diff_of_result(event.tool, event.result)
+        if diff is not None:
+            extra.append(widgets.HTML(value=renderers.diff_to_html(diff)))
+        for image in _images_of(event.parts or []):
+            extra.append(image)
+        text = _clip(event.result, MAX_RESULT_CHARS)
+        if event.output_ref:
+            text += f"\n\n[output ref: {event.output_ref}]"
+        result_view = widgets.Accordion(children=[widgets.HTML(value=renderers.pre(text))])
+        result_view.set_title(0, "Error" if event.is_error else "Result")
+        result_view.selected_index = 0 if event.is_error else None
+        card.box.children = (*card.box.children, *extra, result_view)
+
+    def _step_complete(self, event: ev.StepCompleteEvent) -> None:
+        card = self._cards.get(event.step_id)
+        if card is None:
+            return
+        card.duration_ms = event.duration_ms
+        if event.status == "error":
+            card.status = "error"
+        card.header.value = _card_header(card)
+
+    # ------------------------------------------------------------------ approvals
+
+    def _permission_request(self, event: ev.PermissionRequestEvent) -> None:
+        self._end_segment()
+        request_id = event.request_id
+        parts = [
+            f"<b>{renderers.escape(event.title)}</b>",
+            renderers.pre(event.message, max_height="10em"),
+        ]
+        preview = self._previews.get(event.tool_call_id or "")
+        if preview:
+            parts.append(renderers.diff_to_html(preview))
+        if self.mode == "blocking":
+            parts.append(
+                '<span style="color:#777;font-size:11px">Answer in the input box below '
+                "(y = allow, a = always allow, n or a reason = deny).</span>"
+            )
+        message = widgets.HTML(value="".join(parts))
+        reason = widgets.Text(placeholder="Reason (optional, sent to the model on Deny)")
+        allow = widgets.Button(description="Allow", button_style="success")
+        always = widgets.Button(description="Always allow", button_style="info")
+        deny = widgets.Button(description="Deny", button_style="danger")
+        buttons = [allow, always, deny]
+        if self.mode == "blocking":
+            for button in buttons:
+                button.disabled = True
+                button.tooltip = "Blocking run: answer at the input prompt."
+        outcome = widgets.HTML(value="")
+        box = widgets.VBox(
+            [message, reason, widgets.HBox(buttons), outcome],
+            layout=widgets.Layout(border="2px solid #e37400", padding="4px", margin="4px 0"),
+        )
+        box.add_class("codelia-approval")
+        card = _ApprovalCard(box=box, buttons=buttons, reason=reason, outcome=outcome)
+        self._approvals[request_id] = card
+
+        def answer(decision: Decision) -> Callable[[Any], None]:
+            def clicked(_button: Any) -> None:
+                for b in buttons:
+                    b.disabled = True
+                text = reason.value.strip() or None
+                if self._on_decision is not None:
+                    self._on_decision(request_id, decision, text)
+
+            return clicked
+
+        allow.on_click(answer("allow"))
+        always.on_click(answer("allow_remember"))
+        deny.on_click(answer("deny"))
+        self._append(box)
+        self.set_status("awaiting approval")
+
+    def _permission_resolved(self, event: ev.PermissionResolvedEvent) -> None:
+        card = self._approvals.get(event.request_id)
+        if card is None:
+            return
+        for button in card.buttons:
+            button.disabled = True
+        labels = {"allow": "Allowed", "allow_remember": "Always allowed", "deny": "Denied"}
+        text = labels[event.decision]
+        if event.reason:
+            text += f": {event.reason}"
+        colour = "#d93025" if event.decision == "deny" else "#188038"
+        card.outcome.value = f'<b style="color:{colour}">{renderers.escape(text)}</b>'
+        if self.status == "awaiting approval":
+            self.set_status("running")
+
+    def _stop_clicked(self, _button: Any) -> None:
+        if self._on_stop is not None:
+            self.stop_button.disabled = True
+            self.stop_button.description = "Stopping…"
+            self._on_stop()
+
+
+def _card_header(card: _ToolCard) -> str:
+    icons = {"running": "⏳", "done": "✔", "error": "✖"}
+    colour = {"running": "#1a73e8", "done": "#188038", "error": "#d93025"}[card.status]
+    duration = (
+        f" · {renderers.format_duration(card.duration_ms)}" if card.duration_ms is not None else ""
+    )
+    summary = f" <code>{renderers.escape(card.summary)}</code>" if card.summary else ""
+    return (
+        f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '
+        f"<b>{renderers.escape(card.tool)}</b>{summary}"
+        f'<span style="color:#777"> · {card.status}{duration}</span></div>'
+    )
+
+
+def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:
+    images = []
+    for part in parts:
+        if part.get("type") != "image_url":
+            continue
+        url = str((part.get("image_url") or {}).get("url", ""))
+        if not url.startswith("data:") or ";base64," not in url:
+            continue
+        media, payload = url[5:].split(";base64,", 1)
+        fmt = media.split("/", 1)[-1] or "png"
+        images.append(
+            widgets.Image(
+                value=base64.b64decode(payload), format=fmt, layout=widgets.Layout(max_width="100%")
+            )
+        )
+    return images
+
+
+def _paragraph_cut(text: str) -> int | None:
+    """Index just after the last blank line outside a code fence, or None."""
+    in_fence = False
+    cut: int | None = None
+    position = 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+        elif not stripped and not in_fence and position < len(text):
+            cut = position
+    return cut
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… [{len(text) - limit} more characters]"
