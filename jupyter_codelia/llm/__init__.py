@@ -4,6 +4,7 @@ Importing this package is cheap: the Anthropic provider lives in ``jupyter_codel
 and imports the SDK only when that module is imported.
 """
 
+from .base import ChatModel, LlmError, StreamCallbacks
 from .messages import (
     AssistantMessage,
     ChatInvokeCompletion,
@@ -26,14 +27,17 @@ from .messages import (
 __all__ = [
     "AssistantMessage",
     "ChatInvokeCompletion",
+    "ChatModel",
     "ChatInvokeUsage",
     "ContentPart",
     "DocumentPart",
     "FunctionToolDefinition",
     "ImagePart",
+    "LlmError",
     "Message",
     "OtherPart",
     "ReasoningMessage",
+    "StreamCallbacks",
     "SystemMessage",
     "TextPart",
     "ToolCall",

@@ -1,0 +1,351 @@
+"""Messages, tools and tool choice → an Anthropic Messages API request (spec/core.md §7).
+
+Pure functions over plain dicts: no SDK import, so the serialization is cheap to test and the
+request a test server records can be compared with what these functions built.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .._text import compact_json
+from .messages import (
+    AssistantMessage,
+    DocumentPart,
+    ImagePart,
+    OtherPart,
+    ReasoningMessage,
+    SystemMessage,
+    TextPart,
+    ToolMessage,
+    UserMessage,
+)
+
+Block = dict[str, Any]
+ApiMessage = dict[str, Any]
+
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+_IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+_PASSTHROUGH_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
+_REPLAYED_REASONING_TYPES = frozenset({"thinking", "redacted_thinking"})
+
+
+# --- content parts → blocks ------------------------------------------------------------------
+
+
+def _text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def _image_block(part: ImagePart) -> Block:
+    url = part.image_url.url
+    if not url.startswith("data:") or ";base64," not in url:
+        return _text_block(url)
+    header, data = url.split(";base64,", 1)
+    url_media_type = header[len("data:") :]
+    media_type = part.image_url.media_type
+    if media_type is None and url_media_type in _IMAGE_MEDIA_TYPES:
+        media_type = url_media_type  # type: ignore[assignment]
+    if media_type is None:
+        return _text_block(url)
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+def _other_block(part: OtherPart) -> Block:
+    payload = part.payload
+    if (
+        part.provider == "anthropic"
+        and isinstance(payload, dict)
+        and payload.get("type") in _PASSTHROUGH_BLOCK_TYPES
+    ):
+        return dict(payload)
+    label = f"[other:{part.provider}/{part.kind}]"
+    if payload not in (None, "", {}, []):
+        label += " " + compact_json(payload)
+    return _text_block(label)
+
+
+def part_to_block(part: Any) -> Block:
+    """One content part → one Anthropic content block."""
+    if isinstance(part, TextPart):
+        return _text_block(part.text)
+    if isinstance(part, ImagePart):
+        return _image_block(part)
+    if isinstance(part, DocumentPart):
+        return _text_block("[document]")
+    if isinstance(part, OtherPart):
+        return _other_block(part)
+    raise TypeError(f"not a content part: {type(part).__name__}")
+
+
+def _content_blocks(content: str | Sequence[Any] | None) -> list[Block]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [_text_block(content)]
+    return [part_to_block(part) for part in content]
+
+
+def _never_empty(blocks: list[Block]) -> list[Block]:
+    return blocks if blocks else [_text_block("")]
+
+
+# --- messages --------------------------------------------------------------------------------
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A tool call's raw JSON arguments → the ``input`` object Anthropic expects."""
+    if arguments.strip() == "":
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {"value": arguments}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _tool_result_block(message: ToolMessage) -> Block:
+    content: str | list[Block]
+    if isinstance(message.content, str):
+        content = message.content
+    else:
+        content = _never_empty(_content_blocks(message.content))
+    block: Block = {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": content}
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[Block]:
+    blocks = [
+        b
+        for b in _content_blocks(message.content)
+        if not (b.get("type") == "text" and b.get("text") == "")
+    ]
+    for call in message.tool_calls or []:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.function.name,
+                "input": tool_input(call.function.arguments),
+            }
+        )
+    return blocks
+
+
+def _replayable_reasoning(message: ReasoningMessage) -> Block | None:
+    raw = message.raw_item
+    if isinstance(raw, dict) and raw.get("type") in _REPLAYED_REASONING_TYPES:
+        return dict(raw)
+    return None
+
+
+def system_text(messages: Sequence[Any]) -> str | None:
+    """All system messages' text joined with a blank line, or None when there is none."""
+    texts: list[str] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            if isinstance(message.content, str):
+                texts.append(message.content)
+            else:
+                texts.append("".join(part.text for part in message.content))
+    return "\n\n".join(texts) if texts else None
+
+
+def to_anthropic_messages(
+    messages: Sequence[Any], *, replay_thinking: bool = False
+) -> list[ApiMessage]:
+    """History → the ``messages`` array (system messages excluded; see :func:`system_text`).
+
+    ``replay_thinking``: put thinking blocks kept in ``ReasoningMessage.raw_item`` back at the
+    start of the assistant turn they preceded, as extended thinking with tool use requires.
+    """
+    result: list[ApiMessage] = []
+    tool_results: list[Block] = []
+    pending_reasoning: list[Block] = []
+
+    def flush_tool_results() -> None:
+        if tool_results:
+            result.append({"role": "user", "content": list(tool_results)})
+            tool_results.clear()
+
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            tool_results.append(_tool_result_block(message))
+            continue
+        if isinstance(message, ReasoningMessage):
+            block = _replayable_reasoning(message) if replay_thinking else None
+            if block is not None:
+                flush_tool_results()
+                pending_reasoning.append(block)
+            continue
+        flush_tool_results()
+        if isinstance(message, SystemMessage):
+            continue
+        if isinstance(message, UserMessage):
+            pending_reasoning.clear()  # thinking never precedes a user turn
+            blocks = _never_empty(_content_blocks(message.content))
+            result.append({"role": "user", "content": blocks})
+        elif isinstance(message, AssistantMessage):
+            blocks = [*pending_reasoning, *_assistant_blocks(message)]
+            pending_reasoning = []
+            if blocks:
+                result.append({"role": "assistant", "content": blocks})
+        else:
+            raise TypeError(f"not a message: {type(message).__name__}")
+    flush_tool_results()
+    return _drop_orphans(_merge_tool_use_turns(result))
+
+
+def _has_tool_use(message: ApiMessage) -> bool:
+    return any(block.get("type") == "tool_use" for block in message["content"])
+
+
+def _merge_tool_use_turns(messages: list[ApiMessage]) -> list[ApiMessage]:
+    """Join consecutive assistant messages when the later one calls tools (one turn per reply)."""
+    merged: list[ApiMessage] = []
+    for message in messages:
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and previous["role"] == "assistant"
+            and message["role"] == "assistant"
+            and _has_tool_use(message)
+        ):
+            previous["content"] = previous["content"] + message["content"]
+        else:
+            merged.append({"role": message["role"], "content": list(message["content"])})
+    return merged
+
+
+def _is_empty(message: ApiMessage) -> bool:
+    # A turn of nothing but thinking blocks has nothing left to say once its calls are gone.
+    return all(b.get("type") in _REPLAYED_REASONING_TYPES for b in message["content"])
+
+
+def _drop_orphans(messages: list[ApiMessage]) -> list[ApiMessage]:
+    """Keep only tool_use / tool_result pairs that meet in adjacent messages."""
+    dropped: set[int] = set()
+    for index, message in enumerate(messages):
+        if message["role"] != "assistant" or not _has_tool_use(message):
+            continue
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        answered: set[str] = set()
+        if following is not None and following["role"] == "user":
+            answered = {
+                b["tool_use_id"] for b in following["content"] if b.get("type") == "tool_result"
+            }
+        used = {b["id"] for b in message["content"] if b.get("type") == "tool_use"}
+        message["content"] = [
+            b for b in message["content"] if b.get("type") != "tool_use" or b["id"] in answered
+        ]
+        if _is_empty(message):
+            dropped.add(index)
+        if following is not None and following["role"] == "user":
+            following["content"] = [
+                b
+                for b in following["content"]
+                if b.get("type") != "tool_result" or b["tool_use_id"] in used
+            ]
+            if not following["content"]:
+                dropped.add(index + 1)
+    # A tool_result with no tool_use right before it is an orphan too.
+    for index, message in enumerate(messages):
+        if message["role"] != "user" or index in dropped:
+            continue
+        previous = messages[index - 1] if index > 0 else None
+        if previous is not None and previous["role"] == "assistant" and _has_tool_use(previous):
+            continue
+        kept = [b for b in message["content"] if b.get("type") != "tool_result"]
+        if len(kept) != len(message["content"]):
+            message["content"] = kept
+            if not kept:
+                dropped.add(index)
+    return [m for i, m in enumerate(messages) if i not in dropped]
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def _hosted_search_tool(definition: Any) -> Block | None:
+    provider = getattr(definition, "provider", None)
+    if provider not in (None, "anthropic"):
+        return None
+    tool: Block = {"type": "web_search_20250305", "name": "web_search"}
+    for field in ("allowed_domains", "blocked_domains", "max_uses"):
+        value = getattr(definition, field, None)
+        if value is not None:
+            tool[field] = value
+    location = getattr(definition, "user_location", None)
+    if location is not None:
+        fields = location if isinstance(location, dict) else location.model_dump(exclude_none=True)
+        tool["user_location"] = {"type": "approximate", **fields}
+    return tool
+
+
+def to_anthropic_tools(definitions: Sequence[Any] | None, tool_choice: str | None) -> list[Block]:
+    """Function (and hosted search) definitions → Anthropic tool params; [] means omit."""
+    if not definitions or tool_choice == "none":
+        return []
+    tools: list[Block] = []
+    for definition in definitions:
+        if getattr(definition, "type", "function") == "hosted_search":
+            hosted = _hosted_search_tool(definition)
+            if hosted is not None:
+                tools.append(hosted)
+            continue
+        tools.append(
+            {
+                "name": definition.name,
+                "description": definition.description,
+                "input_schema": definition.parameters,
+            }
+        )
+    return tools
+
+
+def to_anthropic_tool_choice(tool_choice: str | None) -> Block | None:
+    if tool_choice is None or tool_choice == "none":
+        return None
+    if tool_choice == "auto":
+        return {"type": "auto"}
+    if tool_choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": tool_choice}
+
+
+# --- prompt caching --------------------------------------------------------------------------
+
+
+def add_cache_breakpoints(
+    system: str | None, tools: list[Block], messages: list[ApiMessage]
+) -> list[Block] | None:
+    """Mark the system prompt, the last tool and the latest user turn's last block as cache
+    breakpoints (in place for tools and messages); returns the system prompt as blocks."""
+    system_blocks: list[Block] | None = None
+    if system:
+        system_blocks = [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
+    for message in reversed(messages):
+        if message["role"] == "user" and message["content"]:
+            last = message["content"][-1]
+            # The API refuses a cache_control on an empty text block; nothing to cache there.
+            if not (last.get("type") == "text" and last.get("text") == ""):
+                message["content"][-1] = {**last, "cache_control": dict(EPHEMERAL)}
+            break
+    return system_blocks
+
+
+__all__ = [
+    "add_cache_breakpoints",
+    "part_to_block",
+    "system_text",
+    "to_anthropic_messages",
+    "to_anthropic_tool_choice",
+    "to_anthropic_tools",
+    "tool_input",
+]

@@ -1,0 +1,55 @@
+"""An offline Anthropic API for tests and notebooks: :class:`ScriptedAnthropicServer`.
+
+>>> from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+>>> with ScriptedAnthropicServer([
+...         reply(text("Let me look."), tool_use("read", {"file_path": "a.txt"})),
+...         reply(text("Done.")),
+...     ]) as server:                                                   # doctest: +SKIP
+...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
+...     server.requests        # every request: .json, .headers (secrets redacted), .path
+
+``python -m jupyter_codelia.testing --script script.json`` runs the same server in its own
+process and prints its URL (for a kernel in another process to reach).
+"""
+
+from ._script import (
+    Fault,
+    Reply,
+    ScriptError,
+    ScriptUsage,
+    Turn,
+    fault,
+    load_script,
+    parse_script,
+    parse_turn,
+    redacted_thinking,
+    refusal,
+    reply,
+    text,
+    thinking,
+    tool_use,
+    usage,
+)
+from ._server import RecordedRequest, ScriptedAnthropicServer, wait_for
+
+__all__ = [
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "ScriptError",
+    "ScriptUsage",
+    "ScriptedAnthropicServer",
+    "Turn",
+    "fault",
+    "load_script",
+    "parse_script",
+    "parse_turn",
+    "redacted_thinking",
+    "refusal",
+    "reply",
+    "text",
+    "thinking",
+    "tool_use",
+    "usage",
+    "wait_for",
+]

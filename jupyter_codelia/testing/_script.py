@@ -1,0 +1,353 @@
+"""The script a :class:`ScriptedAnthropicServer` plays: turns, content blocks, usage and faults.
+
+A turn is either a :class:`Reply` (content blocks, stop reason, usage, optional pacing) or a
+:class:`Fault` (an HTTP error, a dropped connection, a malformed stream, an error event). Both
+are pydantic models, so a script can be written in Python with the builders below or loaded
+from JSON (``load_script``), which is what ``python -m jupyter_codelia.testing`` reads::
+
+    [{"content": [{"type": "text", "text": "Let me look."},
+                  {"type": "tool_use", "name": "read", "input": {"file_path": "a.txt"}}]},
+     {"fault": "rate_limit", "retry_after": 2},
+     {"content": [{"type": "text", "text": "Done."}],
+      "usage": {"input_tokens": 120, "output_tokens": 8, "cache_read_input_tokens": 100}}]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- content blocks --------------------------------------------------------------------------
+
+
+class TextBlock(_Strict):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolUseBlock(_Strict):
+    type: Literal["tool_use"] = "tool_use"
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None  # None: the server numbers it (toolu_1, toolu_2, ...)
+
+
+class ThinkingBlock(_Strict):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str = "sig-scripted"
+
+
+class RedactedThinkingBlock(_Strict):
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+ScriptBlock = Annotated[
+    TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock, Field(discriminator="type")
+]
+
+
+class ScriptUsage(_Strict):
+    """Token counts reported for a reply (Anthropic's names: input excludes cache tokens)."""
+
+    input_tokens: int | None = None  # None: estimated from the request size
+    output_tokens: int | None = None  # None: estimated from the reply size
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+# --- turns -----------------------------------------------------------------------------------
+
+
+class Reply(_Strict):
+    """A successful model reply."""
+
+    content: list[ScriptBlock] = Field(default_factory=list)
+    stop_reason: str | None = None  # None: "tool_use" when the reply calls a tool, else "end_turn"
+    stop_details: dict[str, Any] | None = None
+    usage: ScriptUsage = Field(default_factory=ScriptUsage)
+    model: str | None = None  # None: echo the requested model
+    delay_s: float = Field(default=0.0, ge=0)  # pause before each SSE event (slow streams)
+
+    def effective_stop_reason(self) -> str:
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "tool_use" if any(b.type == "tool_use" for b in self.content) else "end_turn"
+
+
+FaultKind = Literal[
+    "rate_limit", "overloaded", "server_error", "status", "drop", "malformed_sse", "error_event"
+]
+
+
+class Fault(_Strict):
+    """A failure to act out instead of a reply.
+
+    - ``rate_limit``: HTTP 429 ``rate_limit_error`` with ``retry_after`` (seconds or an HTTP date)
+      and any extra ``headers`` (e.g. ``anthropic-ratelimit-requests-reset``).
+    - ``overloaded``: HTTP 529 ``overloaded_error``.
+    - ``server_error``: HTTP ``status`` (default 500) ``api_error``.
+    - ``status``: any HTTP ``status`` with ``error_type`` and ``message``.
+    - ``drop``: stream ``reply`` for ``after_events`` SSE events, then cut the connection.
+    - ``malformed_sse``: stream ``after_events`` events, then an undecodable ``data:`` line.
+    - ``error_event``: stream ``after_events`` events, then an SSE ``error`` event of
+      ``error_type`` (default ``overloaded_error``), as the API does when it fails mid-reply.
+    """
+
+    fault: FaultKind
+    status: int | None = None
+    error_type: str | None = None
+    message: str | None = None
+    retry_after: float | str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    after_events: int = Field(default=3, ge=0)
+    reply: Reply | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Fault:
+        if self.fault == "status" and self.status is None:
+            raise ValueError("a 'status' fault needs status=<HTTP code>, e.g. 400")
+        if self.status is not None and not 400 <= self.status <= 599:
+            raise ValueError(f"fault status must be an HTTP error code 400-599, got {self.status}")
+        return self
+
+    def http_status(self) -> int:
+        defaults = {"rate_limit": 429, "overloaded": 529, "server_error": 500}
+        return self.status or defaults.get(self.fault, 500)
+
+    def api_error_type(self) -> str:
+        if self.error_type:
+            return self.error_type
+        status = self.http_status()
+        by_fault = {"rate_limit": "rate_limit_error", "overloaded": "overloaded_error"}
+        if self.fault in by_fault:
+            return by_fault[self.fault]
+        if self.fault == "error_event":
+            return "overloaded_error"
+        return {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+    def api_message(self) -> str:
+        if self.message:
+            return self.message
+        return {
+            "rate_limit": "Number of request tokens has exceeded your rate limit (scripted).",
+            "overloaded": "Overloaded (scripted).",
+            "error_event": "Overloaded (scripted, mid-stream).",
+        }.get(self.fault, "Internal server error (scripted).")
+
+    def streamed_reply(self) -> Reply:
+        return self.reply or Reply(content=[TextBlock(text="This reply will not finish.")])
+
+
+Turn = Reply | Fault
+
+
+class ScriptError(ValueError):
+    """A script (Python or JSON) that cannot be played; the message says what to fix."""
+
+
+def _turn_kind(raw: Any) -> type[BaseModel]:
+    return Fault if isinstance(raw, dict) and "fault" in raw else Reply
+
+
+def parse_turn(raw: Any, where: str = "turn") -> Reply | Fault:
+    """One turn from its JSON form (a dict with ``content`` or with ``fault``)."""
+    if isinstance(raw, (Reply, Fault)):
+        return raw
+    if not isinstance(raw, dict):
+        raise ScriptError(
+            f'{where}: expected an object like {{"content": [...]}} or {{"fault": ...}}, '
+            f"got {type(raw).__name__}"
+        )
+    try:
+        return _turn_kind(raw).model_validate(raw)  # type: ignore[return-value]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(turn)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ScriptError(f"{where}: {problems}") from None
+
+
+def parse_script(raw: Any) -> list[Reply | Fault]:
+    """A whole script from JSON data: a list of turns, or ``{"turns": [...]}``."""
+    if isinstance(raw, dict) and "turns" in raw:
+        raw = raw["turns"]
+    if not isinstance(raw, list):
+        raise ScriptError(
+            f'a script is a JSON list of turns (or {{"turns": [...]}}), got {type(raw).__name__}'
+        )
+    return [parse_turn(item, f"turn {index + 1}") for index, item in enumerate(raw)]
+
+
+def load_script(path: str | Path) -> list[Reply | Fault]:
+    """Read a JSON script file (see the module docstring for the format)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScriptError(f"cannot read script file {file}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ScriptError(f"script file {file} is not valid JSON: {exc}") from None
+    return parse_script(data)
+
+
+# --- builders --------------------------------------------------------------------------------
+
+
+def text(value: str) -> TextBlock:
+    """A text block."""
+    return TextBlock(text=value)
+
+
+def tool_use(
+    name: str, input: dict[str, Any] | None = None, *, id: str | None = None
+) -> ToolUseBlock:
+    """A tool call; its ``input`` is streamed as ``input_json_delta`` chunks."""
+    return ToolUseBlock(name=name, input=input or {}, id=id)
+
+
+def thinking(value: str, *, signature: str = "sig-scripted") -> ThinkingBlock:
+    """An extended-thinking block, streamed as ``thinking_delta`` then ``signature_delta``."""
+    return ThinkingBlock(thinking=value, signature=signature)
+
+
+def redacted_thinking(data: str) -> RedactedThinkingBlock:
+    return RedactedThinkingBlock(data=data)
+
+
+def usage(
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    *,
+    cache_read: int = 0,
+    cache_creation: int = 0,
+) -> ScriptUsage:
+    """Token counts for :func:`reply`; ``input_tokens`` excludes cache tokens, as Anthropic's do."""
+    return ScriptUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_creation,
+    )
+
+
+def reply(
+    *blocks: TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock | str,
+    stop_reason: str | None = None,
+    stop_details: dict[str, Any] | None = None,
+    usage: ScriptUsage | None = None,
+    model: str | None = None,
+    delay_s: float = 0.0,
+) -> Reply:
+    """A reply turn; plain strings become text blocks. ``delay_s`` paces the SSE events."""
+    content = [text(b) if isinstance(b, str) else b for b in blocks]
+    return Reply(
+        content=content,
+        stop_reason=stop_reason,
+        stop_details=stop_details,
+        usage=usage or ScriptUsage(),
+        model=model,
+        delay_s=delay_s,
+    )
+
+
+def refusal(explanation: str | None = None) -> Reply:
+    """A reply the safety classifier stopped (``stop_reason: "refusal"``)."""
+    details = {"type": "refusal", "explanation": explanation} if explanation else None
+    return Reply(content=[], stop_reason="refusal", stop_details=details)
+
+
+class fault:  # noqa: N801 - a namespace of builders, read as ``fault.rate_limit(...)``
+    """Builders for :class:`Fault` turns."""
+
+    @staticmethod
+    def rate_limit(
+        retry_after: float | str | None = None, *, headers: dict[str, str] | None = None
+    ) -> Fault:
+        return Fault(fault="rate_limit", retry_after=retry_after, headers=headers or {})
+
+    @staticmethod
+    def overloaded(*, retry_after: float | str | None = None) -> Fault:
+        return Fault(fault="overloaded", retry_after=retry_after)
+
+    @staticmethod
+    def server_error(status: int = 500, message: str | None = None) -> Fault:
+        return Fault(fault="server_error", status=status, message=message)
+
+    @staticmethod
+    def status(
+        status: int,
+        error_type: str | None = None,
+        message: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> Fault:
+        return Fault(
+            fault="status",
+            status=status,
+            error_type=error_type,
+            message=message,
+            headers=headers or {},
+        )
+
+    @staticmethod
+    def drop(after_events: int = 3, reply: Reply | None = None) -> Fault:
+        """Start streaming ``reply`` and cut the connection after ``after_events`` events."""
+        return Fault(fault="drop", after_events=after_events, reply=reply)
+
+    @staticmethod
+    def malformed_sse(after_events: int = 2, reply: Reply | None = None) -> Fault:
+        return Fault(fault="malformed_sse", after_events=after_events, reply=reply)
+
+    @staticmethod
+    def error_event(
+        error_type: str = "overloaded_error", after_events: int = 3, message: str | None = None
+    ) -> Fault:
+        return Fault(
+            fault="error_event", error_type=error_type, after_events=after_events, message=message
+        )
+
+
+__all__ = [
+    "Fault",
+    "RedactedThinkingBlock",
+    "Reply",
+    "ScriptBlock",
+    "ScriptError",
+    "ScriptUsage",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolUseBlock",
+    "Turn",
+    "fault",
+    "load_script",
+    "parse_script",
+    "parse_turn",
+    "redacted_thinking",
+    "refusal",
+    "reply",
+    "text",
+    "thinking",
+    "tool_use",
+    "usage",
+]

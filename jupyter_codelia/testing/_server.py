@@ -1,0 +1,595 @@
+"""``ScriptedAnthropicServer``: a real HTTP server on 127.0.0.1 that speaks the Messages API.
+
+It answers ``POST /v1/messages`` (JSON or SSE streaming) and ``/v1/messages/count_tokens`` from
+a script of turns (or a function of the request), records every request with its secrets
+redacted, and can act out failures (see :class:`~._script.Fault`). It runs on its own thread so
+the code under test (the real anthropic SDK) talks to it over a real socket.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .._text import compact_json
+from ._script import (
+    Fault,
+    RedactedThinkingBlock,
+    Reply,
+    ScriptError,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    parse_turn,
+)
+
+REDACTED = "[redacted]"
+_SECRET_HEADER = re.compile(r"key|token|secret|password|auth|cookie", re.IGNORECASE)
+_TEXT_CHUNK = re.compile(r"\S+\s*|\s+")
+_JSON_CHUNK_CHARS = 12
+
+
+@dataclass
+class RecordedRequest:
+    """One request the server received; ``headers`` has credentials replaced by ``[redacted]``."""
+
+    index: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+    _aborted: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.json.get("messages") or []) if isinstance(self.json, dict) else []
+
+    @property
+    def system(self) -> Any:
+        return self.json.get("system") if isinstance(self.json, dict) else None
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.json.get("tools") or []) if isinstance(self.json, dict) else []
+
+    @property
+    def aborted(self) -> bool:
+        """True once the client closed the connection before the reply was complete."""
+        return self._aborted.is_set()
+
+    def wait_aborted(self, timeout: float = 10.0) -> bool:
+        """Block until the client has hung up mid-reply (or ``timeout`` passes)."""
+        return self._aborted.wait(timeout)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "json": self.json,
+        }
+
+
+ScriptFunction = Callable[[RecordedRequest], Reply | Fault | dict[str, Any]]
+Script = Iterable[Reply | Fault | dict[str, Any]] | ScriptFunction
+
+
+def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {
+        name.lower(): (REDACTED if _SECRET_HEADER.search(name) else value)
+        for name, value in headers
+    }
+
+
+def estimate_tokens(value: Any) -> int:
+    """A rough, deterministic token count (4 characters a token) for default usage numbers."""
+    return max(1, len(compact_json(value)) // 4)
+
+
+class _ClientGoneError(Exception):
+    """The client closed the connection while we were writing."""
+
+
+class ScriptedAnthropicServer:
+    """Serve scripted Messages API replies on ``http://127.0.0.1:<port>``.
+
+    >>> with ScriptedAnthropicServer([reply(text("Hi"))]) as server:      # doctest: +SKIP
+    ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
+
+    ``script``: a list of turns (:func:`reply`, :func:`fault` builders, :class:`Reply`,
+    :class:`Fault` or their JSON dicts), played in order, one per ``/v1/messages`` request; or
+    a function ``request -> turn``. When a list runs out the server answers HTTP 500 saying so.
+    """
+
+    def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
+        self._function: ScriptFunction | None = None
+        self._turns: list[Reply | Fault] = []
+        if callable(script):
+            self._function = script
+        else:
+            self._turns = [parse_turn(t, f"turn {i + 1}") for i, t in enumerate(script)]
+        self._port = port
+        self.require_auth = require_auth
+        self.requests: list[RecordedRequest] = []
+        self.errors: list[str] = []  # problems with the script, also sent as 500 bodies
+        self._lock = threading.Lock()
+        self._next_turn = 0
+        self._tool_ids = 0
+        self._message_ids = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self.on_request: Callable[[RecordedRequest], None] | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (pass as ``base_url``); the server must be started."""
+        if self._httpd is None:
+            raise RuntimeError("ScriptedAnthropicServer is not running: call start() or use `with`")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def start(self) -> ScriptedAnthropicServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        handler = type("_Handler", (_Handler,), {"server_ref": self})
+        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="ScriptedAnthropicServer",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:  # wake handler threads parked on keep-alive reads
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedAnthropicServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- script ------------------------------------------------------------------------------
+
+    def add(self, *turns: Reply | Fault | dict[str, Any]) -> None:
+        """Append turns to a list script (e.g. between notebook cells)."""
+        if self._function is not None:
+            raise ScriptError("this server answers from a function; add() needs a list script")
+        with self._lock:
+            start = len(self._turns)
+            self._turns.extend(parse_turn(t, f"turn {start + i + 1}") for i, t in enumerate(turns))
+
+    @property
+    def remaining(self) -> int:
+        """Turns not played yet (0 for a function script)."""
+        with self._lock:
+            return len(self._turns) - self._next_turn if self._function is None else 0
+
+    def _next(self, request: RecordedRequest) -> Reply | Fault:
+        if self._function is not None:
+            try:
+                produced = self._function(request)
+            except Exception as exc:
+                raise ScriptError(
+                    f"the script function raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if produced is None:
+                raise ScriptError(
+                    "the script function returned None; return reply(...) or fault.<kind>(...)"
+                )
+            return parse_turn(produced, "the script function's turn")
+        with self._lock:
+            if self._next_turn >= len(self._turns):
+                raise ScriptError(
+                    f"no scripted turn left for model request #{request.index + 1} "
+                    f"(the script has {len(self._turns)} turn(s)); add turns to the script"
+                )
+            turn = self._turns[self._next_turn]
+            self._next_turn += 1
+            return turn
+
+    def _new_tool_id(self) -> str:
+        with self._lock:
+            self._tool_ids += 1
+            return f"toolu_{self._tool_ids}"
+
+    def _new_message_id(self) -> str:
+        with self._lock:
+            self._message_ids += 1
+            return f"msg_scripted_{self._message_ids}"
+
+    # --- reply rendering ---------------------------------------------------------------------
+
+    def _blocks(self, turn: Reply) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        for block in turn.content:
+            if isinstance(block, ToolUseBlock):
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": block.id or self._new_tool_id(),
+                        "name": block.name,
+                        "input": block.input,
+                    }
+                )
+            elif isinstance(block, TextBlock):
+                blocks.append({"type": "text", "text": block.text})
+            elif isinstance(block, ThinkingBlock):
+                blocks.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+            elif isinstance(block, RedactedThinkingBlock):
+                blocks.append({"type": "redacted_thinking", "data": block.data})
+        return blocks
+
+    def _usage(
+        self, turn: Reply, request: RecordedRequest, blocks: list[dict[str, Any]]
+    ) -> dict[str, int]:
+        body = request.json if isinstance(request.json, dict) else {}
+        scripted = turn.usage
+        input_tokens = scripted.input_tokens
+        if input_tokens is None:
+            prompt = [body.get("system"), body.get("tools"), body.get("messages")]
+            input_tokens = estimate_tokens(prompt)
+        output_tokens = scripted.output_tokens
+        if output_tokens is None:
+            output_tokens = estimate_tokens(blocks) if blocks else 1
+        return {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_read_input_tokens": scripted.cache_read_input_tokens,
+            "cache_creation_input_tokens": scripted.cache_creation_input_tokens,
+        }
+
+    def render_message(self, turn: Reply, request: RecordedRequest) -> dict[str, Any]:
+        blocks = self._blocks(turn)
+        body = request.json if isinstance(request.json, dict) else {}
+        return {
+            "id": self._new_message_id(),
+            "type": "message",
+            "role": "assistant",
+            "model": turn.model or body.get("model") or "claude-scripted",
+            "content": blocks,
+            "stop_reason": turn.effective_stop_reason(),
+            "stop_sequence": None,
+            "stop_details": turn.stop_details,
+            "usage": self._usage(turn, request, blocks),
+        }
+
+    def sse_events(
+        self, turn: Reply, request: RecordedRequest
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The ``(event name, data)`` sequence of a streamed reply."""
+        message = self.render_message(turn, request)
+        usage = message["usage"]
+        start = {**message, "content": [], "stop_reason": None, "stop_details": None}
+        start["usage"] = {**usage, "output_tokens": 1}
+        yield "message_start", {"type": "message_start", "message": start}
+        yield "ping", {"type": "ping"}
+        for index, block in enumerate(message["content"]):
+            yield from _block_events(index, block)
+        delta = {
+            "stop_reason": message["stop_reason"],
+            "stop_sequence": None,
+            "stop_details": message["stop_details"],
+        }
+        yield "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
+        yield "message_stop", {"type": "message_stop"}
+
+
+def _chunks(text: str, pattern: re.Pattern[str] | None = None) -> list[str]:
+    if pattern is not None:
+        return pattern.findall(text) or [text]
+    return [text[i : i + _JSON_CHUNK_CHARS] for i in range(0, len(text), _JSON_CHUNK_CHARS)] or [""]
+
+
+def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    kind = block["type"]
+
+    def start(content_block: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return "content_block_start", {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": content_block,
+        }
+
+    def delta(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return "content_block_delta", {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": payload,
+        }
+
+    if kind == "text":
+        yield start({"type": "text", "text": ""})
+        for piece in _chunks(block["text"], _TEXT_CHUNK):
+            yield delta({"type": "text_delta", "text": piece})
+    elif kind == "tool_use":
+        yield start({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})
+        for piece in _chunks(compact_json(block["input"])):
+            yield delta({"type": "input_json_delta", "partial_json": piece})
+    elif kind == "thinking":
+        yield start({"type": "thinking", "thinking": "", "signature": ""})
+        for piece in _chunks(block["thinking"], _TEXT_CHUNK):
+            yield delta({"type": "thinking_delta", "thinking": piece})
+        yield delta({"type": "signature_delta", "signature": block["signature"]})
+    else:
+        yield start(block)
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
+
+
+def _api_error(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_ref: ScriptedAnthropicServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests and notebooks do not want an access log on stderr."""
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server_ref._lock:
+            self.server_ref._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server_ref._lock:
+            self.server_ref._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.send_header("request-id", f"req_scripted_{len(self.server_ref.requests)}")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def _write_chunk(self, data: bytes) -> None:
+        try:
+            self.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
+            self.wfile.flush()
+        except OSError as exc:
+            raise _ClientGoneError from exc
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _cut_connection(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # --- routes ------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._read_body()
+        self._send_json(404, _api_error("not_found_error", f"Not found: GET {self.path}"))
+
+    def do_POST(self) -> None:
+        server = self.server_ref
+        raw = self._read_body()
+        path = self.path.split("?", 1)[0]
+        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            self._send_json(404, _api_error("not_found_error", f"Not found: POST {path}"))
+            return
+        try:
+            body = json.loads(raw.decode("utf-8") or "null")
+        except ValueError:
+            self._send_json(
+                400, _api_error("invalid_request_error", "request body is not valid JSON")
+            )
+            return
+        request = RecordedRequest(
+            index=len(server.requests),
+            method="POST",
+            path=path,
+            headers=redact_headers(self.headers.items()),
+            json=body,
+        )
+        problem = self._request_problem(body, counting=path.endswith("/count_tokens"))
+        if problem is not None:
+            self._send_json(problem[0], problem[1])
+            return
+        if path.endswith("/count_tokens"):
+            prompt = [body.get("system"), body.get("tools"), body.get("messages")]
+            self._send_json(200, {"input_tokens": estimate_tokens(prompt)})
+            return
+        with server._lock:
+            request.index = len(server.requests)
+            server.requests.append(request)
+        if server.on_request is not None:
+            server.on_request(request)
+        try:
+            turn = server._next(request)
+        except ScriptError as exc:
+            message = f"ScriptedAnthropicServer: {exc}"
+            server.errors.append(message)
+            self._send_json(500, _api_error("api_error", message))
+            return
+        streaming = bool(body.get("stream"))
+        if isinstance(turn, Fault):
+            self._play_fault(turn, request, streaming)
+        elif streaming:
+            self._stream(server.sse_events(turn, request), request, delay_s=turn.delay_s)
+        else:
+            self._send_json(200, server.render_message(turn, request))
+
+    def _request_problem(self, body: Any, *, counting: bool) -> tuple[int, dict[str, Any]] | None:
+        if self.server_ref.require_auth and not (
+            self.headers.get("x-api-key") or self.headers.get("authorization")
+        ):
+            return 401, _api_error(
+                "authentication_error", "x-api-key or Authorization header is required"
+            )
+        if not isinstance(body, dict):
+            return 400, _api_error("invalid_request_error", "request body must be a JSON object")
+        required = ("model", "messages") if counting else ("model", "max_tokens", "messages")
+        for name in required:
+            if name not in body:
+                return 400, _api_error("invalid_request_error", f"{name}: Field required")
+        return None
+
+    def _stream(
+        self,
+        events: Iterable[tuple[str, dict[str, Any]]],
+        request: RecordedRequest,
+        *,
+        delay_s: float = 0.0,
+        stop_after: int | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        server = self.server_ref
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("request-id", f"req_scripted_{request.index}")
+        self.end_headers()
+        try:
+            for count, (name, data) in enumerate(events):
+                if stop_after is not None and count >= stop_after:
+                    break
+                if delay_s and server._stopping.wait(delay_s):
+                    self._cut_connection()
+                    return
+                self._write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            if then is not None:
+                then()
+                return
+            self._write_chunk(b"")
+        except _ClientGoneError:
+            request._aborted.set()
+            self.close_connection = True
+
+    def _play_fault(self, turn: Fault, request: RecordedRequest, streaming: bool) -> None:
+        server = self.server_ref
+        if turn.fault in ("rate_limit", "overloaded", "server_error", "status"):
+            headers = dict(turn.headers)
+            if turn.retry_after is not None:
+                headers["retry-after"] = (
+                    turn.retry_after
+                    if isinstance(turn.retry_after, str)
+                    else f"{turn.retry_after:g}"
+                )
+            self._send_json(
+                turn.http_status(), _api_error(turn.api_error_type(), turn.api_message()), headers
+            )
+            return
+        reply = turn.streamed_reply()
+        if not streaming:
+            if turn.fault == "drop":
+                self._cut_connection()
+            elif turn.fault == "malformed_sse":
+                self._send_raw_json(b'{"id": "msg_broken", "content": [')
+            else:
+                self._send_json(529, _api_error(turn.api_error_type(), turn.api_message()))
+            return
+        events = server.sse_events(reply, request)
+        if turn.fault == "drop":
+            self._stream(
+                events,
+                request,
+                delay_s=reply.delay_s,
+                stop_after=turn.after_events,
+                then=self._cut_connection,
+            )
+        elif turn.fault == "malformed_sse":
+            self._stream(
+                events,
+                request,
+                delay_s=reply.delay_s,
+                stop_after=turn.after_events,
+                then=lambda: self._finish_with(b"event: content_block_delta\ndata: {not json\n\n"),
+            )
+        else:
+            error = json.dumps(_api_error(turn.api_error_type(), turn.api_message()))
+            self._stream(
+                events,
+                request,
+                delay_s=reply.delay_s,
+                stop_after=turn.after_events,
+                then=lambda: self._finish_with(f"event: error\ndata: {error}\n\n".encode()),
+            )
+
+    def _finish_with(self, data: bytes) -> None:
+        self._write_chunk(data)
+        self._write_chunk(b"")
+
+    def _send_raw_json(self, payload: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` passes; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+__all__ = [
+    "REDACTED",
+    "RecordedRequest",
+    "Script",
+    "ScriptFunction",
+    "ScriptedAnthropicServer",
+    "estimate_tokens",
+    "redact_headers",
+    "wait_for",
+]
