@@ -27,8 +27,8 @@ from .messages import (
 __all__ = [
     "AssistantMessage",
     "ChatInvokeCompletion",
-    "ChatModel",
     "ChatInvokeUsage",
+    "ChatModel",
     "ContentPart",
     "DocumentPart",
     "FunctionToolDefinition",
