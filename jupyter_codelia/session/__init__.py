@@ -1,0 +1,29 @@
+"""Run logs and resumable session snapshots (design §2.11, spec/agent-and-session.md §7).
+
+``SessionStore`` writes one append-only JSONL log per run and one atomically replaced snapshot
+per session under ``$JUPYTER_CODELIA_HOME`` (default ``<jupyter data dir>/codelia``), with every
+record redacted of secrets. ``read_jsonl`` reads any of those logs tolerantly.
+"""
+
+from ._jsonl import read_jsonl
+from ._models import (
+    InvalidSessionIdError,
+    SessionLoadError,
+    SessionNotFound,
+    SessionState,
+    SessionSummary,
+)
+from ._runlog import RunLog
+from ._store import SessionStore, default_home
+
+__all__ = [
+    "InvalidSessionIdError",
+    "RunLog",
+    "SessionLoadError",
+    "SessionNotFound",
+    "SessionState",
+    "SessionStore",
+    "SessionSummary",
+    "default_home",
+    "read_jsonl",
+]
