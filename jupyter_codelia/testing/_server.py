@@ -45,6 +45,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     json: Any
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list, repr=False)
+    """The SSE events sent back, in order (a streamed reply only)."""
     _aborted: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -502,6 +504,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self._cut_connection()
                     return
                 self._write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                request.events.append((name, data))
             if then is not None:
                 then()
                 return
