@@ -1,0 +1,245 @@
+"""How ``edit`` finds ``old_string`` (spec/file-tools.md §6.1) and explains a miss.
+
+Strategies: ``exact`` (non-overlapping occurrences), ``line_trimmed`` (whole lines equal after
+stripping whitespace and ``\\r``), ``block_anchor`` (first and last lines anchor a window, best
+similarity wins) and ``auto`` (the first of those with a match). When nothing matches,
+:func:`explain_no_match` names the closest lines of the file and what differs (whitespace, line
+endings, case), so the model can fix its ``old_string`` instead of guessing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+from dataclasses import dataclass
+from typing import Literal
+
+from .._text import compact_json, line_prefix
+
+MatchMode = Literal["exact", "line_trimmed", "block_anchor", "auto"]
+
+_MAX_SHOWN_LINES = 12
+_MAX_SHOWN_CHARS = 200
+_CANDIDATE_WINDOWS = 12
+_FUZZY_LINE_LIMIT = 20_000
+
+
+@dataclass(frozen=True)
+class Match:
+    start: int
+    end: int
+
+
+def find_exact(content: str, needle: str) -> list[Match]:
+    matches: list[Match] = []
+    pos = content.find(needle)
+    while pos != -1:
+        matches.append(Match(pos, pos + len(needle)))
+        pos = content.find(needle, pos + len(needle))
+    return matches
+
+
+def _needle_lines(needle: str) -> list[str]:
+    lines = needle.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return [line.strip() for line in lines]
+
+
+class _Lines:
+    """The file's lines with their offsets and trimmed forms, computed once per search."""
+
+    def __init__(self, content: str) -> None:
+        self.raw = content.split("\n")
+        self.trimmed = [line.strip() for line in self.raw]
+        self.starts: list[int] = []
+        offset = 0
+        for line in self.raw:
+            self.starts.append(offset)
+            offset += len(line) + 1
+
+    def span(self, first: int, count: int) -> Match:
+        last = first + count - 1
+        return Match(self.starts[first], self.starts[last] + len(self.raw[last]))
+
+
+def find_line_trimmed(content: str, needle: str, lines: _Lines | None = None) -> list[Match]:
+    wanted = _needle_lines(needle)
+    file_lines = lines or _Lines(content)
+    trimmed, count = file_lines.trimmed, len(wanted)
+    matches: list[Match] = []
+    index = 0
+    while index + count <= len(trimmed):
+        if trimmed[index] == wanted[0] and trimmed[index : index + count] == wanted:
+            matches.append(file_lines.span(index, count))
+            index += count
+        else:
+            index += 1
+    return matches
+
+
+def find_block_anchor(content: str, needle: str, lines: _Lines | None = None) -> list[Match]:
+    wanted = _needle_lines(needle)
+    count = len(wanted)
+    if count < 3:
+        return []
+    file_lines = lines or _Lines(content)
+    trimmed = file_lines.trimmed
+    best_score = -1.0
+    best: list[int] = []
+    for index in range(len(trimmed) - count + 1):
+        if trimmed[index] != wanted[0] or trimmed[index + count - 1] != wanted[-1]:
+            continue
+        same = sum(1 for a, b in zip(trimmed[index : index + count], wanted, strict=True) if a == b)
+        score = same / count
+        if score > best_score:
+            best_score, best = score, [index]
+        elif score == best_score:
+            best.append(index)
+    return [file_lines.span(index, count) for index in best]
+
+
+def find_matches(content: str, needle: str, mode: MatchMode) -> tuple[list[Match], str]:
+    """The matches of ``needle`` and the strategy that produced them."""
+    if mode == "exact":
+        return find_exact(content, needle), "exact"
+    lines = _Lines(content)
+    if mode == "line_trimmed":
+        return find_line_trimmed(content, needle, lines), "line_trimmed"
+    if mode == "block_anchor":
+        return find_block_anchor(content, needle, lines), "block_anchor"
+    found = find_exact(content, needle)
+    if found:
+        return found, "exact"
+    found = find_line_trimmed(content, needle, lines)
+    if found:
+        return found, "line_trimmed"
+    found = find_block_anchor(content, needle, lines)
+    return found, "block_anchor" if found else "auto"
+
+
+def _closest_window(trimmed: list[str], wanted: list[str]) -> tuple[int, float] | None:
+    """Start line and similarity of the file window that looks most like ``wanted``."""
+    count = len(wanted)
+    if not trimmed:
+        return None
+    positions: dict[str, list[int]] = {}
+    for offset, line in enumerate(wanted):
+        if line:
+            positions.setdefault(line, []).append(offset)
+    votes: dict[int, int] = {}
+    last_start = max(0, len(trimmed) - count)
+    for index, line in enumerate(trimmed):
+        offsets = positions.get(line)
+        if offsets:
+            for offset in offsets:
+                start = min(max(index - offset, 0), last_start)
+                votes[start] = votes.get(start, 0) + 1
+    if not votes and len(trimmed) <= _FUZZY_LINE_LIMIT:
+        # No line is equal even after trimming: look for lines similar to any needle line.
+        for offset, line in enumerate(wanted[:_CANDIDATE_WINDOWS]):
+            if not line:
+                continue
+            for index, candidate in enumerate(trimmed):
+                if not candidate:
+                    continue
+                matcher = difflib.SequenceMatcher(None, line, candidate)
+                if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
+                    start = min(max(index - offset, 0), last_start)
+                    votes[start] = votes.get(start, 0) + 1
+    if not votes:
+        return None
+    target = "\n".join(wanted)
+    best: tuple[int, float] | None = None
+    for start in heapq.nlargest(_CANDIDATE_WINDOWS, votes, key=lambda s: (votes[s], -s)):
+        window = "\n".join(trimmed[start : start + count])
+        ratio = difflib.SequenceMatcher(None, target, window).ratio()
+        if best is None or ratio > best[1] or (ratio == best[1] and start < best[0]):
+            best = (start, ratio)
+    if best is None or best[1] < 0.3:
+        return None
+    return best
+
+
+def _shown_line(line: str) -> str:
+    line = line.rstrip("\r")
+    if len(line) > _MAX_SHOWN_CHARS:
+        return line[:_MAX_SHOWN_CHARS] + "..."
+    return line
+
+
+def explain_no_match(content: str, needle: str, mode: MatchMode) -> str:
+    """Sentences that follow ``String not found in <p>``, each on its own line."""
+    lines = _Lines(content)
+    wanted = _needle_lines(needle)
+    notes: list[str] = []
+    crlf_file = "\r\n" in content
+    if mode == "exact":
+        trimmed_hits = find_line_trimmed(content, needle, lines)
+        if trimmed_hits:
+            first = content.count("\n", 0, trimmed_hits[0].start) + 1
+            reason = (
+                "line endings (the file uses CRLF) and/or leading/trailing whitespace"
+                if crlf_file and "\r\n" not in needle
+                else "leading/trailing whitespace"
+            )
+            notes.append(
+                f"old_string matches at line {first} when {reason} are ignored: retry with "
+                'match_mode "auto" or "line_trimmed".'
+            )
+    found = _closest_window(lines.trimmed, wanted)
+    if found is None:
+        notes.append(
+            "No lines of the file resemble old_string. Read the file again (it may have "
+            "changed) and copy old_string from the current content."
+        )
+        return "\n".join(notes)
+    start, ratio = found
+    count = min(len(wanted), len(lines.raw) - start)
+    shown = [
+        line_prefix(start + k + 1) + _shown_line(lines.raw[start + k])
+        for k in range(min(count, _MAX_SHOWN_LINES))
+    ]
+    if count > _MAX_SHOWN_LINES:
+        shown.append(f"... ({count - _MAX_SHOWN_LINES} more lines)")
+    end_line = start + count
+    notes.append(
+        f"Closest candidate: lines {start + 1}-{end_line} ({round(ratio * 100)}% similar):"
+    )
+    notes.append("\n".join(shown))
+    window = lines.trimmed[start : start + count]
+    if window == wanted:
+        if crlf_file:
+            notes.append(
+                "These lines equal old_string once line endings (CRLF in the file) and "
+                'leading/trailing whitespace are ignored: use match_mode "auto" or "line_trimmed".'
+            )
+        else:
+            notes.append(
+                "These lines equal old_string once leading/trailing whitespace is ignored: use "
+                'match_mode "auto" or "line_trimmed".'
+            )
+    elif ["".join(x.split()) for x in window] == ["".join(x.split()) for x in wanted]:
+        notes.append(
+            "They differ from old_string only in whitespace inside the lines (spaces vs tabs or "
+            "spacing): copy the exact text from the file."
+        )
+    elif [x.casefold() for x in window] == [x.casefold() for x in wanted]:
+        notes.append("They differ from old_string only in letter case.")
+    else:
+        for k, (have, want) in enumerate(zip(window, wanted, strict=False)):
+            if have != want:
+                notes.append(
+                    f"First difference at line {start + k + 1}: the file has "
+                    f"{compact_json(_shown_line(have))}, old_string has "
+                    f"{compact_json(_shown_line(want))}."
+                )
+                break
+        else:
+            if len(window) < len(wanted):
+                notes.append("old_string has more lines than remain in the file.")
+    if crlf_file and "\r\n" not in needle:
+        notes.append("Note: the file uses CRLF (\\r\\n) line endings; old_string uses \\n.")
+    elif "\r\n" in needle and not crlf_file:
+        notes.append("Note: old_string uses CRLF (\\r\\n) line endings; the file uses \\n.")
+    return "\n".join(notes)

@@ -1,0 +1,104 @@
+"""Text file IO, the content-hash guard and sandbox lookup shared by the local file tools.
+
+IO follows spec/core.md §0 (UTF-8 with ``errors="replace"``, no newline translation); the hash
+guard is spec/file-tools.md §2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from .._text import describe_exc
+from ..tools import DependencyKey, ToolContext
+from ._sandbox import Sandbox
+
+HASH_MESSAGE = "expected_hash must be a lowercase 64-character SHA-256 hash"
+_HEX = frozenset("0123456789abcdef")
+
+
+def _check_hash(value: str) -> str:
+    if len(value) != 64 or not set(value) <= _HEX:
+        raise ValueError(HASH_MESSAGE)
+    return value
+
+
+ExpectedHash = Annotated[
+    str | None,
+    AfterValidator(lambda v: None if v is None else _check_hash(v)),
+    Field(
+        default=None,
+        description=(
+            "Current full-content SHA-256 from read/read_line metadata ([read_metadata] "
+            "content_sha256=...); the call fails if the file changed since. Omit when unavailable."
+        ),
+        json_schema_extra={"pattern": "^[a-f0-9]{64}$"},
+    ),
+]
+
+
+def read_text(path: Path) -> str:
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        return handle.read()
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8 without newline translation, creating parent directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
+        handle.write(text)
+
+
+def content_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def metadata_footer(text: str) -> str:
+    return f"\n\n[read_metadata] content_sha256={content_sha256(text)}"
+
+
+def check_expected_hash(
+    file_path: str, expected: str | None, *, exists: bool, content: str
+) -> None:
+    """Raise ``ValueError`` with the spec's text when the guard fails (no-op without a hash)."""
+    if expected is None:
+        return
+    if not exists:
+        raise ValueError(f"Expected hash provided but file not found: {file_path}")
+    if content_sha256(content) != expected:
+        raise ValueError(
+            f"Hash mismatch for {file_path}. The file changed since it was read; read it again "
+            "and retry with the new content_sha256."
+        )
+
+
+class SandboxPathError(Exception):
+    """A sandbox lookup or path check failed; the message is ``Security error: <describe_exc>``."""
+
+
+async def resolve_in_sandbox(
+    ctx: ToolContext, key: DependencyKey[Sandbox], target: str
+) -> tuple[Sandbox, Path]:
+    """Resolve the sandbox through ``key`` and ``target`` inside it (spec §1 wrapping)."""
+    try:
+        sandbox = await ctx.resolve(key)
+        return sandbox, sandbox.resolve(target)
+    except Exception as exc:
+        raise SandboxPathError(f"Security error: {describe_exc(exc)}") from None
+
+
+def is_crlf_text(text: str) -> bool:
+    """True when ``text`` has line breaks and every one of them is ``\\r\\n``."""
+    crlf = text.count("\r\n")
+    return crlf > 0 and crlf == text.count("\n")
+
+
+def file_mode_for_new() -> int:
+    """Permission bits a plain ``open(path, "w")`` would give a new file under the umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask

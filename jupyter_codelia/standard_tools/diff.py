@@ -1,0 +1,269 @@
+"""Unified line diffs and the bounded diff payload of write/edit/apply_patch (spec §8, design §2.6).
+
+``unified_diff`` produces a real multi-hunk diff with 3 lines of context. It stays cheap on big
+files: the common prefix and suffix are trimmed first, small changed regions go through
+``difflib.SequenceMatcher``, and large ones are split at lines unique to both sides (patience
+anchors) before that, so the quadratic matcher only ever sees small pieces.
+``render_hunks`` formats already-known change blocks, which is how apply_patch builds its diff
+from the hunks it applied without diffing whole files.
+
+Line conventions (spec §8): ``to_lines("") == []``; a trailing newline yields a final empty line
+(rendered as a bare ``" "``/``"+"``/``"-"`` line, no "no newline" marker); a line's trailing
+``\\r`` is ignored, so CRLF and LF files diff alike.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
+from ..cache.protocol import ToolOutputStore
+
+CONTEXT_LINES = 3
+PREVIEW_MAX_LINES = 120
+PREVIEW_EDGE_LINES = 60
+PREVIEW_MAX_BYTES = 16384
+_SIZE_MARKER = "\n...[truncated by size]...\n"
+_PREVIEW_SPLIT = re.compile(r"\r?\n")
+
+# Regions whose line-count product is below this go straight to SequenceMatcher (worst case
+# quadratic); bigger ones are first split at patience anchors.
+_MATCHER_BUDGET = 250_000
+
+
+class Block(NamedTuple):
+    """A changed region: old lines ``[i1, i2)`` became new lines ``[j1, j2)``."""
+
+    i1: int
+    i2: int
+    j1: int
+    j2: int
+
+
+def to_lines(text: str) -> list[str]:
+    """Diff lines of ``text``: ``[]`` for ``""``, else split on ``\\n`` with ``\\r`` dropped."""
+    if text == "":
+        return []
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def _matcher_blocks(a: Sequence[str], b: Sequence[str], a0: int, b0: int) -> list[Block]:
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [
+        Block(a0 + i1, a0 + i2, b0 + j1, b0 + j2)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def _patience_anchors(
+    a: Sequence[str], b: Sequence[str], a_lo: int, a_hi: int, b_lo: int, b_hi: int
+) -> list[tuple[int, int]]:
+    """Pairs (i, j) of lines unique on both sides, longest increasing in both indexes."""
+    count_a: dict[str, int] = {}
+    for i in range(a_lo, a_hi):
+        line = a[i]
+        count_a[line] = -1 if line in count_a else i
+    pos_b: dict[str, int] = {}
+    for j in range(b_lo, b_hi):
+        line = b[j]
+        if line in count_a and count_a[line] >= 0:
+            pos_b[line] = -1 if line in pos_b else j
+    pairs = [(count_a[line], j) for line, j in pos_b.items() if j >= 0]
+    if not pairs:
+        return []
+    pairs.sort()
+    # Longest increasing subsequence on j (patience sorting with back-pointers).
+    import bisect
+
+    tails: list[int] = []
+    tail_index: list[int] = []
+    back: list[int] = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, j)
+        if pos == len(tails):
+            tails.append(j)
+            tail_index.append(k)
+        else:
+            tails[pos] = j
+            tail_index[pos] = k
+        back[k] = tail_index[pos - 1] if pos > 0 else -1
+    chain: list[tuple[int, int]] = []
+    k = tail_index[-1]
+    while k >= 0:
+        chain.append(pairs[k])
+        k = back[k]
+    chain.reverse()
+    return chain
+
+
+def diff_blocks(a: Sequence[str], b: Sequence[str]) -> list[Block]:
+    """The changed regions between line lists ``a`` and ``b``, in order, non-adjacent."""
+    blocks: list[Block] = []
+    stack = [(0, len(a), 0, len(b))]
+    while stack:
+        a_lo, a_hi, b_lo, b_hi = stack.pop()
+        while a_lo < a_hi and b_lo < b_hi and a[a_lo] == b[b_lo]:
+            a_lo += 1
+            b_lo += 1
+        while a_hi > a_lo and b_hi > b_lo and a[a_hi - 1] == b[b_hi - 1]:
+            a_hi -= 1
+            b_hi -= 1
+        if a_lo == a_hi and b_lo == b_hi:
+            continue
+        if a_lo == a_hi or b_lo == b_hi:
+            blocks.append(Block(a_lo, a_hi, b_lo, b_hi))
+            continue
+        if (a_hi - a_lo) * (b_hi - b_lo) <= _MATCHER_BUDGET:
+            blocks.extend(_matcher_blocks(a[a_lo:a_hi], b[b_lo:b_hi], a_lo, b_lo))
+            continue
+        anchors = _patience_anchors(a, b, a_lo, a_hi, b_lo, b_hi)
+        if not anchors:
+            # No unique common line in a large region: report it as one replacement rather
+            # than spending quadratic time on a prettier diff.
+            blocks.append(Block(a_lo, a_hi, b_lo, b_hi))
+            continue
+        prev_i, prev_j = a_lo, b_lo
+        for i, j in anchors:
+            stack.append((prev_i, i, prev_j, j))
+            prev_i, prev_j = i + 1, j + 1
+        stack.append((prev_i, a_hi, prev_j, b_hi))
+    blocks.sort()
+    return merge_blocks(blocks)
+
+
+def merge_blocks(blocks: Sequence[Block]) -> list[Block]:
+    """Join blocks that touch (no equal line between them)."""
+    merged: list[Block] = []
+    for block in blocks:
+        if block.i1 == block.i2 and block.j1 == block.j2:
+            continue
+        if merged and merged[-1].i2 == block.i1 and merged[-1].j2 == block.j1:
+            last = merged[-1]
+            merged[-1] = Block(last.i1, block.i2, last.j1, block.j2)
+        else:
+            merged.append(block)
+    return merged
+
+
+def _range(start: int, length: int) -> str:
+    return f"{start + 1 if length else start},{length}"
+
+
+def render_hunks(
+    old_path: str,
+    new_path: str,
+    a: Sequence[str],
+    b: Sequence[str],
+    blocks: Sequence[Block],
+    context: int = CONTEXT_LINES,
+) -> str:
+    """Unified diff text for known change ``blocks`` (sorted, equal stretches between them)."""
+    if not blocks:
+        return ""
+    out = [f"--- {old_path}", f"+++ {new_path}"]
+    len_a = len(a)
+    index = 0
+    while index < len(blocks):
+        group_end = index
+        while (
+            group_end + 1 < len(blocks)
+            and blocks[group_end + 1].i1 - blocks[group_end].i2 <= 2 * context
+        ):
+            group_end += 1
+        first, last = blocks[index], blocks[group_end]
+        lead = min(context, first.i1)
+        trail = min(context, len_a - last.i2)
+        old_start, old_end = first.i1 - lead, last.i2 + trail
+        new_start, new_end = first.j1 - lead, last.j2 + trail
+        out.append(
+            f"@@ -{_range(old_start, old_end - old_start)} "
+            f"+{_range(new_start, new_end - new_start)} @@"
+        )
+        out.extend(" " + line for line in a[old_start : first.i1])
+        for k in range(index, group_end + 1):
+            block = blocks[k]
+            out.extend("-" + line for line in a[block.i1 : block.i2])
+            out.extend("+" + line for line in b[block.j1 : block.j2])
+            stop = blocks[k + 1].i1 if k < group_end else old_end
+            out.extend(" " + line for line in a[block.i2 : stop])
+        index = group_end + 1
+    return "\n".join(out)
+
+
+def unified_diff(
+    path: str,
+    before: str,
+    after: str,
+    context: int = CONTEXT_LINES,
+    *,
+    new_path: str | None = None,
+) -> str:
+    """A multi-hunk unified diff of ``before`` → ``after``; ``""`` when the lines are equal.
+
+    Headers are ``--- path`` / ``+++ new_path`` (default: ``path``); hunk headers always carry
+    both start and length.
+    """
+    a, b = to_lines(before), to_lines(after)
+    if a == b:
+        return ""
+    return render_hunks(
+        path, path if new_path is None else new_path, a, b, diff_blocks(a, b), context
+    )
+
+
+def preview_diff(diff: str) -> tuple[str, bool]:
+    """The bounded preview of ``diff`` (spec §8) and whether anything was cut."""
+    lines = _PREVIEW_SPLIT.split(diff)
+    truncated = False
+    if len(lines) > PREVIEW_MAX_LINES:
+        omitted = len(lines) - 2 * PREVIEW_EDGE_LINES
+        lines = [
+            *lines[:PREVIEW_EDGE_LINES],
+            f"...[{omitted} lines omitted]...",
+            *lines[-PREVIEW_EDGE_LINES:],
+        ]
+        truncated = True
+    text = "\n".join(lines)
+    if utf8_len(text) > PREVIEW_MAX_BYTES:
+        budget = PREVIEW_MAX_BYTES - utf8_len(_SIZE_MARKER)
+        head = clip_utf8(text, budget // 2)
+        tail = clip_utf8_tail(text, budget - budget // 2)
+        text = head + _SIZE_MARKER + tail
+        truncated = True
+    return text, truncated
+
+
+def diff_payload(
+    diff: str,
+    *,
+    tool_name: str,
+    store: ToolOutputStore | None = None,
+    placeholder: str = "",
+) -> dict[str, Any]:
+    """The ``diff`` fields of a write/edit/apply_patch result (spec §8).
+
+    A truncated preview comes with ``diff_truncated: true`` and, when a store is given, the full
+    diff saved under ``diff_cache_id`` (or ``diff_cache_error`` if saving failed; the tool still
+    succeeds).
+    """
+    if diff == "":
+        return {"diff": placeholder}
+    preview, truncated = preview_diff(diff)
+    if not truncated:
+        return {"diff": preview}
+    payload: dict[str, Any] = {"diff": preview, "diff_truncated": True}
+    if store is None:
+        return payload
+    try:
+        ref = store.save(
+            tool_call_id=f"{tool_name}_diff_{uuid.uuid4()}", tool_name=tool_name, content=diff
+        )
+        payload["diff_cache_id"] = ref.id
+    except Exception as exc:
+        payload["diff_cache_error"] = f"Failed to persist full diff: {describe_exc(exc)}"
+    return payload

