@@ -85,7 +85,14 @@ class Reply(_Strict):
 
 
 FaultKind = Literal[
-    "rate_limit", "overloaded", "server_error", "status", "drop", "malformed_sse", "error_event"
+    "rate_limit",
+    "overloaded",
+    "server_error",
+    "status",
+    "drop",
+    "truncate",
+    "malformed_sse",
+    "error_event",
 ]
 
 
@@ -98,6 +105,7 @@ class Fault(_Strict):
     - ``server_error``: HTTP ``status`` (default 500) ``api_error``.
     - ``status``: any HTTP ``status`` with ``error_type`` and ``message``.
     - ``drop``: stream ``reply`` for ``after_events`` SSE events, then cut the connection.
+    - ``truncate``: stream ``after_events`` events, then end the body cleanly (no message_stop).
     - ``malformed_sse``: stream ``after_events`` events, then an undecodable ``data:`` line.
     - ``error_event``: stream ``after_events`` events, then an SSE ``error`` event of
       ``error_type`` (default ``overloaded_error``), as the API does when it fails mid-reply.
@@ -314,6 +322,11 @@ class fault:  # noqa: N801 - a namespace of builders, read as ``fault.rate_limit
     def drop(after_events: int = 3, reply: Reply | None = None) -> Fault:
         """Start streaming ``reply`` and cut the connection after ``after_events`` events."""
         return Fault(fault="drop", after_events=after_events, reply=reply)
+
+    @staticmethod
+    def truncate(after_events: int = 3, reply: Reply | None = None) -> Fault:
+        """Stream ``after_events`` events, then end the response cleanly before message_stop."""
+        return Fault(fault="truncate", after_events=after_events, reply=reply)
 
     @staticmethod
     def malformed_sse(after_events: int = 2, reply: Reply | None = None) -> Fault:

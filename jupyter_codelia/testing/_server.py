@@ -529,7 +529,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = turn.streamed_reply()
         if not streaming:
-            if turn.fault == "drop":
+            if turn.fault in ("drop", "truncate"):
                 self._cut_connection()
             elif turn.fault == "malformed_sse":
                 self._send_raw_json(b'{"id": "msg_broken", "content": [')
@@ -545,6 +545,8 @@ class _Handler(BaseHTTPRequestHandler):
                 stop_after=turn.after_events,
                 then=self._cut_connection,
             )
+        elif turn.fault == "truncate":
+            self._stream(events, request, delay_s=reply.delay_s, stop_after=turn.after_events)
         elif turn.fault == "malformed_sse":
             self._stream(
                 events,
