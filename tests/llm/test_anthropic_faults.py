@@ -165,7 +165,8 @@ async def test_running_out_of_script_is_reported_clearly() -> None:
     assert "no scripted turn left for model request #2 (the script has 1 turn(s))" in (
         caught.value.message
     )
-    assert server.errors and "no scripted turn left" in server.errors[0]
+    assert server.errors
+    assert "no scripted turn left" in server.errors[0]
 
 
 @pytest.mark.asyncio
