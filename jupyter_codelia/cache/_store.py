@@ -1,0 +1,636 @@
+"""``ToolOutputCacheStore``: typed, streamed, indexed and size-capped storage of tool outputs.
+
+Owns the directory layout (see ``_entry``), the streaming writer, atomic commits, the
+least-recently-used eviction and the Python API that the retrieval tools and the notebook's
+cache browser call. Safe for several threads and several processes sharing one directory:
+commits and evictions run under a file lock; readers take no lock and retry or report clearly
+when an entry changes or disappears under them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from filelock import FileLock
+from pydantic import ValidationError
+
+from ..llm.messages import (
+    ContentPart,
+    TextPart,
+    ToolOutputRef,
+    content_parts_adapter,
+    has_non_text_part,
+    is_content_part,
+    part_placeholder,
+)
+from ._entry import CacheEntry, EntryMeta, OpenEntry, data_path
+from ._errors import (
+    ToolOutputCorruptedError,
+    ToolOutputEvictedError,
+    ToolOutputNotFoundError,
+    ToolOutputTooLargeError,
+    WriterClosedError,
+)
+from ._grep import find_ripgrep, matches_empty_line, python_lines, ripgrep_lines
+from ._index import STRIDE, IndexFormatError, LineIndex, LineIndexBuilder, iter_spans
+from ._limits import (
+    DEFAULT_CHAR_LIMIT,
+    DEFAULT_MAX_DISK_BYTES,
+    DEFAULT_MAX_MATCHES,
+    CacheLimits,
+    env_positive_int,
+)
+from ._render import render_grep, render_line, render_read, render_tail
+from .protocol import normalize_ref_id
+
+logger = logging.getLogger("jupyter_codelia.cache")
+
+_PIECE_CHARS = 1 << 20  # encode big strings piecewise so a write never doubles their memory
+_STALE_TEMP_SECONDS = 24 * 3600
+_TOMBSTONE = ".evicted"
+DEFAULT_MAX_PARTS_TEXT_BYTES = 16 * 1024 * 1024
+
+
+class StreamingOutputWriter:
+    """Writes one entry chunk by chunk; nothing is visible to readers until :meth:`close`.
+
+    Memory use is bounded by the largest chunk plus about 200 KB of index state, whatever the
+    total size. Use as a context manager to abort on error.
+    """
+
+    def __init__(
+        self,
+        store: ToolOutputCacheStore,
+        *,
+        ref_id: str,
+        tool_name: str,
+        is_error: bool = False,
+        parts: list[ContentPart] | None = None,
+        streamed: bool = True,
+    ) -> None:
+        self._store = store
+        self._ref_id = ref_id
+        self._tool_name = tool_name
+        self._is_error = is_error
+        self._parts = parts
+        self._streamed = streamed
+        self._lock = threading.Lock()
+        self._closed = False
+        self._tmp_text = store._temp_path("txt")
+        self._file = open(self._tmp_text, "wb", buffering=1 << 20)  # noqa: SIM115 (held open)
+        self._index = LineIndexBuilder(stride=store.index_stride)
+
+    @property
+    def ref_id(self) -> str:
+        return self._ref_id
+
+    @property
+    def bytes_written(self) -> int:
+        return self._index.total_bytes
+
+    def write(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(
+                f"OutputWriter.write() takes str, got {type(text).__name__}; decode bytes first"
+            )
+        with self._lock:
+            self._check_open()
+            for start in range(0, len(text), _PIECE_CHARS):
+                data = text[start : start + _PIECE_CHARS].encode("utf-8", errors="surrogatepass")
+                self._file.write(data)
+                self._index.feed(data)
+
+    def close(self) -> ToolOutputRef:
+        with self._lock:
+            self._check_open()
+            self._closed = True
+            try:
+                self._file.close()
+                return self._store._commit(
+                    ref_id=self._ref_id,
+                    tool_name=self._tool_name,
+                    is_error=self._is_error,
+                    tmp_text=self._tmp_text,
+                    index=self._index,
+                    parts=self._parts,
+                    streamed=self._streamed,
+                )
+            except BaseException:
+                _unlink(self._tmp_text)
+                raise
+
+    def abort(self) -> None:
+        """Discard everything written; the store is left as it was. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._file.close()
+            _unlink(self._tmp_text)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise WriterClosedError(
+                f"The output writer for {self._ref_id} is already closed; "
+                "open a new one with store.writer(...)."
+            )
+
+    def __enter__(self) -> StreamingOutputWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif not self._closed:
+            self.close()
+
+
+class ToolOutputCacheStore:
+    """Tool outputs saved under their ref id in ``root`` (created on demand).
+
+    ``max_bytes`` caps the disk use (default 1 GB, env
+    ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_MAX_BYTES``): after each commit the least recently used
+    entries are evicted whole until the total fits. The entry just written is never evicted by
+    its own commit, so a single output larger than the cap stays readable until the next one.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        max_bytes: int | None = None,
+        limits: CacheLimits | None = None,
+        use_ripgrep: bool = True,
+        index_stride: int = STRIDE,
+    ) -> None:
+        if max_bytes is None:
+            max_bytes = env_positive_int("MAX_BYTES", DEFAULT_MAX_DISK_BYTES)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ValueError(
+                f"max_bytes must be a positive number of bytes (default 1_000_000_000), "
+                f"got {max_bytes!r}"
+            )
+        self.root = Path(root)
+        self.max_bytes = max_bytes
+        self.limits = limits if limits is not None else CacheLimits.from_env()
+        self._ripgrep = find_ripgrep() if use_ripgrep else None
+        self.index_stride = index_stride  # bytes between line-index checkpoints (tests shrink it)
+        self._thread_lock = threading.RLock()
+        self._file_lock: FileLock | None = None
+
+    def __repr__(self) -> str:
+        return f"ToolOutputCacheStore({str(self.root)!r}, max_bytes={self.max_bytes})"
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def writer(
+        self, *, tool_call_id: str, tool_name: str, is_error: bool = False
+    ) -> StreamingOutputWriter:
+        """A streaming writer for the output of ``tool_call_id``; ``close()`` commits it."""
+        return StreamingOutputWriter(
+            self, ref_id=_checked_ref(tool_call_id), tool_name=tool_name, is_error=is_error
+        )
+
+    def save(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        content: str | list[Any],
+        is_error: bool = False,
+    ) -> ToolOutputRef:
+        """Save a whole result: a string, or content parts (typed parts kept for read_parts)."""
+        ref_id = _checked_ref(tool_call_id)
+        if isinstance(content, str):
+            text, parts = content, None
+        elif isinstance(content, list):
+            text, parts = _project_parts(content)
+        else:
+            raise TypeError(
+                f"content must be a str or a list of content parts, got {type(content).__name__}"
+            )
+        stored_parts = parts if parts is not None and has_non_text_part(parts) else None
+        writer = StreamingOutputWriter(
+            self,
+            ref_id=ref_id,
+            tool_name=tool_name,
+            is_error=is_error,
+            parts=stored_parts,
+            streamed=False,
+        )
+        with writer:
+            writer.write(text)
+            return writer.close()
+
+    def _temp_path(self, suffix: str) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return self.root / f".tmp-{uuid.uuid4().hex}.{suffix}"
+
+    def _lock(self) -> contextlib.ExitStack:
+        stack = contextlib.ExitStack()
+        stack.enter_context(self._thread_lock)
+        if self._file_lock is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._file_lock = FileLock(self.root / ".lock", thread_local=False)
+        stack.enter_context(self._file_lock)
+        return stack
+
+    def _commit(
+        self,
+        *,
+        ref_id: str,
+        tool_name: str,
+        is_error: bool,
+        tmp_text: Path,
+        index: LineIndexBuilder,
+        parts: list[ContentPart] | None,
+        streamed: bool,
+    ) -> ToolOutputRef:
+        generation = uuid.uuid4().hex[:16]
+        meta = EntryMeta(
+            ref_id=ref_id,
+            tool_name=tool_name,
+            created_at=datetime.now(timezone.utc),
+            size_bytes=index.total_bytes,
+            line_count=index.line_count,
+            has_parts=parts is not None,
+            is_error=is_error,
+            streamed=streamed,
+            generation=generation,
+        )
+        tmp_index = self._temp_path("idx")
+        tmp_parts = self._temp_path("parts.json") if parts is not None else None
+        tmp_meta = self._temp_path("json")
+        try:
+            tmp_index.write_bytes(index.to_bytes())
+            if tmp_parts is not None and parts is not None:
+                tmp_parts.write_bytes(content_parts_adapter.dump_json(parts, exclude_none=True))
+            tmp_meta.write_text(meta.model_dump_json(), encoding="utf-8")
+            with self._lock():
+                os.replace(tmp_text, data_path(self.root, ref_id, generation, "txt"))
+                os.replace(tmp_index, data_path(self.root, ref_id, generation, "idx"))
+                if tmp_parts is not None:
+                    os.replace(tmp_parts, data_path(self.root, ref_id, generation, "parts.json"))
+                os.replace(tmp_meta, self._meta_path(ref_id))
+                _unlink(self.root / f"{ref_id}{_TOMBSTONE}")
+                self._collect(keep=ref_id, keep_generation=generation)
+        finally:
+            for leftover in (tmp_index, tmp_parts, tmp_meta):
+                if leftover is not None:
+                    _unlink(leftover)
+        return ToolOutputRef(id=ref_id, byte_size=meta.size_bytes, line_count=meta.line_count)
+
+    # --- eviction --------------------------------------------------------------------------------
+
+    def _collect(self, *, keep: str | None = None, keep_generation: str | None = None) -> None:
+        """Drop stale files of ``keep`` and evict least recently used entries over the cap.
+
+        Runs under the store lock after every commit."""
+        groups: dict[str, _Group] = {}
+        now = time.time()
+        for item in os.scandir(self.root):
+            name = item.name
+            try:
+                stat = item.stat()
+            except FileNotFoundError:
+                continue
+            if name.startswith("."):
+                if name.startswith(".tmp-") and now - stat.st_mtime > _STALE_TEMP_SECONDS:
+                    _unlink(Path(item.path))  # left by a process that died mid-write
+                continue
+            if name.endswith(_TOMBSTONE):
+                continue
+            ref, _, rest = name.partition(".")
+            if ref == keep and rest != "json" and not rest.startswith(f"{keep_generation}."):
+                _unlink(Path(item.path))  # the previous version of the entry just rewritten
+                continue
+            group = groups.setdefault(ref, _Group())
+            group.size += stat.st_size
+            group.paths.append(Path(item.path))
+            if rest == "json":
+                group.has_meta = True
+                group.used = stat.st_mtime
+            elif not group.has_meta:
+                group.used = max(group.used, stat.st_mtime)
+        total = sum(g.size for g in groups.values())
+        if total <= self.max_bytes:
+            return
+        for ref, group in sorted(groups.items(), key=lambda item: item[1].used):
+            if total <= self.max_bytes:
+                break
+            if ref == keep:
+                continue
+            if group.has_meta:
+                (self.root / f"{ref}{_TOMBSTONE}").touch()
+            group.paths.sort(key=lambda p: not p.name.endswith(".json"))  # metadata first
+            for path in group.paths:
+                _unlink(path)
+            total -= group.size
+            logger.info("evicted cached output %s (%d bytes)", ref, group.size)
+
+    def disk_usage(self) -> int:
+        """Bytes used by all entries in the store directory."""
+        if not self.root.is_dir():
+            return 0
+        total = 0
+        for item in os.scandir(self.root):
+            if not item.name.startswith(".") and not item.name.endswith(_TOMBSTONE):
+                with contextlib.suppress(FileNotFoundError):
+                    total += item.stat().st_size
+        return total
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def _meta_path(self, ref_id: str) -> Path:
+        return self.root / f"{ref_id}.json"
+
+    def _load_meta(self, ref_id: str) -> EntryMeta:
+        path = self._meta_path(ref_id)
+        try:
+            raw = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            if (self.root / f"{ref_id}{_TOMBSTONE}").exists():
+                raise ToolOutputEvictedError(ref_id) from None
+            raise ToolOutputNotFoundError(ref_id) from None
+        try:
+            meta = EntryMeta.model_validate_json(raw)
+        except ValidationError:
+            raise ToolOutputCorruptedError(
+                ref_id, f"its metadata file {path.name} is not valid"
+            ) from None
+        if meta.ref_id != ref_id or not meta.generation.isalnum():
+            raise ToolOutputCorruptedError(ref_id, f"its metadata file {path.name} is not valid")
+        return meta
+
+    def open_entry(self, ref_id: str) -> OpenEntry:
+        """Open and validate an entry (raises the typed errors); the caller closes it."""
+        ref_id = normalize_ref_id(ref_id)
+        if not ref_id:
+            raise ToolOutputNotFoundError(ref_id)
+        for attempt in range(3):
+            meta = self._load_meta(ref_id)
+            text_path = data_path(self.root, ref_id, meta.generation, "txt")
+            try:
+                fd = os.open(text_path, os.O_RDONLY)
+                try:
+                    raw_index = data_path(self.root, ref_id, meta.generation, "idx").read_bytes()
+                except BaseException:
+                    os.close(fd)
+                    raise
+            except FileNotFoundError:
+                # Rewritten or evicted by another process between the two reads? Look again.
+                if attempt < 2 and self._load_meta(ref_id).generation != meta.generation:
+                    continue
+                missing = "text" if not text_path.exists() else "line index"
+                raise ToolOutputCorruptedError(ref_id, f"its {missing} file is missing") from None
+            entry = OpenEntry(ref_id, meta, fd, _placeholder_index(), text_path)
+            try:
+                entry.index = _validated_index(ref_id, meta, fd, raw_index)
+            except BaseException:
+                entry.close()
+                raise
+            with contextlib.suppress(OSError):
+                os.utime(self._meta_path(ref_id))  # "recently used" for the LRU eviction
+            return entry
+        raise ToolOutputNotFoundError(ref_id)  # pragma: no cover - the loop always returns
+
+    def list_entries(self) -> list[CacheEntry]:
+        """Every readable entry, newest first."""
+        if not self.root.is_dir():
+            return []
+        sizes: dict[str, int] = {}
+        metas: list[tuple[EntryMeta, float]] = []
+        for item in os.scandir(self.root):
+            name = item.name
+            if name.startswith(".") or name.endswith(_TOMBSTONE):
+                continue
+            ref, _, rest = name.partition(".")
+            try:
+                stat = item.stat()
+            except FileNotFoundError:
+                continue
+            sizes[ref] = sizes.get(ref, 0) + stat.st_size
+            if rest == "json":
+                try:
+                    meta = EntryMeta.model_validate_json(Path(item.path).read_bytes())
+                except (ValidationError, OSError):
+                    continue
+                metas.append((meta, stat.st_mtime))
+        entries = [
+            CacheEntry(
+                ref_id=meta.ref_id,
+                tool_name=meta.tool_name,
+                created_at=meta.created_at,
+                last_used_at=datetime.fromtimestamp(used, timezone.utc),
+                size_bytes=meta.size_bytes,
+                line_count=meta.line_count,
+                has_parts=meta.has_parts,
+                is_error=meta.is_error,
+                disk_bytes=sizes.get(meta.ref_id, 0),
+            )
+            for meta, used in metas
+        ]
+        entries.sort(key=lambda e: e.created_at, reverse=True)
+        return entries
+
+    def get_entry(self, ref_id: str) -> CacheEntry:
+        """The listing row of one entry (raises the typed errors)."""
+        ref_id = normalize_ref_id(ref_id)
+        for entry in self.list_entries():
+            if entry.ref_id == ref_id:
+                return entry
+        self._load_meta(ref_id)  # raises evicted / not found / corrupted
+        raise ToolOutputNotFoundError(ref_id)
+
+    def streamed_ref(self, tool_call_id: str) -> ToolOutputRef | None:
+        """The ref of an entry a tool streamed under ``tool_call_id`` with :meth:`writer`."""
+        ref_id = normalize_ref_id(tool_call_id)
+        try:
+            meta = self._load_meta(ref_id) if ref_id else None
+        except (ToolOutputNotFoundError, ToolOutputEvictedError, ToolOutputCorruptedError):
+            return None
+        if meta is None or not meta.streamed:
+            return None
+        return ToolOutputRef(id=ref_id, byte_size=meta.size_bytes, line_count=meta.line_count)
+
+    def read(self, ref_id: str, offset: int = 0, limit: int | None = None) -> str:
+        """Numbered lines from 0-based ``offset`` (the ``tool_output_cache`` format)."""
+        offset = _non_negative("offset", offset)
+        if limit is not None and (isinstance(limit, bool) or limit <= 0):
+            raise ValueError(f"limit must be a positive number of lines, got {limit!r}")
+        with self.open_entry(ref_id) as entry:
+            return render_read(entry, offset, limit, self.limits)
+
+    def read_line(
+        self,
+        ref_id: str,
+        line_number: int,
+        char_offset: int = 0,
+        char_limit: int = DEFAULT_CHAR_LIMIT,
+    ) -> str:
+        """A window of grapheme clusters of one 1-based line (``tool_output_cache_line``)."""
+        if isinstance(line_number, bool) or line_number < 1:
+            raise ValueError(f"line_number is 1-based and must be at least 1, got {line_number!r}")
+        char_offset = _non_negative("char_offset", char_offset)
+        with self.open_entry(ref_id) as entry:
+            return render_line(entry, line_number, char_offset, char_limit)
+
+    def grep(
+        self,
+        ref_id: str,
+        pattern: str,
+        *,
+        regex: bool = False,
+        before: int = 0,
+        after: int = 0,
+        max_matches: int = DEFAULT_MAX_MATCHES,
+    ) -> str:
+        """Matching lines with context (``tool_output_cache_grep``); literal unless ``regex``."""
+        before = _non_negative("before", before)
+        after = _non_negative("after", after)
+        if isinstance(max_matches, bool) or max_matches <= 0:
+            raise ValueError(f"max_matches must be a positive number, got {max_matches!r}")
+        with self.open_entry(ref_id) as entry:
+            matches = self._matching_lines(entry, pattern, regex=regex, max_count=max_matches + 1)
+            return render_grep(
+                entry,
+                pattern,
+                matches,
+                before=before,
+                after=after,
+                max_matches=max_matches,
+                limits=self.limits,
+            )
+
+    def _matching_lines(
+        self, entry: OpenEntry, pattern: str, *, regex: bool, max_count: int
+    ) -> Iterator[int]:
+        if self._ripgrep is None:
+            yield from python_lines(entry.text_path, pattern, regex=regex, max_count=max_count)
+            return
+        if not regex and "\n" in pattern:
+            return  # no single line can contain a line break
+        found = 0
+        last = -1
+        for line in ripgrep_lines(
+            self._ripgrep, entry.text_path, pattern, regex=regex, max_count=max_count
+        ):
+            found += 1
+            last = line
+            yield line
+        # ripgrep does not report the empty line after a final newline; split_lines does.
+        final = entry.index.line_count - 1
+        if found < max_count and last < final and matches_empty_line(pattern, regex):
+            span = next(iter_spans(entry.index, entry.fd, final))
+            if span.start == span.end:
+                yield final
+
+    def read_tail(self, ref_id: str, tail_lines: int) -> str:
+        """The last ``tail_lines`` lines as plain text (at most ``max_read_bytes``)."""
+        with self.open_entry(ref_id) as entry:
+            return render_tail(entry, tail_lines, self.limits)
+
+    def read_parts(
+        self, ref_id: str, *, max_text_bytes: int = DEFAULT_MAX_PARTS_TEXT_BYTES
+    ) -> list[ContentPart]:
+        """The result as typed parts: images come back as ``ImagePart``; a text result is one
+        ``TextPart`` (refused above ``max_text_bytes``: read such outputs by lines)."""
+        with self.open_entry(ref_id) as entry:
+            if entry.meta.has_parts:
+                path = data_path(self.root, entry.ref_id, entry.meta.generation, "parts.json")
+                try:
+                    return content_parts_adapter.validate_json(path.read_bytes())
+                except FileNotFoundError:
+                    raise ToolOutputCorruptedError(
+                        entry.ref_id, "its parts file is missing"
+                    ) from None
+                except ValidationError:
+                    raise ToolOutputCorruptedError(
+                        entry.ref_id, "its parts file is not valid"
+                    ) from None
+            size = entry.meta.size_bytes
+            if size > max_text_bytes:
+                raise ToolOutputTooLargeError(
+                    f"Cached output {entry.ref_id} has {size} bytes of text, more than "
+                    f"max_text_bytes={max_text_bytes}; read it by lines with read(), "
+                    "read_line() or grep() instead."
+                )
+            data = os.pread(entry.fd, size, 0)
+            return [TextPart(text=data.decode("utf-8", errors="surrogatepass"))]
+
+
+class _Group:
+    __slots__ = ("has_meta", "paths", "size", "used")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.used = 0.0
+        self.has_meta = False
+        self.paths: list[Path] = []
+
+
+def _checked_ref(tool_call_id: str) -> str:
+    if not isinstance(tool_call_id, str) or not tool_call_id:
+        raise ValueError(f"tool_call_id must be a non-empty string, got {tool_call_id!r}")
+    return normalize_ref_id(tool_call_id)
+
+
+def _non_negative(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _project_parts(content: list[Any]) -> tuple[str, list[ContentPart]]:
+    """Text projection (spec §2) and typed parts; an unrecognised item becomes ``[content]``."""
+    texts: list[str] = []
+    parts: list[ContentPart] = []
+    for item in content:
+        if is_content_part(item):
+            part = content_parts_adapter.validate_python([item])[0]
+            texts.append(part_placeholder(part))
+            parts.append(part)
+        else:
+            texts.append("[content]")
+            parts.append(TextPart(text="[content]"))
+    return "".join(texts), parts
+
+
+def _placeholder_index() -> LineIndex:
+    return LineIndex.from_bytes(LineIndexBuilder().to_bytes())
+
+
+def _validated_index(ref_id: str, meta: EntryMeta, fd: int, raw: bytes) -> LineIndex:
+    try:
+        index = LineIndex.from_bytes(raw)
+    except IndexFormatError as exc:
+        raise ToolOutputCorruptedError(ref_id, f"its line index is unreadable ({exc})") from None
+    size = os.fstat(fd).st_size
+    if size != meta.size_bytes or index.total_bytes != size:
+        raise ToolOutputCorruptedError(
+            ref_id,
+            f"its text file has {size} bytes but {meta.size_bytes} were written",
+        )
+    if index.line_count != meta.line_count:
+        raise ToolOutputCorruptedError(ref_id, "its line index does not match its metadata")
+    return index
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
