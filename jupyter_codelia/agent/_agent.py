@@ -331,12 +331,13 @@ class Agent:
         outcome: Literal["completed", "cancelled", "error"] = "completed"
         final: str | None = None
         try:
-            self.history = repair_history(self.history)
             if self.system_prompt and not self._system_added:
                 if not any(isinstance(m, SystemMessage) for m in self.history):
                     self.history.insert(0, SystemMessage(content=self.system_prompt))
                 self._system_added = True
-            self.history.append(UserMessage(content=prompt))
+            # Repair after appending: an unanswered prompt of a failed turn merges with this one.
+            self.history = repair_history([*self.history, UserMessage(content=prompt)])
+            self._logged_upto = min(self._logged_upto, len(self.history) - 1)
             final = await self._loop(run, tools, tool_choice)
         except asyncio.CancelledError:
             outcome = "cancelled"
