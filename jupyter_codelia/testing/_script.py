@@ -175,6 +175,22 @@ def _turn_kind(raw: Any) -> type[BaseModel]:
     return Fault if isinstance(raw, dict) and "fault" in raw else Reply
 
 
+_BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """``('content', 0, 'text', 'text')`` → ``content[0].text`` (drop pydantic's union tag)."""
+    out = ""
+    previous: Any = None
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not (isinstance(previous, int) and part in _BLOCK_TYPES):
+            out += f".{part}" if out else str(part)
+        previous = part
+    return out or "(turn)"
+
+
 def parse_turn(raw: Any, where: str = "turn") -> Reply | Fault:
     """One turn from its JSON form (a dict with ``content`` or with ``fault``)."""
     if isinstance(raw, (Reply, Fault)):
@@ -187,10 +203,7 @@ def parse_turn(raw: Any, where: str = "turn") -> Reply | Fault:
     try:
         return _turn_kind(raw).model_validate(raw)  # type: ignore[return-value]
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(turn)'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = "; ".join(f"{_where(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise ScriptError(f"{where}: {problems}") from None
 
 
