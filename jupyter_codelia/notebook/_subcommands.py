@@ -1,0 +1,89 @@
+"""``%codelia sessions | todos | cache | config | stop``: inspecting the notebook's agent state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from . import renderers
+
+if TYPE_CHECKING:
+    from .runner import NotebookAgent
+
+
+def run(nb: NotebookAgent, name: str, argument: str) -> Any:
+    if name == "sessions":
+        return _sessions(nb)
+    if name == "todos":
+        return _todos(nb)
+    if name == "cache":
+        return _cache(nb, argument)
+    if name == "config":
+        from .config import describe_settings
+
+        print(describe_settings(nb.settings()))
+        return None
+    if name == "stop":
+        active = nb.active
+        if active is None:
+            print("No codelia run is active.")
+            return None
+        nb.cancel(active.run_id)
+        print(f"Stopping run {active.run_id}.")
+        return None
+    raise UsageError(f"Unknown subcommand {name!r}; see %codelia help.")
+
+
+def _sessions(nb: NotebookAgent) -> None:
+    from IPython.display import HTML, display
+
+    sessions = nb.session_store().list_sessions()
+    if not sessions:
+        print("No saved sessions yet: run %%codelia to start one.")
+        return
+    current = nb.agent.session_id if nb.agent is not None else None
+    rows = []
+    for summary in sessions:
+        marker = " (current)" if summary.session_id == current else ""
+        title = summary.title or summary.last_user_message or ""
+        rows.append(
+            "<tr>"
+            f"<td><code>{renderers.escape(summary.session_id)}</code>{marker}</td>"
+            f"<td>{renderers.escape(summary.updated_at)}</td>"
+            f"<td>{summary.message_count}</td>"
+            f"<td>{renderers.escape(title[:120])}</td>"
+            "</tr>"
+        )
+    display(
+        HTML(
+            "<table><tr><th>session</th><th>updated</th><th>messages</th><th>title</th></tr>"
+            + "".join(rows)
+            + "</table><p>Resume one with <code>%%codelia --resume SESSION_ID</code>.</p>"
+        )
+    )
+
+
+def _todos(nb: NotebookAgent) -> None:
+    from IPython.display import HTML, display
+
+    session_id, todos = nb.todos()
+    if session_id is None:
+        print("No codelia session yet: run %%codelia first.")
+        return
+    display(HTML(renderers.todos_to_html(todos)))
+
+
+def _cache(nb: NotebookAgent, argument: str) -> Any:
+    from .cache_browser import CacheBrowser
+
+    browser = CacheBrowser(nb.output_store())
+    ref_id = argument.strip()
+    if ref_id:
+        known = [e.ref_id for e in browser.entries]
+        if ref_id not in known:
+            raise UsageError(
+                f"No cached output {ref_id!r}; %codelia cache lists the {len(known)} entries."
+            )
+        browser.select(ref_id)
+    return browser

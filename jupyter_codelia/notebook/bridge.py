@@ -1,0 +1,380 @@
+"""The ``codelia`` comm bridge for the JupyterLab side panel (docs/comm-protocol.md).
+
+Front ends open a comm with target ``codelia``; the kernel answers ``hello`` and then forwards
+every run's events as JSON envelopes to every open comm. Requests get exactly one ``response``;
+malformed ones get ``ok: false`` with a message naming the problem, never a kernel traceback.
+
+:func:`control` is the thread-safe entry point the side panel calls through an
+``execute_request`` on a kernel subshell, so Stop and approval answers get through while a cell
+is busy: ``__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control(json_str)``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runner import NotebookAgent
+
+TARGET = "codelia"
+PROTOCOL_VERSION = 1
+log = logging.getLogger("jupyter_codelia.notebook.bridge")
+
+_DECISIONS = ("allow", "allow_remember", "deny")
+# Requests that only touch thread-safe state, so control() may serve them from a subshell.
+_CONTROL_SAFE = frozenset(
+    {"run.cancel", "permission.respond", "state.get", "sessions.list", "todos.get"}
+)
+
+
+class RequestError(ValueError):
+    """A request that cannot be served; its message is the ``error`` of the response."""
+
+
+def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True) -> Any:
+    value = data.get(name)
+    if value is None:
+        if required:
+            raise RequestError(f"{data.get('type')}: missing field {name!r}")
+        return None
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise RequestError(f"{data.get('type')}: field {name!r} must be an integer")
+    if not isinstance(value, kind):
+        raise RequestError(f"{data.get('type')}: field {name!r} must be a {kind.__name__}")
+    return value
+
+
+class Bridge:
+    """Serves the protocol for one kernel: open comms, requests and notifications."""
+
+    def __init__(self, notebook_agent: NotebookAgent) -> None:
+        self.nb = notebook_agent
+        self.comms: list[Any] = []
+        self._lock = threading.Lock()
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------------ comms
+
+    def on_open(self, comm: Any, _msg: Any) -> None:
+        with self._lock:
+            self.comms.append(comm)
+        if self._unsubscribe is None:
+            self._unsubscribe = self.nb.subscribe(self.notify)
+        comm.on_msg(lambda msg: self._on_msg(comm, msg))
+        comm.on_close(lambda _msg: self._forget(comm))
+        comm.send(self.hello())
+
+    def _forget(self, comm: Any) -> None:
+        with self._lock:
+            if comm in self.comms:
+                self.comms.remove(comm)
+
+    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data")
+        comm.send(self.handle(data))
+
+    def notify(self, envelope: dict[str, Any]) -> None:
+        with self._lock:
+            comms = list(self.comms)
+        for comm in comms:
+            try:
+                comm.send(envelope)
+            except Exception:
+                log.exception("could not send to a codelia comm")
+
+    # ------------------------------------------------------------------ requests
+
+    def hello(self) -> dict[str, Any]:
+        return {"type": "hello", **self.state()}
+
+    def state(self) -> dict[str, Any]:
+        from .config import ConfigError, api_key_configured
+
+        try:
+            settings = self.nb.settings()
+            model, mode = settings.model, settings.approval_mode
+        except ConfigError as exc:
+            model, mode = f"(configuration error: {exc})", "minimal"
+        active = self.nb.active
+        agent = self.nb.agent
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "session_id": agent.session_id if agent is not None else None,
+            "model": model,
+            "approval_mode": mode,
+            "active_run": None
+            if active is None
+            else {
+                "run_id": active.run_id,
+                "session_id": active.session_id,
+                "prompt": active.prompt,
+                "source": active.source,
+            },
+            "api_key_configured": api_key_configured(),
+        }
+
+    def handle(self, data: Any, *, from_control: bool = False) -> dict[str, Any]:
+        """One request → one response envelope (never raises)."""
+        request_id = data.get("request_id") if isinstance(data, dict) else None
+        if not isinstance(request_id, str):
+            request_id = None
+        try:
+            if not isinstance(data, dict):
+                raise RequestError(f"a request must be a JSON object, got {type(data).__name__}")
+            if request_id is None:
+                raise RequestError("missing field 'request_id' (a string chosen by the client)")
+            kind = data.get("type")
+            handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+            if handler is None:
+                known = ", ".join(sorted(_HANDLERS))
+                raise RequestError(f"unknown request type {kind!r}; known types: {known}")
+            if from_control and kind not in _CONTROL_SAFE:
+                raise RequestError(
+                    f"{kind} cannot be sent through control(); send it over the codelia comm"
+                )
+            result = handler(self, data)
+        except RequestError as exc:
+            return {"type": "response", "request_id": request_id, "ok": False, "error": str(exc)}
+        except Exception as exc:
+            log.exception("codelia request failed")
+            return {
+                "type": "response",
+                "request_id": request_id,
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+        return {"type": "response", "request_id": request_id, "ok": True, "result": result}
+
+    def _run_start(self, data: dict[str, Any]) -> dict[str, Any]:
+        from .config import API_KEY_HELP, ConfigError, api_key_configured
+
+        prompt = _field(data, "prompt", str)
+        if not prompt.strip():
+            raise RequestError("run.start: prompt is empty")
+        session_id = _field(data, "session_id", str, required=False)
+        new_session = bool(_field(data, "new_session", bool, required=False))
+        if self.nb.active is not None:
+            raise RequestError(f"a run is already active (run {self.nb.active.run_id})")
+        if not api_key_configured():
+            raise RequestError(API_KEY_HELP)
+        try:
+            settings = self.nb.settings()
+            agent = self.nb.prepare(settings, new_session=new_session, session_id=session_id)
+        except ConfigError as exc:
+            raise RequestError(str(exc)) from None
+        except (KeyError, ValueError, OSError) as exc:
+            raise RequestError(str(exc)) from None
+        handle = self.nb.start_background(agent, prompt, source="panel")
+        return {"run_id": handle.run_id, "session_id": handle.session_id}
+
+    def _run_cancel(self, data: dict[str, Any]) -> dict[str, Any]:
+        if not self.nb.cancel(_field(data, "run_id", str)):
+            raise RequestError("run not found")
+        return {}
+
+    def _permission_respond(self, data: dict[str, Any]) -> dict[str, Any]:
+        request_id = _field(data, "permission_request_id", str)
+        decision = _field(data, "decision", str)
+        if decision not in _DECISIONS:
+            raise RequestError(
+                f"permission.respond: decision must be one of {', '.join(_DECISIONS)}"
+            )
+        reason = _field(data, "reason", str, required=False)
+        if not self.nb.respond(request_id, decision, reason):
+            raise RequestError("permission request not found")
+        return {}
+
+    def _sessions_list(self, _data: dict[str, Any]) -> dict[str, Any]:
+        store = self.nb.session_store()
+        return {
+            "sessions": [
+                s.model_dump(mode="json", exclude_none=True) for s in store.list_sessions()
+            ]
+        }
+
+    def _session_transcript(self, data: dict[str, Any]) -> dict[str, Any]:
+        from ..session import SessionNotFound
+
+        session_id = _field(data, "session_id", str)
+        try:
+            records = self.nb.session_store().transcript(session_id)
+        except SessionNotFound:
+            raise RequestError(f"session not found: {session_id}") from None
+        except ValueError as exc:
+            raise RequestError(str(exc)) from None
+        return {"session_id": session_id, "events": transcript_envelopes(records, session_id)}
+
+    def _cache_call(self, method: Callable[[], Any]) -> Any:
+        try:
+            return method()
+        except (KeyError, ValueError, LookupError) as exc:
+            raise RequestError(str(exc).strip("'\"")) from None
+
+    def _cache_list(self, _data: dict[str, Any]) -> dict[str, Any]:
+        entries = self.nb.output_store().list_entries()
+        keys = ("ref_id", "tool_name", "created_at", "size_bytes", "line_count")
+        rows = []
+        for entry in entries:
+            row = entry.model_dump(mode="json", include=set(keys) | {"has_parts", "is_error"})
+            rows.append(row)
+        return {"entries": rows}
+
+    def _cache_read(self, data: dict[str, Any]) -> dict[str, Any]:
+        ref_id = _field(data, "ref_id", str)
+        offset = _field(data, "offset", int, required=False) or 0
+        limit = _field(data, "limit", int, required=False)
+        store = self.nb.output_store()
+        return {"text": self._cache_call(lambda: store.read(ref_id, offset, limit))}
+
+    def _cache_grep(self, data: dict[str, Any]) -> dict[str, Any]:
+        ref_id = _field(data, "ref_id", str)
+        pattern = _field(data, "pattern", str)
+        kwargs: dict[str, Any] = {"regex": bool(_field(data, "regex", bool, required=False))}
+        for name in ("before", "after", "max_matches"):
+            value = _field(data, name, int, required=False)
+            if value is not None:
+                kwargs[name] = value
+        store = self.nb.output_store()
+        return {"text": self._cache_call(lambda: store.grep(ref_id, pattern, **kwargs))}
+
+    def _cache_line(self, data: dict[str, Any]) -> dict[str, Any]:
+        ref_id = _field(data, "ref_id", str)
+        line_number = _field(data, "line_number", int)
+        kwargs: dict[str, Any] = {}
+        for name in ("char_offset", "char_limit"):
+            value = _field(data, name, int, required=False)
+            if value is not None:
+                kwargs[name] = value
+        store = self.nb.output_store()
+        return {"text": self._cache_call(lambda: store.read_line(ref_id, line_number, **kwargs))}
+
+    def _cache_parts(self, data: dict[str, Any]) -> dict[str, Any]:
+        ref_id = _field(data, "ref_id", str)
+        store = self.nb.output_store()
+        parts = self._cache_call(lambda: store.read_parts(ref_id))
+        return {"parts": [p.dump() for p in parts]}
+
+    def _todos_get(self, _data: dict[str, Any]) -> dict[str, Any]:
+        session_id, todos = self.nb.todos()
+        return {"session_id": session_id, "todos": todos}
+
+    def _state_get(self, _data: dict[str, Any]) -> dict[str, Any]:
+        return self.state()
+
+
+_HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
+    "run.start": Bridge._run_start,
+    "run.cancel": Bridge._run_cancel,
+    "permission.respond": Bridge._permission_respond,
+    "sessions.list": Bridge._sessions_list,
+    "session.transcript": Bridge._session_transcript,
+    "cache.list": Bridge._cache_list,
+    "cache.read": Bridge._cache_read,
+    "cache.grep": Bridge._cache_grep,
+    "cache.line": Bridge._cache_line,
+    "cache.parts": Bridge._cache_parts,
+    "todos.get": Bridge._todos_get,
+    "state.get": Bridge._state_get,
+}
+
+
+def transcript_envelopes(records: list[dict[str, Any]], session_id: str) -> list[dict[str, Any]]:
+    """Run-log records as the notifications a live client would have received."""
+    envelopes: list[dict[str, Any]] = []
+    for record in records:
+        kind = record.get("type")
+        run_id = record.get("run_id")
+        if kind == "run.start":
+            user_input = record.get("input") or {}
+            prompt = user_input.get("text") if isinstance(user_input, dict) else None
+            envelopes.append(
+                {
+                    "type": "run.started",
+                    "run_id": run_id,
+                    "session_id": record.get("session_id") or session_id,
+                    "prompt": prompt or "",
+                    "source": "magic",
+                }
+            )
+        elif kind == "agent.event":
+            envelopes.append(
+                {
+                    "type": "agent.event",
+                    "run_id": run_id,
+                    "seq": record.get("seq"),
+                    "event": record.get("event"),
+                }
+            )
+        elif kind == "run.status":
+            envelope = {"type": "run.status", "run_id": run_id, "status": record.get("status")}
+            if record.get("message"):
+                envelope["message"] = record["message"]
+            envelopes.append(envelope)
+    return envelopes
+
+
+# ---------------------------------------------------------------------- kernel wiring
+
+_BRIDGE_KEY = "_codelia_bridge"
+
+
+def bridge_for(shell: Any) -> Bridge:
+    existing = getattr(shell, _BRIDGE_KEY, None)
+    if existing is not None:
+        return existing
+    from .magics import notebook_agent
+
+    created = Bridge(notebook_agent(shell))
+    setattr(shell, _BRIDGE_KEY, created)
+    return created
+
+
+def register_comm_target(shell: Any) -> None:
+    """Accept ``codelia`` comms (no-op outside a kernel, e.g. in a terminal IPython)."""
+    if getattr(shell, "kernel", None) is None:
+        return
+    from comm import get_comm_manager
+
+    get_comm_manager().register_target(
+        TARGET, lambda comm, msg: bridge_for(shell).on_open(comm, msg)
+    )
+
+
+def unregister_comm_target(shell: Any) -> None:
+    if getattr(shell, "kernel", None) is None:
+        return
+    from comm import get_comm_manager
+
+    manager = get_comm_manager()
+    if TARGET in manager.targets:
+        manager.unregister_target(TARGET, manager.targets[TARGET])
+
+
+def control(request_json: str) -> str:
+    """Thread-safe control entry point (run.cancel, permission.respond, state and lists).
+
+    Returns the response envelope as a JSON string.
+    """
+    from IPython import get_ipython
+
+    try:
+        data = json.loads(request_json)
+    except (TypeError, ValueError) as exc:
+        return json.dumps(
+            {"type": "response", "request_id": None, "ok": False, "error": f"invalid JSON: {exc}"}
+        )
+    shell = get_ipython()
+    if shell is None:
+        return json.dumps(
+            {
+                "type": "response",
+                "request_id": data.get("request_id") if isinstance(data, dict) else None,
+                "ok": False,
+                "error": "no IPython kernel is running here; run %load_ext jupyter_codelia",
+            }
+        )
+    return json.dumps(bridge_for(shell).handle(data, from_control=True))

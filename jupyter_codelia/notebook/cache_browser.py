@@ -1,0 +1,218 @@
+"""The cache browser widget (``%codelia cache``): browse the tool-output cache like the model does.
+
+Lists entries (tool, time, size, line count), pages through one entry by offset and limit, greps
+it (literal or regex, with context lines), opens a character window of one long line, and shows
+the images of entries stored as typed parts. Every view is produced by the store's own readers,
+so the person sees exactly the text the model would get.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as widgets
+
+from . import renderers
+
+PAGE_LINES = 200
+
+
+class CacheBrowser:
+    """Widgets over a ``ToolOutputCacheStore``; ``.widget`` is the VBox to display."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.entries: list[Any] = []
+        self.entry_list = widgets.Select(
+            options=[], rows=8, layout=widgets.Layout(width="100%"), description=""
+        )
+        self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
+        self.offset = widgets.BoundedIntText(
+            value=0, min=0, max=10**12, description="offset", layout=widgets.Layout(width="170px")
+        )
+        self.limit = widgets.BoundedIntText(
+            value=PAGE_LINES, min=1, max=100_000, description="limit",
+            layout=widgets.Layout(width="170px"),
+        )  # fmt: skip
+        self.prev_button = widgets.Button(description="◀ Prev", layout=widgets.Layout(width="auto"))
+        self.next_button = widgets.Button(description="Next ▶", layout=widgets.Layout(width="auto"))
+        self.read_button = widgets.Button(description="Read", button_style="primary")
+        self.pattern = widgets.Text(
+            placeholder="grep pattern", layout=widgets.Layout(width="260px")
+        )
+        self.regex = widgets.Checkbox(value=False, description="regex", indent=False)
+        self.before = widgets.BoundedIntText(
+            value=0, min=0, max=1000, description="before", layout=widgets.Layout(width="150px")
+        )
+        self.after = widgets.BoundedIntText(
+            value=0, min=0, max=1000, description="after", layout=widgets.Layout(width="150px")
+        )
+        self.grep_button = widgets.Button(description="Grep", icon="search")
+        self.line_number = widgets.BoundedIntText(
+            value=1, min=1, max=10**12, description="line", layout=widgets.Layout(width="170px")
+        )
+        self.char_offset = widgets.BoundedIntText(
+            value=0, min=0, max=10**12, description="chars from",
+            layout=widgets.Layout(width="190px"),
+        )  # fmt: skip
+        self.char_limit = widgets.BoundedIntText(
+            value=2000, min=1, max=1_000_000, description="count",
+            layout=widgets.Layout(width="170px"),
+        )  # fmt: skip
+        self.line_button = widgets.Button(description="Show line window")
+        self.output = widgets.HTML(value="")
+        self.images = widgets.Box([], layout=widgets.Layout(flex_flow="row wrap"))
+
+        self.refresh_button.on_click(lambda _b: self.refresh())
+        self.read_button.on_click(lambda _b: self.read())
+        self.prev_button.on_click(lambda _b: self.page(-1))
+        self.next_button.on_click(lambda _b: self.page(1))
+        self.grep_button.on_click(lambda _b: self.grep())
+        self.line_button.on_click(lambda _b: self.line_window())
+        self.entry_list.observe(lambda _c: self._selected(), names="value")
+
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(value="<b>codelia tool-output cache</b>"),
+                widgets.HBox([self.entry_list, self.refresh_button]),
+                widgets.HBox(
+                    [self.offset, self.limit, self.prev_button, self.next_button, self.read_button]
+                ),
+                widgets.HBox([self.pattern, self.regex, self.before, self.after, self.grep_button]),
+                widgets.HBox(
+                    [self.line_number, self.char_offset, self.char_limit, self.line_button]
+                ),
+                self.images,
+                self.output,
+            ],
+            layout=widgets.Layout(border="1px solid #ddd", padding="4px"),
+        )
+        self.widget.add_class("codelia-cache-browser")
+        self.refresh()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    # ------------------------------------------------------------------ actions
+
+    @property
+    def ref_id(self) -> str | None:
+        value = self.entry_list.value
+        return str(value) if value else None
+
+    def refresh(self) -> None:
+        self.entries = self.store.list_entries()
+        self.entry_list.options = [(entry_label(e), e.ref_id) for e in self.entries]
+        if not self.entries:
+            self._show_text("The cache is empty: tool outputs appear here after a run.")
+
+    def select(self, ref_id: str) -> None:
+        self.entry_list.value = ref_id
+
+    def _selected(self) -> None:
+        self.offset.value = 0
+        self.read()
+
+    def read(self) -> None:
+        ref_id = self._require_entry()
+        if ref_id is None:
+            return
+        self._attempt(lambda: self.store.read(ref_id, self.offset.value, self.limit.value))
+        self._show_images(ref_id)
+
+    def page(self, direction: int) -> None:
+        self.offset.value = max(0, self.offset.value + direction * self.limit.value)
+        self.read()
+
+    def grep(self) -> None:
+        ref_id = self._require_entry()
+        if ref_id is None:
+            return
+        if not self.pattern.value:
+            self._show_error("Type a pattern to grep for.")
+            return
+        self._attempt(
+            lambda: self.store.grep(
+                ref_id,
+                self.pattern.value,
+                regex=self.regex.value,
+                before=self.before.value,
+                after=self.after.value,
+            )
+        )
+
+    def line_window(self) -> None:
+        ref_id = self._require_entry()
+        if ref_id is None:
+            return
+        self._attempt(
+            lambda: self.store.read_line(
+                ref_id, self.line_number.value, self.char_offset.value, self.char_limit.value
+            )
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _require_entry(self) -> str | None:
+        ref_id = self.ref_id
+        if ref_id is None:
+            self._show_error("Select an entry first.")
+        return ref_id
+
+    def _attempt(self, produce: Any) -> None:
+        try:
+            self._show_text(produce())
+        except Exception as exc:  # the store's typed errors carry actionable messages
+            self._show_error(str(exc).strip("'\""))
+
+    def _show_text(self, text: str) -> None:
+        self.output.value = renderers.pre(text, max_height="32em")
+
+    def _show_error(self, message: str) -> None:
+        self.output.value = f'<div style="color:#d93025">{renderers.escape(message)}</div>'
+
+    def _show_images(self, ref_id: str) -> None:
+        entry = next((e for e in self.entries if e.ref_id == ref_id), None)
+        if entry is None or not entry.has_parts:
+            self.images.children = ()
+            return
+        try:
+            parts = self.store.read_parts(ref_id)
+        except Exception as exc:
+            self._show_error(str(exc))
+            return
+        images = []
+        for part in parts:
+            data = part.data_bytes() if hasattr(part, "data_bytes") else None
+            if data is None:
+                continue
+            media = part.image_url.media_type or "image/png"
+            images.append(
+                widgets.Image(
+                    value=data,
+                    format=media.split("/", 1)[1],
+                    layout=widgets.Layout(max_width="48%"),
+                )
+            )
+        self.images.children = tuple(images)
+
+
+def entry_label(entry: Any) -> str:
+    when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    kind = " [images]" if entry.has_parts else ""
+    error = " [error]" if entry.is_error else ""
+    size = _size(entry.size_bytes)
+    return (
+        f"{when}  {entry.tool_name:<18} {size:>9}  {entry.line_count} lines  "
+        f"{entry.ref_id}{kind}{error}"
+    )
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / 1024 / 1024:.1f} MB"

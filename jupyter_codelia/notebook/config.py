@@ -1,0 +1,224 @@
+"""Notebook configuration: ``%config Codelia.*`` traitlets, environment variables, a config file.
+
+Precedence, highest first: options of the magic call, ``%config Codelia.<name> = ...``,
+``JUPYTER_CODELIA_<NAME>`` environment variables, the JSON config file
+(``$JUPYTER_CODELIA_CONFIG`` or ``<JUPYTER_CODELIA_HOME>/config.json``, which also holds the
+remembered permission rules), then the defaults. The API key and endpoint are the SDK's own
+``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` and are never stored by us.
+
+This module is imported by ``%load_ext``: it uses only traitlets and the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from traitlets import Bool, Enum, Float, Integer, Unicode
+from traitlets.config import Configurable
+
+ENV_PREFIX = "JUPYTER_CODELIA_"
+DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
+APPROVAL_MODES = ("minimal", "trusted", "full-access")
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+API_KEY_HELP = (
+    "No Anthropic API key is configured, so codelia cannot talk to Claude.\n"
+    "Set one, then run the cell again:\n"
+    "  - in the shell that starts Jupyter:  export ANTHROPIC_API_KEY=sk-ant-...\n"
+    "  - or in this notebook:  import os; os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-...'\n"
+    "    (getpass.getpass() keeps it out of the notebook file)\n"
+    "Keys come from https://console.anthropic.com/. ANTHROPIC_BASE_URL selects another endpoint.\n"
+    "Without a key, try the offline demo on a scripted server:  %codelia --demo"
+)
+
+
+class ConfigError(ValueError):
+    """A configuration value or file cannot be used; the message says where and how to fix it."""
+
+
+class Codelia(Configurable):
+    """``%config Codelia.<name> = value`` settings (None means: not set here)."""
+
+    model = Unicode(None, allow_none=True, help="Claude model id.").tag(config=True)
+    approval_mode = Enum(
+        APPROVAL_MODES, None, allow_none=True, help="Which tool calls ask for approval."
+    ).tag(config=True)
+    max_iterations = Integer(None, allow_none=True, help="Model calls per turn.").tag(config=True)
+    background = Bool(
+        None, allow_none=True, help="Run turns in the background (live Stop and approval buttons)."
+    ).tag(config=True)
+    python_timeout = Float(
+        None, allow_none=True, help="Default timeout of the python tool in seconds."
+    ).tag(config=True)
+    max_tokens = Integer(None, allow_none=True, help="Max output tokens per model call.").tag(
+        config=True
+    )
+    root = Unicode(
+        None, allow_none=True, help="Directory the file tools may touch (default: cwd)."
+    ).tag(config=True)
+    system_prompt = Unicode(
+        None, allow_none=True, help="Extra instructions appended to the system prompt."
+    ).tag(config=True)
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    kind: type
+    default: Any
+
+
+FIELDS: tuple[_Field, ...] = (
+    _Field("model", str, DEFAULT_MODEL),
+    _Field("approval_mode", str, "minimal"),
+    _Field("max_iterations", int, 200),
+    _Field("background", bool, False),
+    _Field("python_timeout", float, 120.0),
+    _Field("max_tokens", int, 8192),
+    _Field("root", str, None),
+    _Field("system_prompt", str, None),
+)
+FIELD_NAMES = tuple(f.name for f in FIELDS)
+
+
+@dataclass
+class Settings:
+    """The resolved configuration and, per field, where its value came from."""
+
+    model: str = DEFAULT_MODEL
+    approval_mode: str = "minimal"
+    max_iterations: int = 200
+    background: bool = False
+    python_timeout: float = 120.0
+    max_tokens: int = 8192
+    root: str | None = None
+    system_prompt: str | None = None
+    config_path: Path | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def with_overrides(self, **values: Any) -> Settings:
+        """A copy with per-call values (magic options) applied and validated."""
+        data = {f.name: getattr(self, f.name) for f in FIELDS}
+        sources = dict(self.sources)
+        for name, value in values.items():
+            if value is None:
+                continue
+            data[name] = _validate(name, value, "option")
+            sources[name] = "magic option"
+        return Settings(**data, config_path=self.config_path, sources=sources)
+
+
+def config_path() -> Path:
+    from ..session import default_home
+
+    explicit = os.environ.get(ENV_PREFIX + "CONFIG")
+    return Path(explicit).expanduser() if explicit else default_home() / "config.json"
+
+
+def api_key_configured(environ: dict[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return bool(env.get(API_KEY_ENV, "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", "").strip())
+
+
+def _validate(name: str, value: Any, where: str) -> Any:
+    spec = next((f for f in FIELDS if f.name == name), None)
+    if spec is None:
+        raise ConfigError(f"{where}: unknown setting {name!r}; known: {', '.join(FIELD_NAMES)}.")
+    if spec.kind is bool:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                value = True
+            elif lowered in ("0", "false", "no", "off"):
+                value = False
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {name} must be true or false, got {value!r}.")
+    elif spec.kind in (int, float):
+        try:
+            number = spec.kind(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: {name} must be a number, got {value!r}.") from None
+        if isinstance(value, bool) or number <= 0:
+            raise ConfigError(f"{where}: {name} must be a positive number, got {value!r}.")
+        value = number
+    else:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: {name} must be a non-empty string, got {value!r}.")
+    if name == "approval_mode" and value not in APPROVAL_MODES:
+        raise ConfigError(
+            f"{where}: approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
+        )
+    return value
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The settings in ``path`` (missing file: none); the ``permissions`` key is left to policy."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the codelia config file {path}: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(
+            f"The codelia config file {path} is not valid JSON ({exc}). Fix or delete it."
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"The codelia config file {path} must hold a JSON object.")
+    settings = {k: v for k, v in data.items() if k != "permissions"}
+    for key in settings:
+        if key not in FIELD_NAMES:
+            raise ConfigError(
+                f"The codelia config file {path} has an unknown key {key!r}; "
+                f"known keys: {', '.join(FIELD_NAMES)}, permissions. "
+                "(The API key is read from ANTHROPIC_API_KEY, never from this file.)"
+            )
+    return settings
+
+
+def resolve_settings(
+    traits: Codelia | None = None, environ: dict[str, str] | None = None
+) -> Settings:
+    """Merge %config traits > environment > config file > defaults, validating each value."""
+    env = dict(os.environ if environ is None else environ)
+    path = config_path()
+    from_file = read_config_file(path)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for spec in FIELDS:
+        trait_value = getattr(traits, spec.name) if traits is not None else None
+        env_name = ENV_PREFIX + spec.name.upper()
+        if trait_value is not None:
+            where = f"%config Codelia.{spec.name}"
+            values[spec.name] = _validate(spec.name, trait_value, where)
+            sources[spec.name] = where
+        elif env.get(env_name, "").strip():
+            values[spec.name] = _validate(spec.name, env[env_name], f"${env_name}")
+            sources[spec.name] = f"${env_name}"
+        elif spec.name in from_file:
+            values[spec.name] = _validate(spec.name, from_file[spec.name], f"config file {path}")
+            sources[spec.name] = f"config file {path}"
+        else:
+            values[spec.name] = spec.default
+            sources[spec.name] = "default"
+    return Settings(**values, config_path=path, sources=sources)
+
+
+def describe_settings(settings: Settings) -> str:
+    """The ``%codelia config`` table: value and source of every setting (never secrets)."""
+    lines = []
+    for spec in FIELDS:
+        value = getattr(settings, spec.name)
+        lines.append(f"{spec.name:<15} {value!r:<30} ({settings.sources.get(spec.name, '?')})")
+    key_state = "set" if api_key_configured() else "NOT SET - see %codelia help"
+    lines.append(f"{'api key':<15} {key_state:<30} ($ANTHROPIC_API_KEY)")
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    lines.append(f"{'base url':<15} {base_url or 'Anthropic default':<30} ($ANTHROPIC_BASE_URL)")
+    lines.append(f"{'config file':<15} {settings.config_path}")
+    from ..session import default_home
+
+    lines.append(f"{'home':<15} {default_home()}")
+    return "\n".join(lines)

@@ -1,0 +1,295 @@
+"""The ``%codelia`` / ``%%codelia`` magics: option parsing, subcommands and running turns.
+
+``%load_ext jupyter_codelia`` calls :func:`register`, which only defines the magics, the
+``Codelia`` configurable and the ``codelia`` comm target; the agent, the SDK and the widgets
+load on the first run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from .config import API_KEY_HELP, APPROVAL_MODES, Codelia, ConfigError, api_key_configured
+
+if TYPE_CHECKING:
+    from .runner import NotebookAgent
+
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop")
+
+USAGE = """\
+%%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
+%codelia [options] <prompt>  the same on one line
+
+Options:
+  --new                  start a new session
+  --resume SESSION_ID    continue a saved session (see %codelia sessions)
+  --model MODEL          Claude model id for this turn (e.g. claude-sonnet-5-5)
+  --approval-mode MODE   minimal | trusted | full-access
+  --max-iterations N     model calls allowed in this turn
+  --background           run in the background: the cell returns a handle at once and the
+                         panel's Stop / Allow / Deny buttons work
+  --blocking             keep the cell busy until the turn ends (the default); Stop is the
+                         kernel interrupt (■) and approvals are asked at the input prompt
+  --demo                 offline demo on a scripted server (no API key, not Claude)
+
+Subcommands:
+  %codelia sessions      list saved sessions
+  %codelia todos         show the session's todo list
+  %codelia cache         browse cached tool outputs
+  %codelia config        show the configuration and where each value comes from
+  %codelia stop          stop the active background run
+  %codelia help          this text
+
+Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
+background, python_timeout, max_tokens, root, system_prompt), JUPYTER_CODELIA_<NAME>
+environment variables, or <JUPYTER_CODELIA_HOME>/config.json. The API key is ANTHROPIC_API_KEY.
+"""
+
+_VALUE_OPTIONS = {
+    "--resume": "resume",
+    "--model": "model",
+    "--approval-mode": "approval_mode",
+    "--max-iterations": "max_iterations",
+}
+_FLAG_OPTIONS = {"--new": "new", "--background": "background", "--blocking": "blocking",
+                 "--demo": "demo"}  # fmt: skip
+
+
+@dataclass
+class MagicOptions:
+    new: bool = False
+    resume: str | None = None
+    model: str | None = None
+    approval_mode: str | None = None
+    max_iterations: int | None = None
+    background: bool = False
+    blocking: bool = False
+    demo: bool = False
+    rest: str = ""
+    given: list[str] = field(default_factory=list)
+
+
+def parse_options(line: str) -> MagicOptions:
+    """Leading ``--options`` of a magic line; everything after them is the prompt, verbatim.
+
+    The prompt is not shell-split, so apostrophes and quotes in it need no escaping.
+    """
+    options = MagicOptions()
+    text = line.strip()
+    while text.startswith("--"):
+        token, _, remainder = text.partition(" ")
+        remainder = remainder.lstrip()
+        name, has_equals, inline_value = token.partition("=")
+        if name == "--":
+            text = remainder
+            break
+        if name in _FLAG_OPTIONS:
+            if has_equals:
+                raise UsageError(f"{name} takes no value.")
+            setattr(options, _FLAG_OPTIONS[name], True)
+        elif name in _VALUE_OPTIONS:
+            if has_equals:
+                value = inline_value
+            else:
+                value, _, remainder = remainder.partition(" ")
+                remainder = remainder.lstrip()
+            if not value or value.startswith("--"):
+                raise UsageError(f"{name} needs a value, e.g. {name} {_example(name)}.")
+            setattr(options, _VALUE_OPTIONS[name], _convert(name, value))
+        else:
+            known = ", ".join([*_FLAG_OPTIONS, *_VALUE_OPTIONS])
+            raise UsageError(f"Unknown option {name}. Known options: {known}. See %codelia help.")
+        options.given.append(name)
+        text = remainder
+    if options.new and options.resume:
+        raise UsageError("--new and --resume exclude each other: pick one.")
+    if options.background and options.blocking:
+        raise UsageError("--background and --blocking exclude each other: pick one.")
+    options.rest = text
+    return options
+
+
+def _example(name: str) -> str:
+    return {
+        "--resume": "<session id from %codelia sessions>",
+        "--model": "claude-sonnet-5-5",
+        "--approval-mode": "trusted",
+        "--max-iterations": "20",
+    }[name]
+
+
+def _convert(name: str, value: str) -> Any:
+    if name == "--max-iterations":
+        try:
+            number = int(value)
+        except ValueError:
+            raise UsageError(f"--max-iterations needs a whole number, got {value!r}.") from None
+        if number < 1:
+            raise UsageError(f"--max-iterations must be at least 1, got {number}.")
+        return number
+    if name == "--approval-mode" and value not in APPROVAL_MODES:
+        raise UsageError(
+            f"--approval-mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
+        )
+    return value
+
+
+@magics_class
+class CodeliaMagics(Magics):
+    def __init__(self, shell: Any, traits: Codelia) -> None:
+        super().__init__(shell)
+        self.codelia_config = traits
+        self._notebook_agent: NotebookAgent | None = None
+
+    @property
+    def notebook_agent(self) -> NotebookAgent:
+        if self._notebook_agent is None:
+            self._notebook_agent = notebook_agent(self.shell)
+        return self._notebook_agent
+
+    @line_cell_magic
+    def codelia(self, line: str, cell: str | None = None) -> Any:
+        """Run one turn of the notebook's codelia agent; ``%codelia help`` lists the options."""
+        options = parse_options(line)
+        first = options.rest.split(maxsplit=1)[0] if options.rest.strip() else ""
+        if cell is None and first in SUBCOMMANDS and not options.given:
+            argument = options.rest[len(first) :].strip()
+            return self._subcommand(first, argument)
+        prompt = options.rest
+        if cell is not None and cell.strip():
+            prompt = f"{prompt}\n{cell}" if prompt.strip() else cell
+        prompt = prompt.strip()
+        if not prompt and not options.demo:
+            raise UsageError(
+                "Give a prompt: `%codelia <prompt>` or a `%%codelia` cell whose body is the "
+                "prompt. `%codelia help` lists options and subcommands."
+            )
+        try:
+            return self._run(options, prompt)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+
+    def _run(self, options: MagicOptions, prompt: str) -> Any:
+        from .runner import RunResult  # noqa: F401 - imported here so the first run loads it
+
+        nb = self.notebook_agent
+        settings = nb.settings(
+            model=options.model,
+            approval_mode=options.approval_mode,
+            max_iterations=options.max_iterations,
+        )
+        background = settings.background
+        if options.background:
+            background = True
+        if options.blocking:
+            background = False
+        if options.demo:
+            from .demo import run_demo
+
+            return run_demo(nb, settings, prompt or None, background=background)
+        if not api_key_configured():
+            raise UsageError(API_KEY_HELP)
+        try:
+            agent = nb.prepare(settings, new_session=options.new, session_id=options.resume)
+        except RuntimeError as exc:
+            raise UsageError(str(exc)) from None
+        except Exception as exc:
+            raise UsageError(_session_error(exc, options.resume)) from None
+        return run_with_panel(nb, agent, prompt, settings.model, background=background)
+
+    def _subcommand(self, name: str, argument: str) -> Any:
+        from . import _subcommands
+
+        if name == "help":
+            print(USAGE)
+            return None
+        try:
+            return _subcommands.run(self.notebook_agent, name, argument)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def run_with_panel(
+    nb: NotebookAgent, agent: Any, prompt: str, model: str, *, background: bool
+) -> Any:
+    """Show a panel in the cell output and run the turn blocking or in the background."""
+    from IPython.display import display
+
+    from .panel import RunPanel
+
+    mode: Literal["blocking", "background"] = "background" if background else "blocking"
+
+    def stop() -> None:
+        if nb.active is not None:
+            nb.cancel(nb.active.run_id)
+
+    panel = RunPanel(
+        model=model,
+        session_id=agent.session_id,
+        mode=mode,
+        prompt=prompt,
+        on_stop=stop,
+        on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
+    )
+    display(panel.widget)
+    if background:
+        return nb.start_background(agent, prompt, panel)
+    return nb.run_blocking(agent, prompt, panel)
+
+
+def _ignore(_value: Any) -> None:
+    """Button callbacks return nothing; a late click on a resolved request is a no-op."""
+
+
+def _session_error(exc: Exception, resume: str | None) -> str:
+    text = str(exc)
+    if resume and ("not found" in text or "invalid" in text):
+        return f"{text}. List saved sessions with %codelia sessions."
+    return f"Could not start the codelia agent: {type(exc).__name__}: {text}"
+
+
+_STATE_KEY = "_codelia_notebook_agent"
+
+
+def notebook_agent(shell: Any) -> NotebookAgent:
+    """The kernel's NotebookAgent (made on first use, shared by the magics and the bridge)."""
+    existing = getattr(shell, _STATE_KEY, None)
+    if existing is not None:
+        return existing
+    from .config import resolve_settings
+    from .runner import NotebookAgent
+
+    traits = _traits(shell)
+    created = NotebookAgent(shell, lambda: resolve_settings(traits))
+    setattr(shell, _STATE_KEY, created)
+    return created
+
+
+def _traits(shell: Any) -> Codelia:
+    for configurable in getattr(shell, "configurables", []):
+        if isinstance(configurable, Codelia):
+            return configurable
+    traits = Codelia(parent=shell)
+    shell.configurables.append(traits)
+    return traits
+
+
+def register(shell: Any) -> None:
+    traits = _traits(shell)
+    shell.register_magics(CodeliaMagics(shell, traits))
+    from .bridge import register_comm_target
+
+    register_comm_target(shell)
+
+
+def unregister(shell: Any) -> None:
+    from .bridge import unregister_comm_target
+
+    unregister_comm_target(shell)
+    magics = shell.magics_manager.magics
+    magics["line"].pop("codelia", None)
+    magics["cell"].pop("codelia", None)

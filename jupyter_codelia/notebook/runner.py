@@ -1,0 +1,675 @@
+"""Running agent turns inside the kernel: the notebook's session, blocking and background runs.
+
+``NotebookAgent`` (one per kernel) owns the notebook's :class:`~jupyter_codelia.agent.Agent`,
+the open approval requests and the listeners (the comm bridge) that receive every event as a
+JSON envelope (docs/comm-protocol.md). A turn runs one of two ways (design §4):
+
+* **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on a private event loop in
+  a worker thread while the cell's thread draws the panel and asks approvals through the
+  kernel's input prompt. The kernel interrupt (■) arrives as KeyboardInterrupt in the cell's
+  thread; it cancels the run, waits until history is repaired and the session saved, then
+  re-raises so Run All stops.
+* **background** (:meth:`NotebookAgent.start_background`): the turn is a task on the kernel's
+  own event loop and the cell gets a :class:`RunHandle` at once; the panel's buttons work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._text import describe_exc
+from ..agent import events as ev
+from .config import Settings
+
+if TYPE_CHECKING:
+    from ..agent import Agent, ConfirmResponse
+    from .panel import RunPanel
+
+FLUSH_INTERVAL = 0.05
+RunStatus = Literal["completed", "cancelled", "error"]
+Envelope = dict[str, Any]
+Listener = Callable[[Envelope], None]
+_DONE = object()
+
+
+@dataclass
+class RunResult:
+    """What a finished turn returns: the value of a blocking ``%%codelia`` cell."""
+
+    final_text: str
+    status: RunStatus
+    session_id: str
+    run_id: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def __repr__(self) -> str:
+        text = self.final_text if len(self.final_text) <= 60 else self.final_text[:59] + "…"
+        tokens = f"{self.usage.get('input_tokens', 0)} in/{self.usage.get('output_tokens', 0)} out"
+        extra = f", error={self.error!r}" if self.error else ""
+        return (
+            f"RunResult(status={self.status!r}, session_id={self.session_id!r}, "
+            f"tokens={tokens!r}, final_text={text!r}{extra})"
+        )
+
+    def __str__(self) -> str:
+        return self.final_text
+
+
+class RunNotFinishedError(RuntimeError):
+    """``RunHandle.result()`` was called while the background run is still going."""
+
+
+class RunHandle:
+    """A background run: awaitable (``await handle``), with ``.result()``, ``.cancel()``."""
+
+    def __init__(self, run: ActiveRun, task: asyncio.Task[RunResult]) -> None:
+        self._run = run
+        self._task = task
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def session_id(self) -> str:
+        return self._run.session_id
+
+    def done(self) -> bool:
+        return self._task.done()
+
+    def cancel(self) -> None:
+        """Stop the run (history is repaired and the session saved)."""
+        self._run.cancel("stopped by the user")
+
+    def result(self) -> RunResult:
+        if not self._task.done():
+            raise RunNotFinishedError(
+                f"run {self.run_id} is still going; `await handle` in a cell, or call "
+                ".result() once the panel shows it finished"
+            )
+        return self._task.result()
+
+    def __await__(self) -> Generator[Any, None, RunResult]:
+        return self._task.__await__()
+
+    def __repr__(self) -> str:
+        state = "done" if self.done() else "running"
+        return f"<RunHandle {self.run_id} session={self.session_id} {state}>"
+
+
+@dataclass
+class PendingApproval:
+    """An open permission request; answered from stdin, a button, or the comm bridge."""
+
+    event: ev.PermissionRequestEvent
+    run_id: str
+    future: concurrent.futures.Future[ConfirmResponse] = field(
+        default_factory=concurrent.futures.Future
+    )
+
+
+@dataclass
+class ActiveRun:
+    run_id: str
+    session_id: str
+    prompt: str
+    source: Literal["magic", "panel"]
+    signal: Any  # tools.CancelSignal (imported lazily with the agent)
+    mode: Literal["blocking", "background"]
+
+    def cancel(self, reason: str) -> None:
+        self.signal.cancel(reason)
+
+
+class _EventSink:
+    """Delivers one run's events to its panel and to the listeners, coalescing text deltas."""
+
+    def __init__(
+        self, owner: NotebookAgent, run: ActiveRun, panel: RunPanel | None, interval: float
+    ) -> None:
+        self.owner = owner
+        self.run = run
+        self.panel = panel
+        self.interval = interval
+        self.seq = 0
+        self._delta: list[str] = []
+        self._last_sent = float("-inf")
+
+    def event(self, event: Any) -> None:
+        if self.run.signal.is_set() and not isinstance(event, ev.FinalEvent):
+            return  # nothing is delivered for a run after its cancel (spec §3)
+        if self.panel is not None:
+            self.panel.handle(event)
+        if isinstance(event, ev.TextDeltaEvent):
+            self._delta.append(event.delta)
+            self.tick()
+            return
+        self._send_delta()
+        self._broadcast_event(event)
+
+    def tick(self) -> None:
+        """Called by the driver's clock: flush coalesced text to the panel and the listeners."""
+        if self.panel is not None:
+            self.panel.flush_pending()
+        if self._delta and time.monotonic() - self._last_sent >= self.interval:
+            self._send_delta()
+
+    def _send_delta(self) -> None:
+        if not self._delta:
+            return
+        merged = ev.TextDeltaEvent(delta="".join(self._delta))
+        self._delta = []
+        self._last_sent = time.monotonic()
+        self._broadcast_event(merged)
+
+    def _broadcast_event(self, event: Any) -> None:
+        if not self.owner.listeners:
+            return
+        payload = ev.event_to_json(event)
+        self.owner.broadcast(
+            {"type": "agent.event", "run_id": self.run.run_id, "seq": self.seq, "event": payload}
+        )
+        self.seq += 1
+        if isinstance(event, ev.PermissionRequestEvent):
+            self.owner.broadcast(
+                {
+                    "type": "permission.request",
+                    "run_id": self.run.run_id,
+                    "permission_request_id": event.request_id,
+                    "tool": event.tool,
+                    "tool_call_id": event.tool_call_id,
+                    "title": event.title,
+                    "message": event.message,
+                    "args": event.args,
+                    "remember_rules": event.remember_rules,
+                }
+            )
+            self.status("awaiting_ui", "waiting for confirmation")
+        elif isinstance(event, ev.PermissionResolvedEvent):
+            resolved: Envelope = {
+                "type": "permission.resolved",
+                "run_id": self.run.run_id,
+                "permission_request_id": event.request_id,
+                "decision": event.decision,
+            }
+            if event.reason:
+                resolved["reason"] = event.reason
+            self.owner.broadcast(resolved)
+            self.status("running")
+        elif isinstance(event, ev.TodosUpdatedEvent):
+            self.owner.broadcast(
+                {
+                    "type": "todos.updated",
+                    "session_id": event.session_id or self.run.session_id,
+                    "todos": payload["todos"],
+                }
+            )
+
+    def status(self, status: str, message: str | None = None) -> None:
+        envelope: Envelope = {"type": "run.status", "run_id": self.run.run_id, "status": status}
+        if message:
+            envelope["message"] = message
+        self.owner.broadcast(envelope)
+
+    def finish(self, status: RunStatus, message: str | None) -> None:
+        self._send_delta()
+        if self.panel is not None:
+            if message and status == "error":
+                self.panel.show_error(message)
+            self.panel.finish(status)
+        self.status(status, message)
+
+
+class NotebookAgent:
+    """The notebook's agent session and everything that talks to it (one per kernel)."""
+
+    def __init__(self, shell: Any, settings_source: Callable[[], Settings]) -> None:
+        self.shell = shell
+        self._settings_source = settings_source
+        self.agent: Agent | None = None
+        self._agent_key: tuple[Any, ...] | None = None
+        self.tools: Any = None  # the ToolSet of self.agent (output and todo stores)
+        self._toolsets: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.listeners: list[Listener] = []
+        self.active: ActiveRun | None = None
+        self.pending: dict[str, PendingApproval] = {}
+        self._lock = threading.Lock()
+        self.flush_interval = FLUSH_INTERVAL
+        self._llm_factory: Callable[[], Any] | None = None
+
+    # ------------------------------------------------------------------ configuration
+
+    def settings(self, **overrides: Any) -> Settings:
+        return self._settings_source().with_overrides(**overrides)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener) if listener in self.listeners else None
+
+    def broadcast(self, envelope: Envelope) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(envelope)
+            except Exception:  # a broken front end must not break the run
+                import logging
+
+                logging.getLogger("jupyter_codelia.notebook").exception("listener failed")
+
+    def prepare(
+        self,
+        settings: Settings,
+        *,
+        new_session: bool = False,
+        session_id: str | None = None,
+        llm: Any = None,
+    ) -> Agent:
+        """The agent for the next turn: reused, or rebuilt when settings or the session change.
+
+        A rebuild for changed settings keeps the conversation (it resumes the saved session).
+        """
+        if self.active is not None:
+            raise RuntimeError(
+                f"a codelia run is already active (run {self.active.run_id}); wait for it or "
+                "stop it first"
+            )
+        key = (
+            settings.model,
+            settings.approval_mode,
+            settings.max_iterations,
+            settings.max_tokens,
+            settings.root,
+            settings.system_prompt,
+            settings.python_timeout,
+        )
+        current = self.agent
+        if new_session:
+            resume = None
+        elif session_id is not None:
+            resume = session_id
+        else:
+            resume = current.session_id if current is not None and current.history else None
+        if (
+            current is not None
+            and llm is None
+            and not new_session
+            and key == self._agent_key
+            and (session_id is None or session_id == current.session_id)
+        ):
+            return current
+        factory = _anthropic_factory(settings) if llm is None else None
+        agent = self._build(settings, resume, llm if factory is None else factory())
+        self.agent = agent
+        self.tools = self._toolsets.get(agent)
+        self._llm_factory = factory
+        self._agent_key = key if llm is None else None
+        return agent
+
+    def build_detached(self, settings: Settings, llm: Any) -> Agent:
+        """An agent in its own new session that does not replace the notebook's (the demo)."""
+        if self.active is not None:
+            raise RuntimeError(
+                f"a codelia run is already active (run {self.active.run_id}); wait for it"
+            )
+        return self._build(settings, None, llm)
+
+    def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
+        from pathlib import Path
+
+        from ..agent import Agent
+        from ..agent.permissions import PermissionPolicy
+        from ..session import SessionStore, default_home
+        from ..standard_tools import standard_tools
+        from .kernel_tools import kernel_tools
+
+        root = Path(settings.root).expanduser() if settings.root else Path.cwd()
+        extra = kernel_tools(shell=self.shell, default_timeout=settings.python_timeout)
+        tools = standard_tools(
+            root,
+            approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            # The python tool (under approval) already reaches the OS through subprocess; a
+            # second shell path would only add another permission surface in a notebook.
+            include_shell=False,
+            extra=extra,
+        )
+        policy = PermissionPolicy(
+            settings.approval_mode,  # type: ignore[arg-type]
+            sandbox_root=root,
+            config_path=settings.config_path,
+        )
+        store = SessionStore(default_home())
+        agent = Agent(
+            llm,
+            tools,
+            system_prompt=_system_prompt(settings),
+            max_iterations=settings.max_iterations,
+            permissions=policy,
+            confirm=self._confirm,
+            session_store=store,
+            session_id=resume,
+        )
+        self._toolsets[agent] = tools
+        return agent
+
+    def session_store(self) -> Any:
+        from ..session import SessionStore, default_home
+
+        agent = self.agent
+        if agent is not None and agent.session_store is not None:
+            return agent.session_store
+        return SessionStore(default_home())
+
+    def output_store(self) -> Any:
+        """The tool-output cache the agent writes (the default location before the first run)."""
+        store = getattr(self.tools, "output_store", None)
+        if store is not None:
+            return store
+        from ..cache import ToolOutputCacheStore
+        from ..session import default_home
+
+        return ToolOutputCacheStore(default_home() / "cache" / "tool-output")
+
+    def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
+        """(session id, todo items) of the current session; empty before the first run."""
+        agent = self.agent
+        todo_store = getattr(self.tools, "todo_store", None)
+        if agent is None or todo_store is None:
+            return (agent.session_id if agent is not None else None), []
+        return agent.session_id, list(todo_store.get(agent.session_id))
+
+    # ------------------------------------------------------------------ approvals
+
+    def _pending_for(self, event: ev.PermissionRequestEvent, run_id: str) -> PendingApproval:
+        with self._lock:
+            pending = self.pending.get(event.request_id)
+            if pending is None:
+                pending = PendingApproval(event=event, run_id=run_id)
+                self.pending[event.request_id] = pending
+            return pending
+
+    async def _confirm(self, event: ev.PermissionRequestEvent) -> ConfirmResponse:
+        run_id = self.active.run_id if self.active is not None else ""
+        pending = self._pending_for(event, run_id)
+        try:
+            return await asyncio.wrap_future(pending.future)
+        finally:
+            with self._lock:
+                self.pending.pop(event.request_id, None)
+
+    def respond(self, request_id: str, decision: str, reason: str | None = None) -> bool:
+        """Answer an open permission request (thread-safe); False if there is no such request."""
+        from ..agent import ConfirmResponse
+
+        with self._lock:
+            pending = self.pending.get(request_id)
+        if pending is None or pending.future.done():
+            return False
+        response = ConfirmResponse.model_validate({"decision": decision, "reason": reason})
+        try:
+            pending.future.set_result(response)
+        except concurrent.futures.InvalidStateError:
+            return False
+        return True
+
+    def cancel(self, run_id: str) -> bool:
+        active = self.active
+        if active is None or active.run_id != run_id:
+            return False
+        active.cancel("stopped by the user")
+        return True
+
+    # ------------------------------------------------------------------ the turn
+
+    def _begin(
+        self, agent: Agent, prompt: str, source: Literal["magic", "panel"], mode: Any
+    ) -> ActiveRun:
+        from ..tools import CancelSignal
+
+        if self._llm_factory is not None and agent is self.agent:
+            # The SDK's HTTP client belongs to the event loop it first ran on; blocking runs
+            # use a private loop and background runs the kernel's, so each turn gets its own.
+            agent.llm = self._llm_factory()
+
+        run = ActiveRun(
+            run_id=str(uuid.uuid4()),
+            session_id=agent.session_id,
+            prompt=prompt,
+            source=source,
+            signal=CancelSignal(),
+            mode=mode,
+        )
+        self.active = run
+        self.broadcast(
+            {
+                "type": "run.started",
+                "run_id": run.run_id,
+                "session_id": run.session_id,
+                "prompt": prompt,
+                "source": source,
+            }
+        )
+        self.broadcast({"type": "run.status", "run_id": run.run_id, "status": "running"})
+        return run
+
+    async def _drive(
+        self, agent: Agent, prompt: str, run: ActiveRun, deliver: Callable[[Any], None]
+    ) -> tuple[RunStatus, str, str | None]:
+        """Run one turn, handing each event to ``deliver``; never raises."""
+        from ..agent import AgentRunError
+        from ..tools import RunCancelled
+
+        final = ""
+        try:
+            async for event in agent.run_stream(prompt, signal=run.signal, run_id=run.run_id):
+                if isinstance(event, ev.FinalEvent):
+                    final = event.content
+                deliver(event)
+        except (RunCancelled, asyncio.CancelledError):
+            return "cancelled", final, None
+        except AgentRunError as exc:
+            return "error", final, str(exc)
+        except Exception as exc:
+            return "error", final, describe_exc(exc)
+        finally:
+            self._deny_leftovers(run.run_id)
+        if run.signal.is_set():
+            return "cancelled", final, None
+        return "completed", final, None
+
+    def _deny_leftovers(self, run_id: str) -> None:
+        with self._lock:
+            leftovers = [p for p in self.pending.values() if p.run_id == run_id]
+        for pending in leftovers:
+            self.respond(pending.event.request_id, "deny", "the run ended")
+
+    def _result(
+        self, agent: Agent, run: ActiveRun, before: tuple[int, int, float | None], outcome: Any
+    ) -> RunResult:
+        status, final, error = outcome
+        usage = agent.usage
+        cost = (
+            None
+            if usage.cost_usd is None or before[2] is None
+            else round(usage.cost_usd - before[2], 6)
+        )
+        return RunResult(
+            final_text=final,
+            status=status,
+            session_id=agent.session_id,
+            run_id=run.run_id,
+            usage={
+                "input_tokens": usage.input_tokens - before[0],
+                "output_tokens": usage.output_tokens - before[1],
+                "cost_usd": cost,
+                "session_input_tokens": usage.input_tokens,
+                "session_output_tokens": usage.output_tokens,
+            },
+            error=error,
+        )
+
+    def run_blocking(
+        self,
+        agent: Agent,
+        prompt: str,
+        panel: RunPanel | None = None,
+        *,
+        ask: Callable[[str], str] | None = None,
+    ) -> RunResult:
+        """Run a turn while the calling (cell) thread waits; KeyboardInterrupt cancels it."""
+        run = self._begin(agent, prompt, "magic", "blocking")
+        sink = _EventSink(self, run, panel, self.flush_interval)
+        inbox: queue.Queue[Any] = queue.Queue()
+        before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
+        outcome: list[Any] = []
+
+        def work() -> None:
+            try:
+                outcome.append(asyncio.run(self._drive(agent, prompt, run, inbox.put)))
+            except BaseException as exc:
+                outcome.append(("error", "", describe_exc(exc)))
+            finally:
+                inbox.put(_DONE)
+
+        worker = threading.Thread(target=work, name="codelia-run", daemon=True)
+        interrupted = False
+        try:
+            worker.start()
+            while True:
+                try:
+                    item = inbox.get(timeout=self.flush_interval)
+                except queue.Empty:
+                    sink.tick()
+                    continue
+                except KeyboardInterrupt:
+                    interrupted = True
+                    run.cancel("interrupted")
+                    continue
+                if item is _DONE:
+                    break
+                try:
+                    sink.event(item)
+                    if isinstance(item, ev.PermissionRequestEvent) and not run.signal.is_set():
+                        self._ask_on_stdin(item, run, ask)
+                    sink.tick()
+                except KeyboardInterrupt:
+                    interrupted = True
+                    run.cancel("interrupted")
+        finally:
+            while worker.is_alive():
+                try:
+                    worker.join(0.1)
+                except KeyboardInterrupt:
+                    interrupted = True
+                    run.cancel("interrupted")
+            self.active = None
+        result = self._result(agent, run, before, outcome[0])
+        if interrupted:
+            result.status = "cancelled"
+        sink.finish(result.status, result.error)
+        if interrupted:
+            raise KeyboardInterrupt(
+                "codelia run cancelled: history repaired and session saved "
+                f"(session {result.session_id})"
+            )
+        return result
+
+    def _ask_on_stdin(
+        self, event: ev.PermissionRequestEvent, run: ActiveRun, ask: Callable[[str], str] | None
+    ) -> None:
+        """Ask the approval through the kernel's input prompt; no stdin (headless) → deny."""
+        self._pending_for(event, run.run_id)
+        prompt = (
+            f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
+            "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
+        )
+        reader = ask or input
+        try:
+            answer = reader(prompt)
+        except KeyboardInterrupt:
+            self.respond(event.request_id, "deny", None)
+            raise
+        except Exception as exc:  # StdinNotImplementedError, EOFError: nobody can answer
+            headless = f"no one can answer approvals here (headless run: {type(exc).__name__})"
+            self.respond(event.request_id, "deny", headless)
+            return
+        decision, reason = parse_answer(answer)
+        self.respond(event.request_id, decision, reason)
+
+    def start_background(
+        self,
+        agent: Agent,
+        prompt: str,
+        panel: RunPanel | None = None,
+        *,
+        source: Literal["magic", "panel"] = "magic",
+    ) -> RunHandle:
+        """Start the turn as a task on the running (kernel) event loop and return at once."""
+        loop = asyncio.get_event_loop()
+        run = self._begin(agent, prompt, source, "background")
+        sink = _EventSink(self, run, panel, self.flush_interval)
+        before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
+
+        async def main() -> RunResult:
+            ticker = asyncio.ensure_future(_tick_forever(sink, self.flush_interval))
+            try:
+                outcome = await self._drive(agent, prompt, run, sink.event)
+            finally:
+                ticker.cancel()
+                self.active = None
+            result = self._result(agent, run, before, outcome)
+            sink.finish(result.status, result.error)
+            return result
+
+        task = loop.create_task(main())
+        return RunHandle(run, task)
+
+
+async def _tick_forever(sink: _EventSink, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        sink.tick()
+
+
+def parse_answer(answer: str) -> tuple[str, str | None]:
+    """Map a typed approval answer to (decision, reason)."""
+    text = (answer or "").strip()
+    lowered = text.lower()
+    if lowered in ("y", "yes", "allow", "ok"):
+        return "allow", None
+    if lowered in ("a", "always", "always allow"):
+        return "allow_remember", None
+    if lowered in ("", "n", "no", "deny"):
+        return "deny", None
+    return "deny", text
+
+
+def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
+    from ..llm.anthropic import AnthropicChat
+
+    def make() -> Any:
+        # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
+        return AnthropicChat(model=settings.model, max_tokens=settings.max_tokens)
+
+    return make
+
+
+def _system_prompt(settings: Settings) -> str:
+    base = (
+        "You are codelia, a coding and data agent running inside the user's Jupyter kernel. "
+        "Use the python tool to run code against the user's live variables (they share the "
+        "namespace); list_variables and inspect_variable describe what exists. Plots you make "
+        "with matplotlib are returned to you as images. Plan multi-step work with the todo "
+        "tools, keep the user informed briefly, and answer in concise markdown."
+    )
+    if settings.system_prompt:
+        return base + "\n\n" + settings.system_prompt
+    return base
