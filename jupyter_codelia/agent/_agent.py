@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel
 
 from .. import __version__
+from .._redact import redact_secrets
 from .._text import js_round, utf8_len
 from ..llm.base import ChatModel, LlmError
 from ..llm.messages import (
@@ -33,7 +34,9 @@ from ..llm.messages import (
     ContentPart,
     ReasoningMessage,
     SystemMessage,
+    TextPart,
     ToolCall,
+    ToolMessage,
     UserMessage,
     has_non_text_part,
     load_messages,
@@ -441,7 +444,7 @@ class Agent:
             from ..tools._executor import ERROR_PREFIX, ToolExecution, error_message
 
             execution = ToolExecution(error_message(call, f"{ERROR_PREFIX}{exc}"))
-        raw = execution.message
+        raw = _redact_message(execution.message)
         processed = self.output_cache.process(raw) if self.output_cache is not None else raw
         self.history.append(processed)
         result_text = text_projection(processed.content)
@@ -640,6 +643,19 @@ async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncI
     while not queue.empty():
         yield queue.get_nowait()
     task.result()
+
+
+def _redact_message(message: ToolMessage) -> ToolMessage:
+    """Mask secrets in a tool's output before the model, the UI or any log sees it."""
+    content = message.content
+    if isinstance(content, str):
+        clean: str | list[Any] = redact_secrets(content)
+    else:
+        clean = [
+            p.model_copy(update={"text": redact_secrets(p.text)}) if isinstance(p, TextPart) else p
+            for p in content
+        ]
+    return message if clean == content else message.model_copy(update={"content": clean})
 
 
 def _parse_args(raw: str) -> dict[str, Any]:
