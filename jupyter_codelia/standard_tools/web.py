@@ -1,0 +1,481 @@
+"""The web tools: ``search`` (DuckDuckGo or Brave) and ``webfetch`` (spec/web-tools.md).
+
+Owns :class:`WebConfig`, the two tools' inputs, the search backends, the fetch loop (manual
+redirects, one timer for the whole fetch, a streamed read capped at ``max_bytes``), the result
+JSON and the error texts. The private-network guard lives in ``_netguard``, body decoding and
+HTML conversion in ``_html``; httpx2, ddgs and the HTML libraries are imported on first use.
+
+Both tools report expected failures as text results; neither is ever allowed without the
+user's confirmation in the default permission mode (that policy lives in ``agent``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import os
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urljoin, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .._text import describe_exc, js_round
+from ..tools import FunctionTool, JsonResult, ToolContext, define_tool
+from . import _html
+from ._cancel import run_cancellable
+
+if TYPE_CHECKING:
+    import httpx2
+
+SearchBackend = Literal["ddg", "brave"]
+OutputFormat = Literal["markdown", "text", "html"]
+
+DDG_HTML_ENDPOINT = "https://html.duckduckgo.com/html/"
+BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
+MAX_REDIRECTS = 10
+_DDG_PAGE_SIZE = 10
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_USER_AGENT = "Mozilla/5.0 (compatible; jupyter-codelia webfetch)"
+
+
+class WebConfig(BaseModel):
+    """Configuration of the web tools.
+
+    ``ddg_endpoint`` / ``brave_endpoint`` replace the services' URLs (tests point them at
+    loopback servers; a company may point them at a gateway). ``allow_private_network`` lets
+    webfetch reach private, loopback, link-local and unique-local addresses;
+    ``private_network_allowlist`` opens only the listed addresses or networks (CIDR), e.g.
+    ``("10.20.0.0/16",)`` for an intranet wiki, and keeps the guard for everything else.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    search_backend: SearchBackend = "ddg"
+    brave_api_key_env: str = Field(default="BRAVE_SEARCH_API_KEY", min_length=1)
+    ddg_endpoint: str | None = None
+    brave_endpoint: str | None = None
+    allow_private_network: bool = False
+    search_timeout_s: float = Field(default=15.0, gt=0)
+    private_network_allowlist: tuple[str, ...] = ()
+
+    @field_validator("private_network_allowlist")
+    @classmethod
+    def _check_networks(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"private_network_allowlist entry {entry!r} is not an IP address or network "
+                    "(write e.g. '10.20.0.0/16' or '192.168.1.5')"
+                ) from None
+        return entries
+
+
+class SearchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, description="What to search for.")
+    max_results: int = Field(default=5, ge=1, le=20, description="Results to return (1-20).")
+    backend: SearchBackend | None = Field(
+        default=None, description="Search backend; omit for the configured default."
+    )
+    allowed_domains: list[str] | None = Field(
+        default=None,
+        description="Keep only results on these domains (subdomains included), e.g. python.org.",
+    )
+
+
+class WebfetchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, description="The http(s) URL to fetch.")
+    output_format: OutputFormat = Field(
+        default="markdown",
+        description="markdown (default) or text convert HTML pages; html returns the raw page.",
+    )
+    timeout_ms: int = Field(
+        default=10000, gt=0, le=30000, description="One timeout for the whole fetch, in ms."
+    )
+    max_bytes: int = Field(
+        default=200000, gt=0, le=1000000, description="Read at most this many bytes of the body."
+    )
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+class SearchBackendError(Exception):
+    """A search service answered with an unusable status."""
+
+
+def _domain_filter(allowed: list[str] | None) -> list[str]:
+    domains = (d.strip().lower().rstrip(".") for d in allowed or [])
+    return [d for d in domains if d]
+
+
+def _host_allowed(url: str, domains: list[str]) -> bool:
+    if not domains:
+        return True
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    return any(host == d or host.endswith("." + d) for d in domains)
+
+
+def _ddg_search(
+    query: str, max_results: int, endpoint: str, timeout_s: float
+) -> list[dict[str, str]]:
+    """DuckDuckGo's HTML results through ddgs's maintained parser; ``endpoint`` may be anything."""
+    from ddgs.engines.duckduckgo import Duckduckgo
+
+    class DuckDuckGoAt(Duckduckgo):
+        # ddgs hides non-200 answers (DuckDuckGo's rate limit is a 202); report them instead.
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            response = self.http_client.request(*args, **kwargs)
+            if response.status_code != 200:
+                raise SearchBackendError(f"ddg request failed: status={response.status_code}")
+            return response.text
+
+    # primp takes fractional seconds although ddgs annotates an int.
+    engine = DuckDuckGoAt(timeout=timeout_s)  # type: ignore[arg-type]
+    engine.search_url = endpoint
+    rows: list[dict[str, str]] = []
+    pages = max(1, -(-max_results // _DDG_PAGE_SIZE))
+    for page in range(1, pages + 1):
+        found = engine.search(query=query, page=page) or []
+        for hit in found:
+            if hit.title and hit.href:
+                rows.append(
+                    {"title": hit.title, "url": hit.href, "snippet": hit.body, "source": "ddg"}
+                )
+        if not found:
+            break
+    return rows
+
+
+async def _brave_search(
+    query: str, max_results: int, api_key: str, endpoint: str, timeout_s: float
+) -> list[dict[str, str]]:
+    import httpx2
+
+    async with httpx2.AsyncClient(timeout=timeout_s) as client:
+        response = await client.get(
+            endpoint,
+            params={"q": query, "count": max_results},
+            headers={"Accept": "application/json", "X-Subscription-Token": api_key},
+        )
+    if not response.is_success:
+        raise SearchBackendError(f"brave request failed: status={response.status_code}")
+    payload = response.json()
+    web = payload.get("web") if isinstance(payload, dict) else None
+    results = web.get("results") if isinstance(web, dict) else None
+    rows: list[dict[str, str]] = []
+    for entry in results if isinstance(results, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        title, url = entry.get("title"), entry.get("url")
+        if isinstance(title, str) and isinstance(url, str):
+            snippet = entry.get("description")
+            rows.append(
+                {
+                    "title": title,
+                    "url": url,
+                    "snippet": snippet if isinstance(snippet, str) else "",
+                    "source": "brave",
+                }
+            )
+    return rows
+
+
+def _search_tool(config: WebConfig) -> FunctionTool:
+    async def search(params: SearchInput, ctx: ToolContext) -> JsonResult | str:
+        backend = params.backend or config.search_backend
+        api_key = ""
+        if backend == "brave":
+            api_key = os.environ.get(config.brave_api_key_env, "").strip()
+            if not api_key:
+                return f"Missing {config.brave_api_key_env} for brave backend."
+        domains = _domain_filter(params.allowed_domains)
+        try:
+            if backend == "brave":
+                work = _brave_search(
+                    params.query,
+                    params.max_results,
+                    api_key,
+                    config.brave_endpoint or BRAVE_ENDPOINT,
+                    config.search_timeout_s,
+                )
+            else:
+                work = asyncio.to_thread(
+                    _ddg_search,
+                    params.query,
+                    params.max_results,
+                    config.ddg_endpoint or DDG_HTML_ENDPOINT,
+                    config.search_timeout_s,
+                )
+            rows = await run_cancellable(
+                asyncio.wait_for(work, config.search_timeout_s), ctx.signal
+            )
+        except asyncio.CancelledError:
+            raise
+        except (asyncio.TimeoutError, TimeoutError):
+            return (
+                f"Error running search: TimeoutError: timed out after {config.search_timeout_s:g}s"
+            )
+        except Exception as exc:
+            text = describe_exc(exc)
+            if api_key:
+                text = text.replace(api_key, "[REDACTED]")
+            return f"Error running search: {text}"
+        kept = [row for row in rows if _host_allowed(row["url"], domains)][: params.max_results]
+        return JsonResult(
+            value={"query": params.query, "backend": backend, "count": len(kept), "results": kept}
+        )
+
+    return define_tool(
+        name="search",
+        description=(
+            "Search the web and return titles, URLs and snippets as JSON. Use it to find pages, "
+            "then read one with webfetch. allowed_domains keeps only results on those domains."
+        ),
+        input=SearchInput,
+        execute=search,
+    )
+
+
+# --- webfetch --------------------------------------------------------------------------------
+
+
+class RedirectError(Exception):
+    """A redirect chain that webfetch will not follow."""
+
+
+def _accept_header(output_format: str) -> str:
+    if output_format == "html":
+        return "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"
+    return "text/html,text/plain,application/xhtml+xml;q=0.9,*/*;q=0.7"
+
+
+async def _fetch(client: httpx2.AsyncClient, params: WebfetchInput) -> dict[str, Any] | str:
+    """Follow redirects by hand (each hop's connection passes the guard) and read the body."""
+    current = params.url
+    for _hop in range(MAX_REDIRECTS + 1):
+        request = client.build_request(
+            "GET", current, headers={"Accept": _accept_header(params.output_format)}
+        )
+        response = await client.send(request, stream=True)
+        try:
+            location = response.headers.get("location")
+            if response.status_code in _REDIRECT_STATUSES and location:
+                target = urljoin(str(response.url), location)
+                scheme = urlsplit(target).scheme.lower()
+                if scheme not in ("http", "https"):
+                    raise RedirectError(f"redirect to unsupported URL protocol {scheme}: {target}")
+                current = target
+                continue
+            return await _read_response(response, params)
+        finally:
+            await response.aclose()
+    raise RedirectError(f"stopped after {MAX_REDIRECTS} redirects (last: {current})")
+
+
+async def _read_response(response: httpx2.Response, params: WebfetchInput) -> dict[str, Any] | str:
+    content_type = response.headers.get("content-type", "")
+    if content_type.strip() and not _html.is_textual(content_type):
+        return f"Unsupported content-type for webfetch: {_html.media_type(content_type)}"
+    chunks: list[bytes] = []
+    kept = 0
+    truncated = False
+    async for chunk in response.aiter_bytes():
+        remaining = params.max_bytes - kept
+        if len(chunk) > remaining:
+            chunks.append(chunk[:remaining])
+            kept += remaining
+            truncated = True
+            break
+        chunks.append(chunk)
+        kept += len(chunk)
+    body = b"".join(chunks)
+    declared = response.headers.get("content-length", "")
+    byte_size = int(declared) if declared.isdigit() and int(declared) > kept else kept
+    if not content_type.strip() and _html.looks_binary(body):
+        return "Unsupported content-type for webfetch: binary response"
+    return {
+        "body": body,
+        "content_type": content_type or None,
+        "final_url": str(response.url),
+        "status": response.status_code,
+        "truncated": truncated,
+        "byte_size": byte_size,
+    }
+
+
+def _render(params: WebfetchInput, fetched: dict[str, Any], started: float) -> dict[str, Any]:
+    content_type = fetched["content_type"] or ""
+    raw, _codec = _html.decode_body(fetched["body"], content_type)
+    title: str | None = None
+    if _html.is_html(content_type, raw):
+        rendering = _html.render_html(raw, params.output_format, fetched["final_url"])
+        title = rendering.title
+        content = raw if params.output_format == "html" else rendering.content
+    else:
+        content = raw if params.output_format == "html" else _html.normalize_whitespace(raw)
+    status = fetched["status"]
+    return {
+        "url": params.url,
+        "final_url": fetched["final_url"],
+        "status": status,
+        "ok": 200 <= status < 300,
+        "content_type": fetched["content_type"],
+        "output_format": params.output_format,
+        "title": title,
+        "content": content,
+        "truncated": fetched["truncated"],
+        "byte_size": fetched["byte_size"],
+        "duration_ms": max(0, js_round((time.monotonic() - started) * 1000)),
+    }
+
+
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    queue: list[BaseException] = [exc]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        nested = getattr(current, "exceptions", None)  # ExceptionGroup from happy eyeballs
+        if isinstance(nested, (list, tuple)):
+            queue.extend(e for e in nested if isinstance(e, BaseException))
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                queue.append(linked)
+
+
+_DEFAULT_DETAIL = {
+    "tls_error": "certificate validation failed",
+    "dns_error": "dns lookup failed",
+    "connection_refused": "connection refused",
+    "connection_reset": "connection reset",
+    "network_error": "network request failed",
+}
+
+
+def classify_fetch_error(exc: BaseException) -> tuple[str, str]:
+    """``(kind, detail)`` for a failed fetch (spec §3 step 10, in the spec's order)."""
+    chain = list(_exception_chain(exc))
+    messages = " | ".join(str(e).lower() for e in chain)
+    kind, code = "network_error", None
+    if (
+        any(isinstance(e, socket.gaierror) for e in chain)
+        or "getaddrinfo" in messages
+        or ("name or service not known" in messages or "dns" in messages)
+    ):
+        gai = next((e for e in chain if isinstance(e, socket.gaierror)), None)
+        again = gai is not None and gai.errno == socket.EAI_AGAIN
+        kind, code = "dns_error", "EAI_AGAIN" if again else "ENOTFOUND"
+    elif any(isinstance(e, ConnectionRefusedError) for e in chain) or any(
+        isinstance(e, OSError) and e.errno == errno.ECONNREFUSED for e in chain
+    ):
+        kind, code = "connection_refused", "ECONNREFUSED"
+    elif "connection refused" in messages:
+        kind = "connection_refused"
+    elif any(isinstance(e, (ConnectionResetError, BrokenPipeError)) for e in chain):
+        broken = any(isinstance(e, BrokenPipeError) for e in chain)
+        kind, code = "connection_reset", "EPIPE" if broken else "ECONNRESET"
+    elif "connection reset" in messages or "socket hang up" in messages:
+        kind = "connection_reset"
+    elif any(isinstance(e, ssl.SSLError) for e in chain):
+        tls = next(e for e in chain if isinstance(e, ssl.SSLError))
+        reason = getattr(tls, "reason", None) or getattr(tls, "verify_message", None)
+        kind = "tls_error"
+        code = str(reason).upper().replace(" ", "_") if reason else None
+    elif "tls" in messages or "certificate" in messages or "ssl" in messages:
+        kind = "tls_error"
+    message = str(exc).strip()
+    if not message or message == "fetch failed":
+        message = next((str(e).strip() for e in chain[1:] if str(e).strip()), "")
+    detail = message or _DEFAULT_DETAIL[kind]
+    if code:
+        detail += f" (code={code})"
+    return kind, detail
+
+
+def _webfetch_tool(config: WebConfig) -> FunctionTool:
+    async def webfetch(params: WebfetchInput, ctx: ToolContext) -> JsonResult | str:
+        import httpx2
+
+        from ._netguard import GuardedTransport, PrivateNetworkError
+
+        url = params.url.strip()
+        try:
+            parts = urlsplit(url)
+            if parts.scheme and parts.scheme.lower() in ("http", "https"):
+                httpx2.URL(url)
+        except (ValueError, httpx2.InvalidURL):
+            return f"Invalid URL: {params.url}"
+        if not parts.scheme or (not parts.netloc and parts.scheme.lower() in ("http", "https")):
+            return f"Invalid URL: {params.url}"
+        if parts.scheme.lower() not in ("http", "https"):
+            return f"Unsupported URL protocol: {parts.scheme.lower()}:"
+        params = params.model_copy(update={"url": url})
+        started = time.monotonic()
+        timeout_s = params.timeout_ms / 1000
+        transport = GuardedTransport(
+            allow_private_network=config.allow_private_network,
+            allowlist=config.private_network_allowlist,
+        )
+        try:
+            async with httpx2.AsyncClient(
+                transport=transport,
+                timeout=timeout_s,
+                follow_redirects=False,
+                trust_env=False,
+                headers={"User-Agent": _USER_AGENT},
+            ) as client:
+                fetched = await run_cancellable(
+                    asyncio.wait_for(_fetch(client, params), timeout_s), ctx.signal
+                )
+        except asyncio.CancelledError:
+            raise
+        except (asyncio.TimeoutError, TimeoutError, httpx2.TimeoutException):
+            return f"Error fetching URL [timeout]: timed out after {params.timeout_ms}ms"
+        except PrivateNetworkError as exc:
+            return f"Error fetching URL [private_network]: {exc}"
+        except RedirectError as exc:
+            return f"Error fetching URL [redirect_error]: {exc}"
+        except Exception as exc:
+            kind, detail = classify_fetch_error(exc)
+            return f"Error fetching URL [{kind}]: {detail}"
+        if isinstance(fetched, str):
+            return fetched
+        # Converting a large page takes a moment: keep the event loop (the kernel's) free.
+        return JsonResult(value=await asyncio.to_thread(_render, params, fetched, started))
+
+    return define_tool(
+        name="webfetch",
+        description=(
+            "Fetch one http(s) URL and return its content as markdown (default), text or raw "
+            "html, with title, status and final URL, as JSON. For textual content only "
+            "(binary downloads are refused); the body is cut at max_bytes. Private, loopback "
+            "and link-local addresses are refused unless configuration allows them."
+        ),
+        input=WebfetchInput,
+        execute=webfetch,
+    )
+
+
+def web_tools(config: WebConfig | None = None) -> list[FunctionTool]:
+    """The ``search`` and ``webfetch`` tools configured by ``config``."""
+    config = config or WebConfig()
+    return [_search_tool(config), _webfetch_tool(config)]

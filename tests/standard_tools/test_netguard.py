@@ -1,0 +1,138 @@
+"""The private-network guard of webfetch (design §2.12).
+
+Address classification is checked on addresses alone (no connection is ever made to a
+non-loopback address); the live tests use servers on 127.0.0.1 and 127.0.0.2 only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+import pytest
+from _web_servers import LoopbackServer, Reply
+
+from jupyter_codelia.standard_tools._netguard import (
+    is_private_address,
+    non_public_category,
+    resolve_host,
+)
+from jupyter_codelia.standard_tools.web import WebConfig, web_tools
+from jupyter_codelia.tools import ToolContext
+
+PAGE = Reply(200, {"content-type": "text/plain"}, b"inside")
+
+
+async def fetch(config: WebConfig, url: str) -> Any:
+    tool = web_tools(config)[1]
+    result = await tool.execute_raw(json.dumps({"url": url}), ToolContext())
+    return result.value if result.type == "json" else result.text
+
+
+@pytest.mark.parametrize(
+    ("address", "category"),
+    [
+        ("10.0.0.1", "private"),
+        ("10.255.255.255", "private"),
+        ("172.16.0.1", "private"),
+        ("172.31.255.254", "private"),
+        ("192.168.0.1", "private"),
+        ("192.168.255.255", "private"),
+        ("169.254.169.254", "link-local"),
+        ("169.254.0.1", "link-local"),
+        ("127.0.0.1", "loopback"),
+        ("127.5.6.7", "loopback"),
+        ("::1", "loopback"),
+        ("fc00::1", "unique-local"),
+        ("fd12:3456:789a::1", "unique-local"),
+        ("fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "unique-local"),
+        ("fe80::1", "link-local"),
+        ("fe80::1%eth0", "link-local"),
+        ("::ffff:10.1.2.3", "private"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("100.64.1.1", "shared (carrier-grade NAT)"),
+        ("224.0.0.251", "multicast"),
+    ],
+)
+def test_non_public_addresses_are_classified_without_connecting(
+    address: str, category: str
+) -> None:
+    assert non_public_category(address) == category
+    assert is_private_address(address)
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["8.8.8.8", "1.1.1.1", "172.15.255.255", "172.32.0.0", "192.169.0.1", "2606:4700::1111"],
+)
+def test_public_addresses_pass(address: str) -> None:
+    assert non_public_category(address) is None
+    assert not is_private_address(address)
+
+
+@pytest.mark.asyncio
+async def test_resolve_host_takes_literals_without_dns() -> None:
+    assert await resolve_host("127.0.0.1", 80) == ["127.0.0.1"]
+    assert await resolve_host("[::1]", 80) == ["::1"]
+    assert "127.0.0.1" in await resolve_host("localhost", 80)
+
+
+@pytest.mark.asyncio
+async def test_default_config_refuses_a_loopback_server_before_sending_anything() -> None:
+    with LoopbackServer({"/": lambda req: PAGE}) as server:
+        out = await fetch(WebConfig(), server.url("/"))
+        assert out == (
+            "Error fetching URL [private_network]: 127.0.0.1 is a loopback address; webfetch "
+            "refuses private, loopback, link-local and unique-local targets (set "
+            "WebConfig(allow_private_network=True) to allow them)"
+        )
+        port = server.base.rsplit(":", 1)[1]
+        out = await fetch(WebConfig(), f"http://localhost:{port}/")
+        assert out.startswith("Error fetching URL [private_network]: localhost (")
+        assert server.requests == []
+        allowed = await fetch(WebConfig(allow_private_network=True), server.url("/"))
+        assert allowed["content"] == "inside"
+
+
+@pytest.mark.asyncio
+async def test_ipv6_loopback_literal_is_refused() -> None:
+    out = await fetch(WebConfig(), "http://[::1]:9/")
+    assert out.startswith("Error fetching URL [private_network]: ::1 is a loopback address")
+
+
+@pytest.mark.asyncio
+async def test_redirect_into_loopback_is_refused_on_the_redirect_hop() -> None:
+    with (
+        LoopbackServer({"/secret": lambda req: PAGE}) as inner,
+        LoopbackServer(host="127.0.0.2") as outer,
+    ):
+        outer.routes["/go"] = lambda req: Reply(302, {"location": inner.url("/secret")})
+        outer.routes["/page"] = lambda req: PAGE
+        config = WebConfig(private_network_allowlist=("127.0.0.2/32",))
+        assert (await fetch(config, outer.url("/page")))["content"] == "inside"
+        out = await fetch(config, outer.url("/go"))
+        assert out.startswith(
+            "Error fetching URL [private_network]: 127.0.0.1 is a loopback address"
+        )
+        assert [r.path for r in outer.requests] == ["/page", "/go"]
+        assert inner.requests == []
+        opened = WebConfig(private_network_allowlist=("127.0.0.0/8",))
+        assert (await fetch(opened, outer.url("/go")))["content"] == "inside"
+
+
+def test_allowlist_entries_are_validated() -> None:
+    with pytest.raises(pydantic.ValidationError) as info:
+        WebConfig(private_network_allowlist=("10.0.0.0/8", "intranet.example"))
+    assert (
+        "private_network_allowlist entry 'intranet.example' is not an IP address or network "
+        "(write e.g. '10.20.0.0/16' or '192.168.1.5')"
+    ) in str(info.value)
+    with pytest.raises(pydantic.ValidationError) as info:
+        WebConfig(allow_private_network="sometimes")  # type: ignore[arg-type]
+    assert "allow_private_network" in str(info.value)
+    with pytest.raises(pydantic.ValidationError) as info:
+        WebConfig(allow_private=True)  # type: ignore[call-arg]
+    assert "allow_private" in str(info.value)
