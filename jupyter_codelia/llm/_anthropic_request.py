@@ -143,6 +143,11 @@ def _replayable_reasoning(message: ReasoningMessage) -> Block | None:
     return None
 
 
+def system_cache_allowed(messages: Sequence[Any]) -> bool:
+    """False when a system message opted out of prompt caching (``cache=False``)."""
+    return not any(isinstance(m, SystemMessage) and m.cache is False for m in messages)
+
+
 def system_text(messages: Sequence[Any]) -> str | None:
     """All system messages' text joined with a blank line, or None when there is none."""
     texts: list[str] = []
@@ -321,13 +326,19 @@ def to_anthropic_tool_choice(tool_choice: str | None) -> Block | None:
 
 
 def add_cache_breakpoints(
-    system: str | None, tools: list[Block], messages: list[ApiMessage]
+    system: str | None,
+    tools: list[Block],
+    messages: list[ApiMessage],
+    *,
+    cache_system: bool = True,
 ) -> list[Block] | None:
     """Mark the system prompt, the last tool and the latest user turn's last block as cache
     breakpoints (in place for tools and messages); returns the system prompt as blocks."""
     system_blocks: list[Block] | None = None
     if system:
-        system_blocks = [{"type": "text", "text": system, "cache_control": dict(EPHEMERAL)}]
+        system_blocks = [{"type": "text", "text": system}]
+        if cache_system:
+            system_blocks[0]["cache_control"] = dict(EPHEMERAL)
     if tools:
         tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
     for message in reversed(messages):
@@ -343,6 +354,7 @@ def add_cache_breakpoints(
 __all__ = [
     "add_cache_breakpoints",
     "part_to_block",
+    "system_cache_allowed",
     "system_text",
     "to_anthropic_messages",
     "to_anthropic_tool_choice",

@@ -16,6 +16,7 @@ from ._anthropic_errors import classify_exception, malformed_stream_error
 from ._anthropic_request import (
     EPHEMERAL,
     add_cache_breakpoints,
+    system_cache_allowed,
     system_text,
     to_anthropic_messages,
     to_anthropic_tool_choice,
@@ -132,7 +133,9 @@ class AnthropicChat:
         system = system_text(messages)
         request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         if self.prompt_cache:
-            system_blocks = add_cache_breakpoints(system, api_tools, api_messages)
+            system_blocks = add_cache_breakpoints(
+                system, api_tools, api_messages, cache_system=system_cache_allowed(messages)
+            )
             if system_blocks is not None:
                 request["system"] = system_blocks
         elif system:

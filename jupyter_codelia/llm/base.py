@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 from .messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinition, Message
 
@@ -56,6 +56,13 @@ class LlmError(Exception):
         self.retry_after_s = retry_after_s
         self.retry_source: RetrySource | None = retry_source
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields: the default Exception pickling would lose them.
+        return (
+            _rebuild_llm_error,
+            (self.kind, self.message, self.status, self.retry_after_s, self.retry_source),
+        )
+
     @property
     def retryable(self) -> bool:
         """Whether trying the same request again may succeed (5xx, 429, 529, timeouts, drops)."""
@@ -66,6 +73,18 @@ class LlmError(Exception):
             f"LlmError(kind={self.kind!r}, status={self.status!r}, "
             f"retry_after_s={self.retry_after_s!r}, message={self.message!r})"
         )
+
+
+def _rebuild_llm_error(
+    kind: LlmErrorKind,
+    message: str,
+    status: int | None,
+    retry_after_s: float | None,
+    retry_source: RetrySource | None,
+) -> LlmError:
+    return LlmError(
+        kind, message, status=status, retry_after_s=retry_after_s, retry_source=retry_source
+    )
 
 
 @dataclass

@@ -261,3 +261,55 @@ def test_response_blocks_become_one_message_each() -> None:
     assert completion.usage is not None
     assert completion.usage.total_tokens == 7
     assert completion.provider_meta == {"id": "msg_1", "model": "claude-sonnet-5-5"}
+
+
+def test_hosted_search_definitions_become_the_web_search_tool() -> None:
+    from types import SimpleNamespace
+
+    hosted = SimpleNamespace(
+        type="hosted_search",
+        name="web_search",
+        provider=None,
+        allowed_domains=["docs.python.org"],
+        blocked_domains=None,
+        max_uses=3,
+        user_location={"city": "Paris", "country": "FR"},
+    )
+    elsewhere = SimpleNamespace(type="hosted_search", name="web_search", provider="openai")
+    assert to_anthropic_tools([hosted, elsewhere], "auto") == [
+        {
+            "type": "web_search_20250305",
+            "name": "web_search",
+            "allowed_domains": ["docs.python.org"],
+            "max_uses": 3,
+            "user_location": {"type": "approximate", "city": "Paris", "country": "FR"},
+        }
+    ]
+
+
+def test_a_system_message_can_opt_out_of_the_cache_breakpoint() -> None:
+    chat = AnthropicChat(api_key="k")
+    request = chat.build_request(
+        [SystemMessage(content="s", cache=False), UserMessage(content="q")]
+    )
+    assert request["system"] == [{"type": "text", "text": "s"}]
+    assert request["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_llm_errors_survive_pickling() -> None:
+    import pickle
+
+    from jupyter_codelia.llm import LlmError
+
+    error = LlmError(
+        "rate_limit", "slow down", status=429, retry_after_s=2.0, retry_source="retry-after"
+    )
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.kind, copy.message, copy.status, copy.retry_after_s, copy.retry_source) == (
+        "rate_limit",
+        "slow down",
+        429,
+        2.0,
+        "retry-after",
+    )
+    assert copy.retryable
