@@ -1,0 +1,107 @@
+"""Agent-side cost of one turn vs a bare SDK call to the same scripted server.
+
+For a history of N messages (N = 10 and 1,000) we time, in the same run and against the same
+``ScriptedAnthropicServer``:
+
+* bare: ``AsyncAnthropic.messages.stream(...)`` with the history already as request dicts;
+* agent: ``Agent.run(prompt)`` with that history, a session store (run log + snapshot) and the
+  output cache on, i.e. serialising, event handling and session writes included.
+
+It prints the ratio agent/bare and the agent's added milliseconds per turn. Target: at 1,000
+messages the agent adds at most 20% over the bare call, and the added time does not grow with
+the whole history (compare the added ms at 10 and at 1,000 messages).
+
+    python bench/agent_turn.py [--turns 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_codelia.agent import Agent
+from jupyter_codelia.cache import ToolOutputCache, ToolOutputCacheStore
+from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm.messages import AssistantMessage, UserMessage
+from jupyter_codelia.session import SessionStore
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text
+
+KEY = "bench-key-000000"
+MODEL = "claude-sonnet-5-5"
+SENTENCE = "The quarterly revenue table has twelve rows and a dip in March. "
+
+
+def history(n: int) -> list[Any]:
+    messages: list[Any] = []
+    for i in range(n):
+        body = f"{i}: {SENTENCE * 3}"
+        messages.append(UserMessage(content=body) if i % 2 == 0 else AssistantMessage(content=body))
+    if messages and isinstance(messages[-1], UserMessage):
+        messages.append(AssistantMessage(content="ok"))
+    return messages
+
+
+async def bare_turn(client: Any, dicts: list[dict[str, Any]]) -> float:
+    started = time.perf_counter()
+    async with client.messages.stream(model=MODEL, max_tokens=256, messages=dicts) as stream:
+        await stream.get_final_message()
+    return time.perf_counter() - started
+
+
+async def agent_turn(agent: Agent, base: list[Any]) -> float:
+    agent.history = list(base)
+    started = time.perf_counter()
+    await agent.run("next question")
+    return time.perf_counter() - started
+
+
+async def measure(server: ScriptedAnthropicServer, n: int, turns: int, home: Path) -> None:
+    import anthropic
+
+    base = history(n)
+    dicts = [{"role": m.role, "content": m.content} for m in base]
+    dicts.append({"role": "user", "content": "next question"})
+    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=server.url, max_retries=0)
+    chat = AnthropicChat(model=MODEL, base_url=server.url, api_key=KEY)
+    store = SessionStore(home / f"n{n}")
+    cache = ToolOutputCache(ToolOutputCacheStore(home / f"n{n}" / "cache"))
+    agent = Agent(chat, [], session_store=store, output_cache=cache)
+    for _ in range(3):  # warm up connections and caches
+        await bare_turn(client, dicts)
+        await agent_turn(agent, base)
+    bare: list[float] = []
+    ours: list[float] = []
+    for _ in range(turns):  # interleave so machine noise hits both alike
+        bare.append(await bare_turn(client, dicts))
+        ours.append(await agent_turn(agent, base))
+    b, a = statistics.median(bare), statistics.median(ours)
+    print(
+        f"history={n:>5} msgs  bare={b * 1000:7.2f} ms  agent={a * 1000:7.2f} ms  "
+        f"ratio={a / b:5.2f}x  added={(a - b) * 1000:6.2f} ms/turn"
+    )
+    await client.close()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=30)
+    args = parser.parse_args()
+    for name in [k for k in os.environ if k.startswith("ANTHROPIC_")]:
+        del os.environ[name]
+    with (
+        ScriptedAnthropicServer(lambda request: reply(text("ok"))) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        for n in (10, 1000):
+            await measure(server, n, args.turns, Path(tmp))
+    print("target: ratio at 1000 messages <= 1.20x; added ms should not grow with history")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
