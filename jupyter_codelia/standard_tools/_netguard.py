@@ -147,7 +147,7 @@ class GuardedNetworkBackend(httpcore2.AsyncNetworkBackend):
 
 
 @functools.cache
-def _shared_ssl_context() -> ssl.SSLContext:
+def shared_ssl_context() -> ssl.SSLContext:
     # Loading the CA bundle costs ~0.1 s; one verifying context serves every fetch.
     return httpx2.create_ssl_context()
 
@@ -160,7 +160,7 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
     """
 
     def __init__(self, *, allow_private_network: bool, allowlist: Iterable[str] = ()) -> None:
-        ssl_context = _shared_ssl_context()
+        ssl_context = shared_ssl_context()
         super().__init__(verify=ssl_context, trust_env=False)
         # The pool is httpx2's only seam for a custom network backend.
         self._pool = httpcore2.AsyncConnectionPool(

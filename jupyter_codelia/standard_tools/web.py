@@ -19,7 +19,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urljoin, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -85,7 +85,7 @@ class SearchInput(BaseModel):
     backend: SearchBackend | None = Field(
         default=None, description="Search backend; omit for the configured default."
     )
-    allowed_domains: list[str] | None = Field(
+    allowed_domains: list[Annotated[str, Field(min_length=1)]] | None = Field(
         default=None,
         description="Keep only results on these domains (subdomains included), e.g. python.org.",
     )
@@ -167,7 +167,9 @@ async def _brave_search(
 ) -> list[dict[str, str]]:
     import httpx2
 
-    async with httpx2.AsyncClient(timeout=timeout_s) as client:
+    from ._netguard import shared_ssl_context
+
+    async with httpx2.AsyncClient(timeout=timeout_s, verify=shared_ssl_context()) as client:
         response = await client.get(
             endpoint,
             params={"q": query, "count": max_results},
