@@ -213,7 +213,11 @@ class Agent:
                 self._run_turn(run, prompt, [*self.tools, *tools], tool_choice, run_meta or {})
             )
             loop = asyncio.get_running_loop()
-            remove = signal.add_callback(lambda: loop.call_soon_threadsafe(task.cancel))
+
+            def cancel_task() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            remove = signal.add_callback(cancel_task)
             try:
                 async for event in _drain(run.queue, task):
                     yield event
@@ -562,7 +566,7 @@ class Agent:
                         next_attempt=attempt + 1,
                         max_attempts=attempts,
                         delay_ms=js_round(delay * 1000),
-                        delay_source=source,  # type: ignore[arg-type]
+                        delay_source=source,
                         status=exc.status,
                         message=str(exc),
                     ),

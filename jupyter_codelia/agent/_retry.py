@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+from ..llm.base import RetrySource
 
 
 @dataclass(frozen=True)
@@ -21,11 +23,11 @@ class RetryConfig:
     jitter: float = 0.2
     random: random.Random = field(default_factory=random.Random, compare=False)
 
-    def delay(self, attempt: int, error: Any) -> tuple[float, str]:
+    def delay(self, attempt: int, error: Any) -> tuple[float, RetrySource]:
         """Seconds to wait after failed ``attempt`` (1-based) and where that figure came from."""
         retry_after = getattr(error, "retry_after_s", None)
         if retry_after is not None and retry_after >= 0:
-            source = getattr(error, "retry_source", None) or "retry-after"
+            source = cast(RetrySource, getattr(error, "retry_source", None) or "retry-after")
             return min(float(retry_after), self.max_retry_after_s), source
         backoff = min(self.base_delay_s * (2 ** (attempt - 1)), self.max_delay_s)
         spread = backoff * self.jitter
