@@ -1,0 +1,204 @@
+"""A real ipykernel driven through jupyter_client, pointed at a ScriptedAnthropicServer.
+
+The server runs in the test process; the kernel reaches it through ANTHROPIC_BASE_URL with a
+fake ANTHROPIC_API_KEY, and keeps its sessions and cache under a temporary JUPYTER_CODELIA_HOME.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+
+@dataclass
+class Execution:
+    msg_id: str
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return str(self.reply["content"]["status"])
+
+    def stream_text(self) -> str:
+        return "".join(m["content"]["text"] for m in self.messages if m["msg_type"] == "stream")
+
+    def result_text(self) -> str:
+        for m in self.messages:
+            if m["msg_type"] == "execute_result":
+                return str(m["content"]["data"].get("text/plain", ""))
+        return ""
+
+
+class Kernel:
+    """A started kernel with a log of every iopub message and the widget states seen."""
+
+    def __init__(self, km: KernelManager) -> None:
+        self.km = km
+        self.kc = km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.iopub: list[dict[str, Any]] = []
+        self.widgets: dict[str, dict[str, Any]] = {}
+        self.widget_buffers: dict[str, list[bytes]] = {}
+
+    def _record(self, msg: dict[str, Any]) -> None:
+        self.iopub.append(msg)
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open":
+            state = content.get("data", {}).get("state", {})
+            self.widgets[content["comm_id"]] = dict(state)
+            if msg.get("buffers"):
+                self.widget_buffers[content["comm_id"]] = [bytes(b) for b in msg["buffers"]]
+        elif msg["msg_type"] == "comm_msg":
+            data = content.get("data", {})
+            if data.get("method") == "update" and content["comm_id"] in self.widgets:
+                self.widgets[content["comm_id"]].update(data.get("state", {}))
+                if msg.get("buffers"):
+                    self.widget_buffers[content["comm_id"]] = [bytes(b) for b in msg["buffers"]]
+
+    def drain(self, timeout: float = 0.05) -> None:
+        while True:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=timeout)
+            except queue.Empty:
+                return
+            self._record(msg)
+
+    def execute(
+        self,
+        code: str,
+        *,
+        timeout: float = 120,
+        allow_stdin: bool = False,
+        on_input: Callable[[dict[str, Any]], str] | None = None,
+        during: Callable[[Kernel], None] | None = None,
+    ) -> Execution:
+        """Run ``code`` until its reply and idle status; ``during`` is polled while it runs."""
+        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
+        deadline = time.monotonic() + timeout
+        execution: Execution | None = None
+        idle = False
+        own: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            if on_input is not None:
+                try:
+                    request = self.kc.get_stdin_msg(timeout=0.01)
+                except queue.Empty:
+                    pass
+                else:
+                    self.kc.input(on_input(request))
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                msg = None
+            if msg is not None:
+                self._record(msg)
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    own.append(msg)
+                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                        idle = True
+            if during is not None and execution is None:
+                during(self)
+            if execution is None:
+                try:
+                    reply = self.kc.get_shell_msg(timeout=0.01)
+                except queue.Empty:
+                    reply = None
+                if reply is not None and reply["parent_header"].get("msg_id") == msg_id:
+                    execution = Execution(msg_id, reply)
+            if execution is not None and idle:
+                execution.messages = own
+                return execution
+        raise AssertionError(f"no reply within {timeout} s for: {code[:80]}")
+
+    def wait_for(self, predicate: Callable[[Kernel], bool], timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate(self):
+                return
+            self.drain(0.05)
+        raise AssertionError("condition not reached in time")
+
+    def widgets_of(self, model_name: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.widgets.items() if v.get("_model_name") == model_name}
+
+    def html_text(self) -> str:
+        return "\n".join(str(s.get("value", "")) for s in self.widgets_of("HTMLModel").values())
+
+    def button(self, description: str) -> str | None:
+        for comm_id, state in self.widgets_of("ButtonModel").items():
+            if state.get("description") == description and not state.get("disabled"):
+                return comm_id
+        return None
+
+    def click(self, comm_id: str) -> None:
+        """A button click the way ipywidgets front ends send it."""
+        msg = self.kc.session.msg(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}},
+        )
+        self.kc.shell_channel.send(msg)
+
+    def set_value(self, comm_id: str, value: Any) -> None:
+        msg = self.kc.session.msg(
+            "comm_msg",
+            {
+                "comm_id": comm_id,
+                "data": {"method": "update", "state": {"value": value}, "buffer_paths": []},
+            },
+        )
+        self.kc.shell_channel.send(msg)
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def codelia_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.py").write_text("x = 1\ny = 3\n", encoding="utf-8")
+    return work
+
+
+@pytest.fixture
+def start_kernel(codelia_home: Path, workspace: Path) -> Iterator[Callable[..., Kernel]]:
+    started: list[Kernel] = []
+
+    def start(
+        base_url: str | None = None, *, api_key: str | None = "test-key", **env: str
+    ) -> Kernel:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        environ = {k: v for k, v in environ.items() if not k.startswith("JUPYTER_CODELIA_")}
+        environ["JUPYTER_CODELIA_HOME"] = str(codelia_home)
+        if base_url is not None:
+            environ["ANTHROPIC_BASE_URL"] = base_url
+        if api_key is not None:
+            environ["ANTHROPIC_API_KEY"] = api_key
+        environ.update(env)
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel(env=environ, cwd=str(workspace))
+        kernel = Kernel(km)
+        started.append(kernel)
+        return kernel
+
+    yield start
+    for kernel in started:
+        kernel.close()

@@ -1,0 +1,282 @@
+"""%%codelia in a real kernel against the scripted Anthropic server: panel, approvals, stop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+PLOT = (
+    "import matplotlib.pyplot as plt\n"
+    "fig, ax = plt.subplots(figsize=(3, 2))\n"
+    "ax.plot([1, 2, 3], [3, 1, 2])\n"
+    "answer = 6 * 7\n"
+    "print('plotted')\n"
+)
+
+
+def _tool_results(server: ScriptedAnthropicServer) -> list[str]:
+    """The tool_result texts the model received, in order."""
+    found: list[str] = []
+    last = server.requests[-1]
+    for message in last.messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    found.append(" ".join(str(b.get("text", "")) for b in inner))
+                else:
+                    found.append(str(inner))
+    return found
+
+
+def test_codelia_cell_shows_text_tool_card_image_and_diff(
+    start_kernel: Any, workspace: Path
+) -> None:
+    script = [
+        reply(text("Let me **plot** it."), tool_use("python", {"code": PLOT})),
+        reply(
+            tool_use("edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})
+        ),
+        reply(text("All **done**: x is 2.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        assert kernel.execute("%load_ext jupyter_codelia").status == "ok"
+        run = kernel.execute("%%codelia --approval-mode full-access\nplot it and set x to 2")
+        assert run.status == "ok", run.reply["content"]
+        kernel.drain()
+        html = kernel.html_text()
+        # Streaming markdown rendered to HTML.
+        assert "<p>Let me <strong>plot</strong> it.</p>" in html
+        assert "<p>All <strong>done</strong>: x is 2.</p>" in html
+        # Tool cards with name and status.
+        assert "<b>python</b>" in html
+        assert "<b>edit</b>" in html
+        assert "done ·" in html
+        # The matplotlib figure came back as an image part and is shown as an Image widget.
+        images = kernel.widgets_of("ImageModel")
+        assert len(images) == 1
+        (image_id,) = images
+        assert kernel.widget_buffers[image_id][0][:8] == b"\x89PNG\r\n\x1a\n"
+        # The edit's diff is coloured.
+        assert "codelia-diff" in html
+        assert "+x = 2" in html
+        assert (workspace / "a.py").read_text() == "x = 2\ny = 3\n"
+        # The model saw the plot as an image and the code's output.
+        second = server.requests[1]
+        blocks = [
+            b
+            for m in second.messages
+            if isinstance(m.get("content"), list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+        inner = blocks[0]["content"]
+        assert any(part.get("type") == "image" for part in inner)
+        assert "plotted" in json.dumps(inner)
+        # The cell's value is the result object.
+        assert "RunResult(status='completed'" in run.result_text()
+        check = kernel.execute(
+            "r = _\nprint(r.status, r.final_text, answer, r.session_id == "
+            "get_ipython()._codelia_notebook_agent.agent.session_id)"
+        )
+        assert check.stream_text().strip() == "completed All **done**: x is 2. 42 True"
+
+
+def test_blocking_approval_answered_on_stdin(start_kernel: Any) -> None:
+    script = [
+        reply(tool_use("python", {"code": "approved_value = 123"})),
+        reply(tool_use("python", {"code": "denied_value = 1"})),
+        reply(text("ok")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        prompts: list[str] = []
+        answers = iter(["y", "not now please"])
+
+        def answer(request: dict[str, Any]) -> str:
+            prompts.append(request["content"]["prompt"])
+            return next(answers)
+
+        run = kernel.execute(
+            "%%codelia\nset two values", allow_stdin=True, on_input=answer, timeout=120
+        )
+        assert run.status == "ok", run.reply["content"]
+        assert len(prompts) == 2
+        assert "Allow? [y]es / [a]lways / [n]o" in prompts[0]
+        assert "python" in prompts[0]
+        check = kernel.execute("print(approved_value, 'denied_value' in globals())")
+        assert check.stream_text().strip() == "123 False"
+        results = _tool_results(server)
+        assert results[1] == "Permission denied: not now please"
+        kernel.drain()
+        html = kernel.html_text()
+        assert "Allowed" in html
+        assert "Denied: not now please" in html
+
+
+def test_headless_blocking_run_denies_approvals(start_kernel: Any) -> None:
+    script = [reply(tool_use("python", {"code": "x = 1"})), reply(text("understood"))]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia\nset x", allow_stdin=False)
+        assert run.status == "ok"
+        (result,) = _tool_results(server)
+        assert result.startswith("Permission denied: no one can answer approvals here")
+        assert "RunResult(status='completed'" in run.result_text()
+
+
+def test_kernel_interrupt_cancels_a_blocking_run_cleanly(
+    start_kernel: Any, codelia_home: Path
+) -> None:
+    slow = reply(text("word " * 400), delay_s=0.02)
+    with ScriptedAnthropicServer([slow, reply(text("second turn fine"))]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        interrupted: list[bool] = []
+
+        def interrupt_once_streaming(k: Any) -> None:
+            if not interrupted and "word word" in k.html_text():
+                k.km.interrupt_kernel()
+                interrupted.append(True)
+
+        run = kernel.execute("%%codelia\nwrite a lot", during=interrupt_once_streaming)
+        assert interrupted
+        assert run.status == "error"
+        assert run.reply["content"]["ename"] == "KeyboardInterrupt"
+        assert "history repaired and session saved" in run.reply["content"]["evalue"]
+        kernel.drain()
+        headers = [s.get("value", "") for s in kernel.widgets_of("HTMLModel").values()]
+        assert any("cancelled" in h and "codelia-header" in h for h in headers)
+        # The session was saved and the agent keeps working afterwards.
+        assert list((codelia_home).rglob("*.jsonl"))
+        again = kernel.execute("%%codelia\ncontinue")
+        assert again.status == "ok"
+        assert "second turn fine" in again.result_text()
+        history = kernel.execute(
+            "h = get_ipython()._codelia_notebook_agent.agent.history\n"
+            "print([m.role for m in h if m.role != 'system'])"
+        )
+        # The interrupted turn left no dangling tool call or empty assistant message behind.
+        assert history.stream_text().strip().endswith("'user', 'assistant']")
+
+
+def test_background_run_approval_by_button_and_handle(start_kernel: Any) -> None:
+    script = [
+        reply(tool_use("python", {"code": "clicked_value = 7"})),
+        reply(text("finished in the background")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        started = kernel.execute("%%codelia --background\nset a value")
+        assert started.status == "ok"
+        assert "<RunHandle" in started.result_text()
+        kernel.execute("handle = _")
+        kernel.wait_for(lambda k: k.button("Allow") is not None)
+        allow = kernel.button("Allow")
+        assert allow is not None
+        kernel.click(allow)
+        done = kernel.execute("result = await handle\nprint(result.status, clicked_value)")
+        assert done.stream_text().strip() == "completed 7"
+        kernel.drain()
+        assert "finished in the background" in kernel.html_text()
+        assert server.remaining == 0
+
+
+def test_stop_button_cancels_a_background_run(start_kernel: Any) -> None:
+    slow = reply(text("token " * 2000), delay_s=0.02)
+    with ScriptedAnthropicServer([slow]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        kernel.execute("%%codelia --background\nwrite forever")
+        kernel.execute("handle = _")
+        kernel.wait_for(lambda k: "token token" in k.html_text())
+        stop = kernel.button("Stop")
+        assert stop is not None
+        kernel.click(stop)
+        done = kernel.execute("result = await handle\nprint(result.status)")
+        assert done.stream_text().strip() == "cancelled"
+        again = kernel.execute("print(handle.result().status, handle.done())")
+        assert again.stream_text().strip() == "cancelled True"
+
+
+def test_missing_api_key_gives_instructions_not_a_traceback(start_kernel: Any) -> None:
+    kernel = start_kernel(None, api_key=None)
+    kernel.execute("%load_ext jupyter_codelia")
+    run = kernel.execute("%codelia hello there")
+    assert run.status == "error"
+    content = run.reply["content"]
+    assert content["ename"] == "UsageError"
+    assert "ANTHROPIC_API_KEY" in content["evalue"]
+    assert "%codelia --demo" in content["evalue"]
+    assert "Traceback" not in "".join(content["traceback"])
+
+
+def test_bad_options_and_config_errors_are_clear(start_kernel: Any) -> None:
+    kernel = start_kernel("http://127.0.0.1:9")
+    kernel.execute("%load_ext jupyter_codelia")
+    run = kernel.execute("%codelia --modle x hi")
+    assert run.reply["content"]["evalue"].startswith("Unknown option --modle. Known options:")
+    run = kernel.execute("%codelia --approval-mode yolo hi")
+    assert run.reply["content"]["evalue"] == (
+        "--approval-mode must be one of minimal, trusted, full-access, got 'yolo'."
+    )
+    run = kernel.execute("%codelia --resume")
+    assert "--resume needs a value" in run.reply["content"]["evalue"]
+    run = kernel.execute("%codelia")
+    assert "Give a prompt" in run.reply["content"]["evalue"]
+    # traitlets refuses a bad %config value (IPython logs the reason); the default stays.
+    kernel.execute("%config Codelia.approval_mode = 'yolo'")
+    ok = kernel.execute("%config Codelia.model = 'claude-haiku-5-5'\n%codelia config")
+    out = ok.stream_text()
+    assert "claude-haiku-5-5" in out
+    assert "approval_mode   'minimal'" in out
+    assert "%config Codelia.model" in out
+    assert "api key" in out
+    assert "test-key" not in out
+
+
+def test_subcommands_list_sessions_todos_and_cache(start_kernel: Any) -> None:
+    todos = [{"id": "1", "content": "Check data", "status": "in_progress"}]
+    script = [
+        reply(tool_use("todo_new", {"todos": todos})),
+        reply(tool_use("read", {"file_path": "a.py"})),
+        reply(text("read it")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        assert kernel.execute("%%codelia\nplan and read").status == "ok"
+        sessions = kernel.execute("%codelia sessions")
+        data = json.dumps([m["content"] for m in sessions.messages])
+        assert "plan and read" in data
+        todos_run = kernel.execute("%codelia todos")
+        assert "◐ Check data" in json.dumps(
+            [m["content"] for m in todos_run.messages], ensure_ascii=False
+        )
+        browser = kernel.execute("browser = get_ipython().run_line_magic('codelia', 'cache')")
+        assert browser.status == "ok"
+        listing = kernel.execute(
+            "print([o[0].split()[2] for o in browser.entry_list.options])\n"
+            "browser.entry_list.value = [o[1] for o in browser.entry_list.options "
+            "if 'read' in o[0]][0]\n"
+            "print('x = 1' in browser.output.value)\n"
+            "browser.pattern.value = 'y'; browser.grep()\n"
+            "print('y = 3' in browser.output.value)\n"
+            "browser.line_number.value = 2; browser.char_offset.value = 2; browser.line_window()\n"
+            "print(browser.output.value.count('= 3') > 0)\n"
+        )
+        lines = listing.stream_text().splitlines()
+        assert "read" in lines[0]
+        assert lines[1:] == ["True", "True", "True"]
+        missing = kernel.execute("%codelia cache nope")
+        assert "No cached output 'nope'" in missing.reply["content"]["evalue"]
