@@ -103,7 +103,7 @@ class DependencyKey(Generic[T]):
 
 @dataclass(frozen=True)
 class Depends:
-    """Marks a ``@tool`` function parameter as injected from ``key`` (``db: DB = Depends(DB_KEY)``)."""
+    """Marks a ``@tool`` parameter as injected from ``key``: ``db: DB = Depends(DB_KEY)``."""
 
     key: DependencyKey[Any]
 
@@ -111,7 +111,11 @@ class Depends:
 EventSink = Callable[[Any], None]
 
 
-@dataclass
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(slots=True)
 class ToolContext:
     """Everything a tool may use besides its validated input.
 
@@ -122,23 +126,29 @@ class ToolContext:
 
     signal: CancelSignal | None = None
     logger: logging.Logger = field(default=logger)
-    now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    now: Callable[[], datetime] = field(default=_utc_now)
     deps: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Callable[[], Any]] = field(default_factory=dict)
     emit: EventSink | None = None
     tool_call_id: str | None = None
     tool_name: str | None = None
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+    # Made on first resolve: most tool calls resolve nothing, and a fork happens per call.
+    _cache: dict[str, Any] | None = field(default=None, repr=False)
+    _locks: dict[str, asyncio.Lock] | None = field(default=None, repr=False)
 
     async def resolve(self, key: DependencyKey[T]) -> T:
         """The value of ``key``: an override, a value in ``deps``, or ``key.create()``; cached."""
-        if key.id in self._cache:
-            return cast(T, self._cache[key.id])
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+            self._locks = {}
+        elif key.id in cache:
+            return cast(T, cache[key.id])
+        assert self._locks is not None
         lock = self._locks.setdefault(key.id, asyncio.Lock())
         async with lock:
-            if key.id in self._cache:
-                return cast(T, self._cache[key.id])
+            if key.id in cache:
+                return cast(T, cache[key.id])
             factory = self.overrides.get(key.id)
             if factory is not None:
                 value = factory()
@@ -148,20 +158,20 @@ class ToolContext:
                 value = key.create()
             if inspect.isawaitable(value):
                 value = await value
-            self._cache[key.id] = value
+            cache[key.id] = value
             return cast(T, value)
 
     def fork(self, *, tool_call_id: str | None = None, tool_name: str | None = None) -> ToolContext:
-        """A context sharing signal, logger, clock, deps, overrides and sink, with an empty cache."""
+        """A context sharing signal, logger, clock, deps, overrides and sink; empty cache."""
         return ToolContext(
-            signal=self.signal,
-            logger=self.logger,
-            now=self.now,
-            deps=self.deps,
-            overrides=self.overrides,
-            emit=self.emit,
-            tool_call_id=tool_call_id,
-            tool_name=tool_name,
+            self.signal,
+            self.logger,
+            self.now,
+            self.deps,
+            self.overrides,
+            self.emit,
+            tool_call_id,
+            tool_name,
         )
 
     def check_cancelled(self) -> None:

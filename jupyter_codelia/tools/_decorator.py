@@ -103,7 +103,7 @@ def _tool_from_function(
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (annotation, Field(default, description=doc_params.get(pname)))
     model_name = "".join(part.title() for part in func.__name__.split("_")) + "Input"
-    input_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    input_model: type[BaseModel] = create_model(
         model_name, __config__=ConfigDict(extra="forbid"), **fields
     )
     is_async = inspect.iscoroutinefunction(func)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable
+from types import CoroutineType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
 from ..llm.messages import FunctionToolDefinition
 from ._context import ToolContext
@@ -44,7 +45,15 @@ class Tool(Protocol):
 class FunctionTool:
     """A tool backed by a pydantic input model and a Python function."""
 
-    __slots__ = ("_accepted", "_is_async", "definition", "description", "execute", "input", "name")
+    __slots__ = (
+        "_accepted",
+        "_validate_json",
+        "definition",
+        "description",
+        "execute",
+        "input",
+        "name",
+    )
 
     def __init__(
         self,
@@ -63,32 +72,35 @@ class FunctionTool:
             raise ToolDefinitionError(f"Tool {name!r}: input must be a pydantic model class.")
         if not callable(execute):
             raise ToolDefinitionError(f"Tool {name!r}: execute must be callable.")
-        forbid = not allow_extra_keys
-        if forbid and input.model_config.get("extra") != "forbid":
+        # A RootModel (a union of object models) cannot carry ``extra`` itself: its member
+        # models' own settings decide, and their schemas say so.
+        is_root = issubclass(input, RootModel)
+        if not allow_extra_keys and not is_root and input.model_config.get("extra") != "forbid":
             input = _forbidding(input)
         self.name = name
         self.description = description
         self.input = input
         self.execute = execute
-        self._is_async = inspect.iscoroutinefunction(execute)
-        self._accepted = sorted(
-            (f.alias or n) for n, f in input.model_fields.items()
-        )
+        self._validate_json = input.__pydantic_validator__.validate_json
+        fields = {} if is_root else input.model_fields
+        self._accepted = sorted(f.alias or n for n, f in fields.items())
         self.definition = FunctionToolDefinition(
             name=name,
             description=description,
-            parameters=input_schema(input, forbid_extra=input.model_config.get("extra") == "forbid"),
+            parameters=input_schema(
+                input, forbid_extra=input.model_config.get("extra") == "forbid"
+            ),
         )
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name}>"
 
     def parse_args(self, raw_args_json: str) -> BaseModel:
-        """Validate raw JSON arguments; raise a ToolArgumentsError/ToolInputError the model can act on."""
+        """Validate raw JSON arguments; errors are ToolArgumentsError / ToolInputError."""
         if not raw_args_json or raw_args_json.isspace():
             raw_args_json = "{}"
         try:
-            return self.input.model_validate_json(raw_args_json)
+            return self._validate_json(raw_args_json)
         except ValidationError as exc:
             if any(e["type"] == "json_invalid" for e in exc.errors()):
                 raise ToolArgumentsError(
@@ -99,14 +111,17 @@ class FunctionTool:
                 f"Tool input validation failed for {self.name}: {self._describe(exc)}"
             ) from None
 
+    def start(self, raw_args_json: str, ctx: ToolContext) -> Any:
+        """Parse, validate and call ``execute``: its return value, possibly an awaitable.
+
+        Not a coroutine itself, so the executor's hot path awaits one frame less.
+        """
+        return self.execute(self.parse_args(raw_args_json), ctx)
+
     async def execute_raw(self, raw_args_json: str, ctx: ToolContext) -> AnyResult:
-        parsed = self.parse_args(raw_args_json)
-        if self._is_async:
-            value = await self.execute(parsed, ctx)
-        else:
-            value = self.execute(parsed, ctx)
-            if inspect.isawaitable(value):
-                value = await value
+        value = self.start(raw_args_json, ctx)
+        if type(value) is CoroutineType or (type(value) is not str and inspect.isawaitable(value)):
+            value = await value
         if type(value) is str:
             return TextResult(text=value)
         return coerce_result(value)
@@ -124,10 +139,8 @@ class FunctionTool:
                     problems.append(f'Unrecognized key: "{where}"')
             elif err["type"] == "missing":
                 problems.append(f'missing required field "{where}"')
-            elif err["type"] == "model_type" and not loc:
-                problems.append(
-                    f"arguments must be a JSON object, got {type(err['input']).__name__}"
-                )
+            elif err["type"] in ("model_type", "model_attributes_type") and not loc:
+                problems.append(f"arguments must be a JSON object, got {_json_type(err['input'])}")
             else:
                 problems.append(f"{where or '(root)'}: {err['msg']}" if where else err["msg"])
         if unknown:
@@ -136,6 +149,19 @@ class FunctionTool:
             accepted = ", ".join(self._accepted) or "(none)"
             problems.insert(0, f"{label}: {keys} (accepted keys: {accepted})")
         return "; ".join(problems)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, as the model knows it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _json_error(raw: str) -> str:

@@ -18,7 +18,7 @@ NULLABLE_MARK = "x-codelia-nullable"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
 Nullable: dict[str, Any] = {"json_schema_extra": {NULLABLE_MARK: True}}
-"""Pass as ``Field(**Nullable)`` to say that ``null`` is a meaningful value for an optional field."""
+"""Pass as ``Field(**Nullable)`` to say that ``null`` is a meaningful value of an optional field."""
 
 _NULL = {"type": "null"}
 
@@ -31,7 +31,8 @@ def input_schema(model: type[BaseModel], *, forbid_extra: bool) -> dict[str, Any
     schema = _clean(_inline(raw, defs, recursive, ()))
     if recursive:
         schema["definitions"] = {
-            name: _clean(_inline(defs[name], defs, recursive, (name,))) for name in sorted(recursive)
+            name: _clean(_inline(defs[name], defs, recursive, (name,)))
+            for name in sorted(recursive)
         }
     if forbid_extra and schema.get("type") == "object":
         schema["additionalProperties"] = False
