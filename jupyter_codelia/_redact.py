@@ -54,28 +54,23 @@ class _KeyPattern:
     """A credential shape; ``pattern`` starts with a literal so the regex engine scans fast."""
 
     pattern: re.Pattern[str]
-    # Short prefixes ("sk-", "hf_") also occur inside words ("task-", "self.hf_x"): such keys
-    # only count as a whole token.
-    whole_token: bool
     # Random keys mix character classes; requiring that keeps words like "sk-learn-..." intact.
     needs_mixed_classes: bool
 
 
-def _key(
-    source: str, *, whole_token: bool = True, needs_mixed_classes: bool = False
-) -> _KeyPattern:
-    return _KeyPattern(re.compile(source), whole_token, needs_mixed_classes)
+def _key(source: str, *, needs_mixed_classes: bool = False) -> _KeyPattern:
+    return _KeyPattern(re.compile(source), needs_mixed_classes)
 
 
 _KEY_PATTERNS: tuple[_KeyPattern, ...] = (
-    _key(r"sk-ant-[A-Za-z0-9_\-]{10,}", whole_token=False),
+    _key(r"sk-ant-[A-Za-z0-9_\-]{10,}"),
     _key(r"sk-[A-Za-z0-9_\-]{20,}", needs_mixed_classes=True),
     _key(r"gh[pousr]_[A-Za-z0-9]{30,}"),
     _key(r"github_pat_[A-Za-z0-9_]{22,}"),
     _key(r"AKIA[0-9A-Z]{16}"),
     _key(r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
     _key(r"hf_[A-Za-z0-9]{30,}", needs_mixed_classes=True),
-    _key(r"AIza[0-9A-Za-z_\-]{35}", whole_token=False),
+    _key(r"AIza[0-9A-Za-z_\-]{35}"),
 )
 
 
@@ -95,11 +90,10 @@ def _pattern_replacer(key: _KeyPattern) -> Callable[[re.Match[str]], str]:
     def replace(match: re.Match[str]) -> str:
         text = match.string
         start, end = match.span()
-        # The token check lives here, not in a lookbehind, because a leading lookbehind makes
-        # the scan 25x slower.
-        if key.whole_token and (
-            (start > 0 and _is_word_char(text[start - 1]))
-            or (end < len(text) and _is_word_char(text[end]))
+        # Prefixes like "sk-" also occur inside words ("task-", "ask-ant-"): a key must be a
+        # whole token. Checked here, not in a lookbehind, which makes the scan 25x slower.
+        if (start > 0 and _is_word_char(text[start - 1])) or (
+            end < len(text) and _is_word_char(text[end])
         ):
             return match.group(0)
         if key.needs_mixed_classes and not _has_mixed_classes(match.group(0)):

@@ -1,0 +1,166 @@
+"""Secret redaction (design §2.13): what counts as a secret, the deep walk, the cached regex."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import pytest
+
+from jupyter_codelia import _redact
+from jupyter_codelia._redact import REDACTED, redact_secrets, register_secret
+from jupyter_codelia.agent.events import TextEvent
+
+FAKE_KEY = "sk-ant-api03-FAKEfake0123456789abcdefXYZ"
+
+
+@pytest.fixture
+def fake_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    return FAKE_KEY
+
+
+def test_env_secret_is_masked_everywhere_in_nested_data(fake_key: str) -> None:
+    value = {
+        "text": f"the key is {fake_key}!",
+        "list": [1, None, f"{fake_key}{fake_key}", {"deep": (fake_key, 2.5)}],
+        fake_key: "as a key",
+    }
+    out = redact_secrets(value)
+    assert out == {
+        "text": f"the key is {REDACTED}!",
+        "list": [1, None, REDACTED + REDACTED, {"deep": (REDACTED, 2.5)}],
+        REDACTED: "as a key",
+    }
+    # The input is never mutated.
+    assert value["text"] == f"the key is {fake_key}!"
+
+
+def test_nothing_to_mask_returns_the_same_object(fake_key: str) -> None:
+    value = {"a": ["plain", ("text", 1)], "b": {"c": "more"}}
+    assert redact_secrets(value) is value
+    assert redact_secrets("short") == "short"
+    assert redact_secrets(42) == 42
+
+
+def test_secret_names_are_matched_case_insensitively(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("github_token", "ghtoken-value-123")
+    monkeypatch.setenv("DB_Password", "correct horse battery")
+    monkeypatch.setenv("MY_CLIENT_SECRET", "client-secret-xyz")
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-value-42")
+    monkeypatch.setenv("SHORT_TOKEN", "abc1234")  # 7 chars: too short to mask safely
+    monkeypatch.setenv("PLAIN_SETTING", "not-a-secret-value")
+    text = (
+        "ghtoken-value-123 correct horse battery client-secret-xyz openai-value-42 "
+        "abc1234 not-a-secret-value"
+    )
+    assert redact_secrets(text) == (
+        f"{REDACTED} {REDACTED} {REDACTED} {REDACTED} abc1234 not-a-secret-value"
+    )
+
+
+def test_environment_changes_are_picked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LATE_TOKEN", raising=False)
+    assert redact_secrets("late-token-value") == "late-token-value"
+    monkeypatch.setenv("LATE_TOKEN", "late-token-value")
+    assert redact_secrets("late-token-value") == REDACTED
+    monkeypatch.delenv("LATE_TOKEN")
+    assert redact_secrets("late-token-value") == "late-token-value"
+
+
+def test_regex_is_compiled_once_per_set_of_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CACHE_TEST_KEY", "cache-test-value-1")
+    first = _redact._current_redactor()
+    redact_secrets("anything at all")
+    assert _redact._current_redactor() is first
+    # An unrelated variable changes the environment but not the secrets: same compiled regex.
+    monkeypatch.setenv("CACHE_TEST_UNRELATED", "whatever value")
+    assert _redact._current_redactor().combined is first.combined
+    monkeypatch.setenv("CACHE_TEST_KEY", "cache-test-value-2")
+    second = _redact._current_redactor()
+    assert second.combined is not first.combined
+    assert "cache-test-value-2" in second.secrets
+    assert "cache-test-value-1" not in second.secrets
+
+
+def test_registered_secrets_are_masked() -> None:
+    register_secret("  registered-secret-0001  ")
+    assert redact_secrets("x registered-secret-0001 y") == f"x {REDACTED} y"
+
+
+def test_register_secret_rejects_non_strings_and_ignores_short_values() -> None:
+    with pytest.raises(TypeError, match="register_secret expects a str, got int"):
+        register_secret(12345678)  # type: ignore[arg-type]
+    register_secret("tiny")
+    assert redact_secrets("tiny tiny") == "tiny tiny"
+
+
+def test_regex_metacharacters_in_secrets_are_literal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ODD_PASSWORD", "a+b(c)*[d]?.$^|x")
+    assert redact_secrets("pw=a+b(c)*[d]?.$^|x;") == f"pw={REDACTED};"
+    assert redact_secrets("aab(c)*[d]?.$^|x") == "aab(c)*[d]?.$^|x"
+
+
+def test_a_secret_containing_another_is_masked_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INNER_TOKEN", "inner-value-12")
+    monkeypatch.setenv("OUTER_TOKEN", "outer-inner-value-12-tail")
+    assert redact_secrets("[outer-inner-value-12-tail]") == f"[{REDACTED}]"
+
+
+@pytest.mark.parametrize(
+    "credential",
+    [
+        "sk-ant-api03-AbCdEf0123456789_-xyz",
+        "sk-proj-Abc123def456ghi789jkl0MNO",
+        "ghp_0123456789abcdefghijABCDEFGHIJklmnop",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstu",
+        "AKIAIOSFODNN7EXAMPLE",
+        "xoxb-1234567890-abcdefghij",
+        "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AIzaSyA-0123456789abcdefghijklmnopqrstu",
+    ],
+)
+def test_well_known_key_shapes_are_masked_without_being_configured(credential: str) -> None:
+    assert redact_secrets(f"key: {credential}\n") == f"key: {REDACTED}\n"
+    assert redact_secrets(f'{{"k":"{credential}"}}') == f'{{"k":"{REDACTED}"}}'
+
+
+@pytest.mark.parametrize(
+    "ordinary",
+    [
+        "task-management-service-deployment-config",  # "sk-" inside a word
+        "sk-learn-compatible-estimators-pipeline",  # no digits or capitals: not a random key
+        "self.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",
+        "AKIAIOSFODNN7EXAMPLEANDMORE",  # longer than an access key id
+        "ask-ant-api-question",
+    ],
+)
+def test_ordinary_text_resembling_keys_is_left_alone(ordinary: str) -> None:
+    assert redact_secrets(ordinary) == ordinary
+
+
+def test_large_strings_are_masked_at_any_position(fake_key: str) -> None:
+    filler = "ordinary text with a task-list and numbers 12345\n" * 100_000  # ~5 MB
+    text = fake_key + filler + fake_key + filler + "AKIAIOSFODNN7EXAMPLE"
+    out = redact_secrets(text)
+    assert fake_key not in out
+    assert "AKIAIOSFODNN7EXAMPLE" not in out
+    assert out == REDACTED + filler + REDACTED + filler + REDACTED
+    assert redact_secrets(filler) is filler
+
+
+def test_pydantic_models_are_rebuilt_with_masked_fields(fake_key: str) -> None:
+    event = TextEvent(content=f"use {fake_key}", timestamp=1)
+    out = redact_secrets(event)
+    assert isinstance(out, TextEvent)
+    assert out.content == f"use {REDACTED}"
+    assert out.timestamp == 1
+    assert event.content == f"use {fake_key}"
+    clean = TextEvent(content="nothing here", timestamp=1)
+    assert redact_secrets(clean) is clean
+
+
+def test_namedtuples_keep_their_type(fake_key: str) -> None:
+    Pair = namedtuple("Pair", "left right")
+    out = redact_secrets(Pair(fake_key, "ok"))
+    assert isinstance(out, Pair)
+    assert out == Pair(REDACTED, "ok")
