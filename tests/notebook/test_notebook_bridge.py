@@ -1,0 +1,218 @@
+"""The ``codelia`` comm bridge driven like the side panel: comm_open on the shell channel."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+
+class FrontEnd:
+    """Opens a codelia comm and speaks the protocol of docs/comm-protocol.md."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.comm_id = uuid.uuid4().hex
+        self.received: list[dict[str, Any]] = []
+        msg = kernel.kc.session.msg(
+            "comm_open",
+            {
+                "comm_id": self.comm_id,
+                "target_name": "codelia",
+                "data": {"client": "jupyterlab-sidepanel"},
+            },
+        )
+        kernel.kc.shell_channel.send(msg)
+
+    def poll(self, timeout: float = 0.05) -> None:
+        start = len(self.kernel.iopub)
+        self.kernel.drain(timeout)
+        for msg in self.kernel.iopub[start:]:
+            content = msg["content"]
+            if msg["msg_type"] == "comm_msg" and content.get("comm_id") == self.comm_id:
+                self.received.append(content["data"])
+
+    def wait(self, predicate: Any, timeout: float = 60, start: int = 0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        seen = start
+        while time.monotonic() < deadline:
+            for data in self.received[seen:]:
+                if predicate(data):
+                    return data
+            seen = len(self.received)
+            self.poll()
+        raise AssertionError(f"no matching message; got {[d.get('type') for d in self.received]}")
+
+    def request(self, data: Any, timeout: float = 60) -> dict[str, Any]:
+        request_id = uuid.uuid4().hex
+        if isinstance(data, dict):
+            data = {**data, "request_id": request_id}
+        msg = self.kernel.kc.session.msg("comm_msg", {"comm_id": self.comm_id, "data": data})
+        start = len(self.received)
+        self.kernel.kc.shell_channel.send(msg)
+        if not isinstance(data, dict):
+            return self.wait(lambda d: d.get("type") == "response", timeout, start)
+        return self.wait(
+            lambda d: d.get("type") == "response" and d.get("request_id") == request_id, timeout
+        )
+
+
+def test_bridge_hello_errors_and_a_full_panel_run(start_kernel: Any) -> None:
+    script = [
+        reply(text("Checking."), tool_use("python", {"code": "print('side panel ran me')"})),
+        reply(text("Done from the side panel.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        front = FrontEnd(kernel)
+        hello = front.wait(lambda d: d.get("type") == "hello")
+        assert hello["protocol"] == 1
+        assert hello["api_key_configured"] is True
+        assert hello["active_run"] is None
+        assert hello["approval_mode"] == "minimal"
+        assert "test-key" not in json.dumps(hello)
+
+        # Malformed requests get ok: false with a message, never a traceback.
+        bad = front.request({"type": "nope"})
+        assert bad["ok"] is False
+        assert bad["error"].startswith("unknown request type 'nope'; known types:")
+        missing = front.request({"type": "run.cancel"})
+        assert missing["error"] == "run.cancel: missing field 'run_id'"
+        assert front.request({"type": "run.cancel", "run_id": "x"})["error"] == "run not found"
+        answer = front.request(
+            {"type": "permission.respond", "permission_request_id": "p", "decision": "allow"}
+        )
+        assert answer["error"] == "permission request not found"
+        wrong = front.request(
+            {"type": "permission.respond", "permission_request_id": "p", "decision": "maybe"}
+        )
+        assert wrong["error"] == (
+            "permission.respond: decision must be one of allow, allow_remember, deny"
+        )
+        no_id = front.request("just a string")
+        assert no_id["ok"] is False
+        assert no_id["error"] == "a request must be a JSON object, got str"
+
+        # A background run started from the panel, with its approval answered over the comm.
+        started = front.request({"type": "run.start", "prompt": "run something"})
+        assert started["ok"] is True
+        run_id = started["result"]["run_id"]
+        request = front.wait(lambda d: d.get("type") == "permission.request")
+        assert request["run_id"] == run_id
+        assert request["tool"] == "python"
+        allowed = front.request(
+            {
+                "type": "permission.respond",
+                "permission_request_id": request["permission_request_id"],
+                "decision": "allow",
+            }
+        )
+        assert allowed["ok"] is True
+        front.wait(lambda d: d.get("type") == "run.status" and d.get("status") == "completed")
+        events = [d for d in front.received if d.get("type") == "agent.event"]
+        assert [e["seq"] for e in events] == list(range(len(events)))
+        kinds = [e["event"]["type"] for e in events]
+        assert "tool_call" in kinds
+        assert "permission.request" in kinds
+        assert kinds[-1] == "final"
+        assert events[-1]["event"]["content"] == "Done from the side panel."
+        result = next(e["event"] for e in events if e["event"]["type"] == "tool_result")
+        assert "side panel ran me" in result["result"]
+        types = [d["type"] for d in front.received]
+        assert types.index("run.started") < types.index("agent.event")
+        assert "permission.resolved" in types
+
+        # Sessions, transcript and the cache, read the way the panel does.
+        sessions = front.request({"type": "sessions.list"})["result"]["sessions"]
+        assert sessions[0]["session_id"] == started["result"]["session_id"]
+        transcript = front.request(
+            {"type": "session.transcript", "session_id": sessions[0]["session_id"]}
+        )["result"]
+        assert transcript["events"][0]["type"] == "run.started"
+        assert transcript["events"][0]["prompt"] == "run something"
+        unknown = front.request({"type": "session.transcript", "session_id": "nope"})
+        assert unknown["error"] == "session not found: nope"
+        entries = front.request({"type": "cache.list"})["result"]["entries"]
+        python_entry = next(e for e in entries if e["tool_name"] == "python")
+        ref_id = python_entry["ref_id"]
+        read = front.request({"type": "cache.read", "ref_id": ref_id})["result"]["text"]
+        assert "side panel ran me" in read
+        grep = front.request({"type": "cache.grep", "ref_id": ref_id, "pattern": "panel"})
+        assert "side panel ran me" in grep["result"]["text"]
+        line = front.request(
+            {"type": "cache.line", "ref_id": ref_id, "line_number": 2, "char_offset": 5}
+        )
+        assert line["ok"] is True
+        parts = front.request({"type": "cache.parts", "ref_id": ref_id})["result"]["parts"]
+        assert parts[0]["type"] == "text"
+        missing_ref = front.request({"type": "cache.read", "ref_id": "nope"})
+        assert missing_ref["ok"] is False
+        assert "nope" in missing_ref["error"]
+        state = front.request({"type": "state.get"})["result"]
+        assert state["session_id"] == started["result"]["session_id"]
+        todos = front.request({"type": "todos.get"})["result"]
+        assert todos == {"session_id": started["result"]["session_id"], "todos": []}
+
+
+def _subshell(kernel: Any) -> str:
+    msg = kernel.kc.session.msg("create_subshell_request", {})
+    kernel.kc.control_channel.send(msg)
+    reply_msg = kernel.kc.get_control_msg(timeout=10)
+    return str(reply_msg["content"]["subshell_id"])
+
+
+def _execute_on_subshell(kernel: Any, subshell_id: str, code: str) -> str:
+    content = {"code": code, "silent": False, "store_history": False, "allow_stdin": False}
+    msg = kernel.kc.session.msg("execute_request", content)
+    msg["header"]["subshell_id"] = subshell_id
+    kernel.kc.shell_channel.send(msg)
+    msg_id = msg["header"]["msg_id"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        kernel.drain(0.02)
+        for item in kernel.iopub:
+            if (
+                item["parent_header"].get("msg_id") == msg_id
+                and item["msg_type"] == "execute_result"
+            ):
+                return str(item["content"]["data"]["text/plain"])
+    raise AssertionError("no result from the subshell")
+
+
+def test_control_on_a_subshell_cancels_a_busy_blocking_cell(start_kernel: Any) -> None:
+    slow = reply(text("chunk " * 3000), delay_s=0.02)
+    with ScriptedAnthropicServer([slow]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        subshell = _subshell(kernel)
+        control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+        responses: list[dict[str, Any]] = []
+
+        def cancel_when_streaming(k: Any) -> None:
+            if responses or "chunk chunk" not in k.html_text():
+                return
+            state_json = json.dumps({"type": "state.get", "request_id": "s1"})
+            state = json.loads(
+                eval(_execute_on_subshell(k, subshell, f"{control}({state_json!r})"))
+            )
+            run_id = state["result"]["active_run"]["run_id"]
+            cancel_json = json.dumps({"type": "run.cancel", "request_id": "c1", "run_id": run_id})
+            raw = _execute_on_subshell(k, subshell, f"{control}({cancel_json!r})")
+            responses.append(json.loads(eval(raw)))
+
+        run = kernel.execute("%%codelia\nwrite a lot", during=cancel_when_streaming)
+        assert responses == [{"type": "response", "request_id": "c1", "ok": True, "result": {}}]
+        assert run.status == "ok"
+        assert "RunResult(status='cancelled'" in run.result_text()
+        # control() refuses what must go over the comm, and bad JSON, with clear messages.
+        start_json = json.dumps({"type": "run.start", "request_id": "r", "prompt": "x"})
+        refused = kernel.execute(f"print({control}({start_json!r}))")
+        assert json.loads(refused.stream_text())["error"] == (
+            "run.start cannot be sent through control(); send it over the codelia comm"
+        )
+        broken = kernel.execute(f"print({control}('{{nope'))")
+        assert json.loads(broken.stream_text())["error"].startswith("invalid JSON:")
