@@ -13,14 +13,10 @@ from typing import Any
 from .._text import compact_json
 from .messages import (
     AssistantMessage,
-    DocumentPart,
     ImagePart,
     OtherPart,
     ReasoningMessage,
-    SystemMessage,
-    TextPart,
     ToolMessage,
-    UserMessage,
 )
 
 Block = dict[str, Any]
@@ -69,13 +65,14 @@ def _other_block(part: OtherPart) -> Block:
 
 def part_to_block(part: Any) -> Block:
     """One content part → one Anthropic content block."""
-    if isinstance(part, TextPart):
+    kind = getattr(part, "type", None)  # not isinstance: see to_anthropic_messages
+    if kind == "text":
         return _text_block(part.text)
-    if isinstance(part, ImagePart):
+    if kind == "image_url":
         return _image_block(part)
-    if isinstance(part, DocumentPart):
+    if kind == "document":
         return _text_block("[document]")
-    if isinstance(part, OtherPart):
+    if kind == "other":
         return _other_block(part)
     raise TypeError(f"not a content part: {type(part).__name__}")
 
@@ -145,14 +142,14 @@ def _replayable_reasoning(message: ReasoningMessage) -> Block | None:
 
 def system_cache_allowed(messages: Sequence[Any]) -> bool:
     """False when a system message opted out of prompt caching (``cache=False``)."""
-    return not any(isinstance(m, SystemMessage) and m.cache is False for m in messages)
+    return not any(getattr(m, "role", None) == "system" and m.cache is False for m in messages)
 
 
 def system_text(messages: Sequence[Any]) -> str | None:
     """All system messages' text joined with a blank line, or None when there is none."""
     texts: list[str] = []
     for message in messages:
-        if isinstance(message, SystemMessage):
+        if getattr(message, "role", None) == "system":
             if isinstance(message.content, str):
                 texts.append(message.content)
             else:
@@ -178,31 +175,35 @@ def to_anthropic_messages(
             tool_results.clear()
 
     for message in messages:
-        if isinstance(message, ToolMessage):
+        # Dispatch on ``role``: isinstance on pydantic models goes through ABCMeta, which
+        # costs more than the rest of the loop on long histories.
+        role = getattr(message, "role", None)
+        if role not in _MESSAGE_ROLES:
+            raise TypeError(f"not a message: {type(message).__name__}")
+        if role == "tool":
             tool_results.append(_tool_result_block(message))
             continue
-        if isinstance(message, ReasoningMessage):
+        if role == "reasoning":
             block = _replayable_reasoning(message) if replay_thinking else None
             if block is not None:
                 flush_tool_results()
                 pending_reasoning.append(block)
             continue
         flush_tool_results()
-        if isinstance(message, SystemMessage):
-            continue
-        if isinstance(message, UserMessage):
+        if role == "user":
             pending_reasoning.clear()  # thinking never precedes a user turn
             blocks = _never_empty(_content_blocks(message.content))
             result.append({"role": "user", "content": blocks})
-        elif isinstance(message, AssistantMessage):
+        elif role == "assistant":
             blocks = [*pending_reasoning, *_assistant_blocks(message)]
             pending_reasoning = []
             if blocks:
                 result.append({"role": "assistant", "content": blocks})
-        else:
-            raise TypeError(f"not a message: {type(message).__name__}")
     flush_tool_results()
     return _drop_orphans(_merge_tool_use_turns(result))
+
+
+_MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool", "reasoning"})
 
 
 def _has_tool_use(message: ApiMessage) -> bool:
@@ -222,7 +223,7 @@ def _merge_tool_use_turns(messages: list[ApiMessage]) -> list[ApiMessage]:
         ):
             previous["content"] = previous["content"] + message["content"]
         else:
-            merged.append({"role": message["role"], "content": list(message["content"])})
+            merged.append(message)  # built fresh by to_anthropic_messages: no copy needed
     return merged
 
 

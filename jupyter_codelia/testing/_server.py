@@ -367,6 +367,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Many small SSE writes: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms stalls.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server_ref._lock:
             self.server_ref._connections.add(self.connection)
 
