@@ -7,6 +7,7 @@ sandbox given to :func:`file_tools`), so a ``ToolContext`` override can swap it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -139,13 +140,17 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
 def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def read(params: ReadInput, ctx: ToolContext) -> str:
         _, path = await resolve_in_sandbox(ctx, key, params.file_path)
-        loaded = _load(path, params.file_path)
-        if isinstance(loaded, tuple):
-            return loaded[0]
-        body = render_read(loaded, params.file_path, params.offset, params.limit)
-        if body.startswith("Offset exceeds output length: "):
-            return body
-        return body + metadata_footer(loaded)
+
+        def work() -> str:
+            loaded = _load(path, params.file_path)
+            if isinstance(loaded, tuple):
+                return loaded[0]
+            body = render_read(loaded, params.file_path, params.offset, params.limit)
+            if body.startswith("Offset exceeds output length: "):
+                return body
+            return body + metadata_footer(loaded)
+
+        return await asyncio.to_thread(work)
 
     return define_tool(name="read", description=READ_DESCRIPTION, input=ReadInput, execute=read)
 
@@ -174,35 +179,39 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
         import regex
 
         _, path = await resolve_in_sandbox(ctx, key, params.file_path)
-        loaded = _load(path, params.file_path)
-        if isinstance(loaded, tuple):
-            return loaded[0]
-        lines = split_lines(loaded)
-        number = params.line_number
-        if number > len(lines):
-            return f"Line number out of range: {number} (total {len(lines)})"
-        graphemes = regex.findall(r"\X", lines[number - 1])
-        length = len(graphemes)
-        offset = params.char_offset
-        if offset > length:
-            return f"char_offset out of range: {offset} (line length {length})"
-        end = min(length, offset + params.char_limit)
-        text = (
-            f"line_number={number} line_length={length} "
-            f"char_range={offset}..{max(end - 1, offset - 1)}"
-            f"\n{''.join(graphemes[offset:end])}"
-        )
-        if end < length:
-            call = compact_json(
-                {
-                    "file_path": params.file_path,
-                    "line_number": number,
-                    "char_offset": end,
-                    "char_limit": params.char_limit,
-                }
+
+        def work() -> str:
+            loaded = _load(path, params.file_path)
+            if isinstance(loaded, tuple):
+                return loaded[0]
+            lines = split_lines(loaded)
+            number = params.line_number
+            if number > len(lines):
+                return f"Line number out of range: {number} (total {len(lines)})"
+            graphemes = regex.findall(r"\X", lines[number - 1])
+            length = len(graphemes)
+            offset = params.char_offset
+            if offset > length:
+                return f"char_offset out of range: {offset} (line length {length})"
+            end = min(length, offset + params.char_limit)
+            text = (
+                f"line_number={number} line_length={length} "
+                f"char_range={offset}..{max(end - 1, offset - 1)}"
+                f"\n{''.join(graphemes[offset:end])}"
             )
-            text += f"\n\nUse char_offset={end} to continue.\nread_line({call})"
-        return text + metadata_footer(loaded)
+            if end < length:
+                call = compact_json(
+                    {
+                        "file_path": params.file_path,
+                        "line_number": number,
+                        "char_offset": end,
+                        "char_limit": params.char_limit,
+                    }
+                )
+                text += f"\n\nUse char_offset={end} to continue.\nread_line({call})"
+            return text + metadata_footer(loaded)
+
+        return await asyncio.to_thread(work)
 
     return define_tool(
         name="read_line", description=READ_LINE_DESCRIPTION, input=ReadLineInput, execute=read_line
@@ -227,28 +236,32 @@ class WriteInput(BaseModel):
 def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
     async def write(params: WriteInput, ctx: ToolContext) -> JsonResult | str:
         _, path = await resolve_in_sandbox(ctx, key, params.file_path)
-        file_path = params.file_path
-        try:
-            exists = path.exists() or path.is_symlink()
-            before = read_text(path) if exists else ""
-            check_expected_hash(file_path, params.expected_hash, exists=exists, content=before)
-            write_text(path, params.content)
-        except Exception as exc:
-            return f"Error writing file: {describe_exc(exc)}"
-        placeholder = f"--- {file_path}\n+++ {file_path}\n@@ -0,0 +0,0 @@"
-        payload = diff_payload(
-            unified_diff(file_path, before, params.content),
-            tool_name="write",
-            store=store,
-            placeholder=placeholder,
-        )
-        return JsonResult(
-            value={
-                "summary": f"Wrote {utf8_len(params.content)} bytes to {file_path}",
-                **payload,
-                "file_path": file_path,
-            }
-        )
+
+        def work() -> JsonResult | str:
+            file_path = params.file_path
+            try:
+                exists = path.exists() or path.is_symlink()
+                before = read_text(path) if exists else ""
+                check_expected_hash(file_path, params.expected_hash, exists=exists, content=before)
+                write_text(path, params.content)
+            except Exception as exc:
+                return f"Error writing file: {describe_exc(exc)}"
+            placeholder = f"--- {file_path}\n+++ {file_path}\n@@ -0,0 +0,0 @@"
+            payload = diff_payload(
+                unified_diff(file_path, before, params.content),
+                tool_name="write",
+                store=store,
+                placeholder=placeholder,
+            )
+            return JsonResult(
+                value={
+                    "summary": f"Wrote {utf8_len(params.content)} bytes to {file_path}",
+                    **payload,
+                    "file_path": file_path,
+                }
+            )
+
+        return await asyncio.to_thread(work)
 
     return define_tool(name="write", description=WRITE_DESCRIPTION, input=WriteInput, execute=write)
 
@@ -331,65 +344,71 @@ def apply_edit(
 def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
     async def edit(params: EditInput, ctx: ToolContext) -> JsonResult:
         _, path = await resolve_in_sandbox(ctx, key, params.file_path)
-        file_path = params.file_path
-        old, new = params.old_string, params.new_string
-        if old != "" and old == new:
-            return JsonResult(
-                value={
-                    "summary": f"No changes needed in {file_path} (old_string equals new_string)",
-                    "replacements": 0,
-                    "match_mode": "exact",
-                    "diff": "",
-                    "file_path": file_path,
-                }
-            )
-        try:
-            if path.is_dir():
-                raise IsADirectoryError(file_path)
-            content, exists = read_text(path), True
-        except Exception:
-            if old != "":
-                raise ValueError(f"File not found: {file_path}") from None
-            content, exists = "", False
-        check_expected_hash(file_path, params.expected_hash, exists=exists, content=content)
-        if old == "":
-            updated, count, used = new, (0 if new == content else 1), "exact"
-        else:
-            updated, count, used = apply_edit(
-                content,
-                old,
-                new,
-                replace_all=params.replace_all,
-                mode=params.match_mode,
-                file_path=file_path,
-            )
-        expected = params.expected_replacements
-        if expected is not None and expected != count:
-            raise ValueError(f"Expected {expected} replacements, found {count}")
-        payload = diff_payload(
-            unified_diff(file_path, content, updated), tool_name="edit", store=store
-        )
 
-        def result(summary: str) -> JsonResult:
-            return JsonResult(
-                value={
-                    "summary": summary,
-                    "replacements": count,
-                    "match_mode": used,
-                    **payload,
-                    "file_path": file_path,
-                }
+        def work() -> JsonResult:
+            file_path = params.file_path
+            old, new = params.old_string, params.new_string
+            if old != "" and old == new:
+                return JsonResult(
+                    value={
+                        "summary": (
+                            f"No changes needed in {file_path} (old_string equals new_string)"
+                        ),
+                        "replacements": 0,
+                        "match_mode": "exact",
+                        "diff": "",
+                        "file_path": file_path,
+                    }
+                )
+            try:
+                if path.is_dir():
+                    raise IsADirectoryError(file_path)
+                content, exists = read_text(path), True
+            except Exception:
+                if old != "":
+                    raise ValueError(f"File not found: {file_path}") from None
+                content, exists = "", False
+            check_expected_hash(file_path, params.expected_hash, exists=exists, content=content)
+            if old == "":
+                updated, count, used = new, (0 if new == content else 1), "exact"
+            else:
+                updated, count, used = apply_edit(
+                    content,
+                    old,
+                    new,
+                    replace_all=params.replace_all,
+                    mode=params.match_mode,
+                    file_path=file_path,
+                )
+            expected = params.expected_replacements
+            if expected is not None and expected != count:
+                raise ValueError(f"Expected {expected} replacements, found {count}")
+            payload = diff_payload(
+                unified_diff(file_path, content, updated), tool_name="edit", store=store
             )
 
-        if params.dry_run:
-            return result(f"Preview: {count} replacement(s) in {file_path}")
-        if updated == content:
-            return result(f"No changes needed in {file_path}")
-        try:
-            write_text(path, updated)
-        except Exception as exc:
-            raise OSError(f"Error editing file: {describe_exc(exc)}") from None
-        return result(f"Replaced {count} occurrence(s) in {file_path}")
+            def result(summary: str) -> JsonResult:
+                return JsonResult(
+                    value={
+                        "summary": summary,
+                        "replacements": count,
+                        "match_mode": used,
+                        **payload,
+                        "file_path": file_path,
+                    }
+                )
+
+            if params.dry_run:
+                return result(f"Preview: {count} replacement(s) in {file_path}")
+            if updated == content:
+                return result(f"No changes needed in {file_path}")
+            try:
+                write_text(path, updated)
+            except Exception as exc:
+                raise OSError(f"Error editing file: {describe_exc(exc)}") from None
+            return result(f"Replaced {count} occurrence(s) in {file_path}")
+
+        return await asyncio.to_thread(work)
 
     return define_tool(name="edit", description=EDIT_DESCRIPTION, input=EditInput, execute=edit)
 

@@ -7,8 +7,10 @@ is downsized and re-encoded; the text part then says so, with the original and n
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
+import warnings
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -25,6 +27,8 @@ MAX_MAX_BYTES = 10 * 1024 * 1024
 # Files above this are refused before decoding (a decode of such a file costs seconds and
 # hundreds of MB); it is far above any photo a model needs to look at.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Pillow's own decompression-bomb threshold: decoding more pixels costs too much memory.
+MAX_PIXELS = 89_478_485
 
 _FORMATS: dict[str, ImageMediaType] = {
     "PNG": "image/png",
@@ -115,65 +119,94 @@ def _has_alpha(image: object) -> bool:
     )
 
 
-def _sniff(data: bytes) -> str | None:
+def _sniff(data: bytes) -> tuple[str, tuple[int, int]] | None:
+    """The Pillow format name and pixel size of ``data`` when it is a supported image.
+
+    A recognized image is also verified (cheap: checksums and structure, no full decode), so a
+    truncated or corrupt file fails here with Pillow's reason instead of reaching the model.
+    """
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            return image.format if image.format in _FORMATS else None
-    except (UnidentifiedImageError, OSError, ValueError):
+        with warnings.catch_warnings():
+            # Sizes between Pillow's warning and error thresholds are refused by the caller.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                fmt, size = image.format, image.size
+    except (UnidentifiedImageError, ValueError):
         return None
+    if fmt not in _FORMATS:
+        return None
+    if size[0] * size[1] <= MAX_PIXELS:
+        with Image.open(io.BytesIO(data)) as image:
+            image.verify()
+    return fmt, size
 
 
 def make_view_image_tool(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def view_image(params: ViewImageInput, ctx: ToolContext) -> PartsResult | str:
         _, path = await resolve_in_sandbox(ctx, key, params.file_path)
-        shown = params.file_path
-        try:
-            if path.is_dir():
-                return f"Path is a directory: {shown}"
-            if not path.exists():
-                return f"File not found: {shown}"
-            size = path.stat().st_size
-            if size > MAX_INPUT_BYTES:
-                return f"Image too large: {shown} ({size} bytes > {MAX_INPUT_BYTES} bytes)"
-            data = path.read_bytes()
-            fmt = _sniff(data)
-            if fmt is None:
-                return (
-                    f"Unsupported image type: {shown} (the content is not a PNG, JPEG, WebP or "
-                    "GIF image)"
-                )
-            media_type = _FORMATS[fmt]
-            notes: list[str] = []
-            extension_type = _EXTENSIONS.get(os.path.splitext(shown)[1].lower())
-            if extension_type is not None and extension_type != media_type:
-                notes.append(
-                    f"The file content is {fmt} although the extension suggests "
-                    f"{extension_type.split('/')[1].upper()}."
-                )
-            shrunk = shrink_image(data, fmt, params.max_bytes)
-            if shrunk is not None:
-                new_data, new_type, (ow, oh), (nw, nh) = shrunk
-                if not new_data:
+
+        def work() -> PartsResult | str:
+            shown = params.file_path
+            try:
+                if path.is_dir():
+                    return f"Path is a directory: {shown}"
+                if not path.exists():
+                    return f"File not found: {shown}"
+                size = path.stat().st_size
+                if size > MAX_INPUT_BYTES:
+                    return f"Image too large: {shown} ({size} bytes > {MAX_INPUT_BYTES} bytes)"
+                data = path.read_bytes()
+                sniffed = _sniff(data)
+                if sniffed is None:
                     return (
-                        f"Image too large: {shown} ({len(data)} bytes > {params.max_bytes} bytes)"
+                        f"Unsupported image type: {shown} (the content is not a PNG, JPEG, WebP or "
+                        "GIF image)"
                     )
-                notes.append(
-                    f"Downsized from {ow}x{oh} px ({len(data)} bytes, {media_type}) to "
-                    f"{nw}x{nh} px ({len(new_data)} bytes, {new_type}) to fit the "
-                    f"{MAX_LONG_EDGE} px / {params.max_bytes}-byte limits."
-                )
-                data, media_type = new_data, new_type
-        except Exception as exc:
-            return f"Error loading image: {describe_exc(exc)}"
-        text = f"Image loaded: {shown}\n" + "".join(note + "\n" for note in notes)
-        return PartsResult(
-            parts=[
-                TextPart(text=text),
-                ImagePart.from_bytes(data, media_type, detail=params.detail),
-            ]
-        )
+                fmt, (width, height) = sniffed
+                if width * height > MAX_PIXELS:
+                    return (
+                        f"Image too large: {shown} ({width}x{height} = {width * height} pixels > "
+                        f"{MAX_PIXELS} pixels)"
+                    )
+                media_type = _FORMATS[fmt]
+                notes: list[str] = []
+                extension_type = _EXTENSIONS.get(os.path.splitext(shown)[1].lower())
+                if extension_type is not None and extension_type != media_type:
+                    notes.append(
+                        f"The file content is {fmt} although the extension suggests "
+                        f"{extension_type.split('/')[1].upper()}."
+                    )
+                shrunk = shrink_image(data, fmt, params.max_bytes)
+                if shrunk is not None:
+                    new_data, new_type, (ow, oh), (nw, nh) = shrunk
+                    if not new_data:
+                        return (
+                            f"Image too large: {shown} "
+                            f"({len(data)} bytes > {params.max_bytes} bytes)"
+                        )
+                    notes.append(
+                        f"Downsized from {ow}x{oh} px ({len(data)} bytes, {media_type}) to "
+                        f"{nw}x{nh} px ({len(new_data)} bytes, {new_type}) to fit the "
+                        f"{MAX_LONG_EDGE} px / {params.max_bytes}-byte limits."
+                    )
+                    data, media_type = new_data, new_type
+            except Exception as exc:
+                from PIL import Image
+
+                if isinstance(exc, Image.DecompressionBombError):
+                    return f"Image too large: {shown} ({exc})"
+                return f"Error loading image: {describe_exc(exc)}"
+            text = f"Image loaded: {shown}\n" + "".join(note + "\n" for note in notes)
+            return PartsResult(
+                parts=[
+                    TextPart(text=text),
+                    ImagePart.from_bytes(data, media_type, detail=params.detail),
+                ]
+            )
+
+        return await asyncio.to_thread(work)
 
     return define_tool(
         name="view_image",

@@ -9,6 +9,7 @@ hunks that were applied (never by diffing whole files), which keeps big files ch
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import stat
@@ -492,9 +493,16 @@ def make_apply_patch_tool(
     async def apply_patch(params: ApplyPatchInput, ctx: ToolContext) -> JsonResult:
         sandbox = await ctx.resolve(key)
         sections = parse_patch(params.patch)
-        planned = plan_patch(sections, sandbox)
-        if not params.dry_run:
-            write_planned(planned)
+
+        def work() -> list[_Planned]:
+            planned = plan_patch(sections, sandbox)
+            if not params.dry_run:
+                write_planned(planned)
+            return planned
+
+        # File IO and diffing can take a while on big files: keep the event loop (the kernel's,
+        # in a background run) responsive. The write itself is all-or-nothing either way.
+        planned = await asyncio.to_thread(work)
         count = len(planned)
         diff = "\n\n".join(item.diff for item in planned if item.diff)
         summary = (
