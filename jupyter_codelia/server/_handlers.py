@@ -1,0 +1,108 @@
+"""Tornado handlers of the side panel's REST API (authenticated, read-only, JSON).
+
+The session store is opened per request at ``$JUPYTER_CODELIA_HOME`` (or the default home), so a
+server started before the first session was written still sees it. Store calls do file and
+SQLite I/O, so each request runs them in one worker thread, keeping the server's loop free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+
+from .._redact import redact_secrets
+
+if TYPE_CHECKING:
+    from ..session import SessionStore
+
+T = TypeVar("T")
+
+
+def _with_store(action: Callable[[SessionStore], T]) -> T:
+    from ..session import SessionStore, default_home
+
+    store = SessionStore(default_home())
+    try:
+        return action(store)
+    finally:
+        store.close()
+
+
+def parse_limit(raw: str | None) -> int | None:
+    """The ``limit`` query argument: absent → no limit, else a positive integer."""
+    if raw is None or raw == "":
+        return None
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if limit <= 0:
+        raise tornado.web.HTTPError(
+            400, f"limit must be a positive integer (e.g. ?limit=20), got {raw!r}"
+        )
+    return limit
+
+
+class _CodeliaHandler(APIHandler):
+    def reply(self, body: dict[str, Any]) -> None:
+        self.set_header("Content-Type", "application/json")
+        # The store redacts what it writes; this pass also covers files written by older versions.
+        self.finish(json.dumps(redact_secrets(body), ensure_ascii=False))
+
+
+class SessionsHandler(_CodeliaHandler):
+    """``GET /codelia/api/sessions[?limit=N]`` → ``{"sessions": [...]}``, newest first."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        limit = parse_limit(self.get_query_argument("limit", None))
+        summaries = await asyncio.to_thread(
+            _with_store, lambda store: store.list_sessions(limit=limit)
+        )
+        self.reply({"sessions": [summary.model_dump(mode="json") for summary in summaries]})
+
+
+class TranscriptHandler(_CodeliaHandler):
+    """``GET /codelia/api/sessions/<id>/transcript`` → ``{"session_id", "events": [...]}``.
+
+    ``events`` are the envelopes a live ``codelia`` comm would have sent (``run.started``,
+    ``agent.event``, ``run.status``); system prompts and raw model traffic stay on the server.
+    """
+
+    @tornado.web.authenticated
+    async def get(self, session_id: str) -> None:
+        from ..notebook.bridge import transcript_envelopes
+        from ..session import InvalidSessionIdError, SessionLoadError, SessionNotFound
+
+        try:
+            records = await asyncio.to_thread(
+                _with_store, lambda store: store.transcript(session_id)
+            )
+        except InvalidSessionIdError as exc:
+            raise tornado.web.HTTPError(400, str(exc)) from None
+        except SessionNotFound:
+            raise tornado.web.HTTPError(
+                404,
+                f"session not found: {session_id} (GET /codelia/api/sessions lists the saved ones)",
+            ) from None
+        except SessionLoadError as exc:
+            raise tornado.web.HTTPError(500, str(exc)) from None
+        events = transcript_envelopes(records, session_id)
+        self.reply({"session_id": session_id, "events": events})
+
+
+def setup_handlers(web_app: Any) -> None:
+    base = url_path_join(web_app.settings.get("base_url", "/"), "codelia", "api", "sessions")
+    web_app.add_handlers(
+        ".*$",
+        [
+            (base, SessionsHandler),
+            (url_path_join(base, r"(?P<session_id>[^/]+)", "transcript"), TranscriptHandler),
+        ],
+    )

@@ -1,0 +1,390 @@
+/**
+ * The panel's link to one kernel: opens the `codelia` comm (loading the kernel extension when it
+ * is missing), matches requests to responses, and sends control requests (Stop, approval answers)
+ * as `execute_request`s on a kernel subshell so they run even while a user cell is busy
+ * (docs/comm-protocol.md "Control while a cell is busy").
+ */
+
+import { ISessionContext } from '@jupyterlab/apputils';
+import { Kernel, KernelMessage as JupyterMessage } from '@jupyterlab/services';
+import { PromiseDelegate, UUID } from '@lumino/coreutils';
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { HelloMessage, JSONObject, KernelMessage } from './protocol';
+
+export const COMM_TARGET = 'codelia';
+export const HELLO_TIMEOUT_MS = 5000;
+const LOAD_EXTENSION_CODE = '%load_ext jupyter_codelia';
+
+export type ConnectionState =
+  'no-kernel' | 'connecting' | 'loading-extension' | 'ready' | 'failed' | 'closed';
+
+/** Where a control request went: a subshell (immediate) or the comm (waits for a busy cell). */
+export type ControlRoute = 'subshell' | 'comm';
+
+export class CodeliaRequestError extends Error {}
+
+/** The Python source that runs one control request on a subshell. */
+export function controlCode(payload: JSONObject): string {
+  // JSON string literals are valid Python string literals (same escapes, \uXXXX included).
+  return (
+    '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control(' +
+    JSON.stringify(JSON.stringify(payload)) +
+    ')'
+  );
+}
+
+/** Decode a Python `repr()` of a str (single or double quoted) into its value. */
+export function decodePythonString(repr: string): string | null {
+  const quote = repr[0];
+  if ((quote !== "'" && quote !== '"') || repr[repr.length - 1] !== quote) {
+    return null;
+  }
+  const body = repr.slice(1, -1);
+  const simple: { [escape: string]: string } = {
+    '\\': '\\',
+    "'": "'",
+    '"': '"',
+    n: '\n',
+    r: '\r',
+    t: '\t',
+    b: '\b',
+    f: '\f',
+    v: '\v',
+    a: '\x07',
+    '0': '\0'
+  };
+  let out = '';
+  for (let i = 0; i < body.length; i++) {
+    const ch = body[i];
+    if (ch !== '\\') {
+      out += ch;
+      continue;
+    }
+    const next = body[i + 1];
+    const width = next === 'x' ? 2 : next === 'u' ? 4 : next === 'U' ? 8 : 0;
+    if (width > 0) {
+      out += String.fromCodePoint(parseInt(body.slice(i + 2, i + 2 + width), 16));
+      i += 1 + width;
+    } else if (next in simple) {
+      out += simple[next];
+      i += 1;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/** The response object carried by a control execute result (JSON, or a Python str repr of it). */
+export function parseControlResult(data: JSONObject): KernelMessage | null {
+  const json = data['application/json'];
+  if (json !== null && typeof json === 'object') {
+    return json as KernelMessage;
+  }
+  const text = data['text/plain'];
+  if (typeof text !== 'string') {
+    return null;
+  }
+  for (const candidate of [text, decodePythonString(text.trim())]) {
+    if (candidate === null) {
+      continue;
+    }
+    try {
+      const value: unknown = JSON.parse(candidate);
+      if (value !== null && typeof value === 'object') {
+        return value as KernelMessage;
+      }
+    } catch {
+      // not JSON; try the next reading
+    }
+  }
+  return null;
+}
+
+interface Pending {
+  resolve: (result: JSONObject) => void;
+  reject: (error: Error) => void;
+}
+
+export class CodeliaConnection implements IDisposable {
+  constructor(readonly sessionContext: ISessionContext) {}
+
+  get messageReceived(): ISignal<this, KernelMessage> {
+    return this._messageReceived;
+  }
+
+  get stateChanged(): ISignal<this, ConnectionState> {
+    return this._stateChanged;
+  }
+
+  get state(): ConnectionState {
+    return this._state;
+  }
+
+  /** Why the last connection attempt failed, for the panel's status line. */
+  get failure(): string | null {
+    return this._failure;
+  }
+
+  get hello(): HelloMessage | null {
+    return this._hello;
+  }
+
+  get kernel(): Kernel.IKernelConnection | null {
+    return this.sessionContext.session?.kernel ?? null;
+  }
+
+  /** Whether control requests can bypass a busy main shell. */
+  get supportsSubshells(): boolean {
+    return this.kernel?.supportsSubshells ?? false;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Open the comm; safe to call again after a kernel change or restart. */
+  async connect(): Promise<void> {
+    this.closeComm();
+    const kernel = this.kernel;
+    if (!kernel) {
+      this.setState('no-kernel');
+      return;
+    }
+    this.setState('connecting');
+    try {
+      await kernel.info;
+      if (await this.tryOpen(kernel, HELLO_TIMEOUT_MS)) {
+        return;
+      }
+      this.setState('loading-extension');
+      const reply = await kernel.requestExecute(
+        { code: LOAD_EXTENSION_CODE, silent: true, store_history: false },
+        true
+      ).done;
+      if (reply.content.status !== 'ok') {
+        const error = reply.content as JupyterMessage.IReplyErrorContent;
+        throw new Error(
+          `%load_ext jupyter_codelia failed in the kernel (${error.ename}: ${error.evalue}); ` +
+            'install jupyter-codelia in the kernel environment'
+        );
+      }
+      if (!(await this.tryOpen(kernel, 2 * HELLO_TIMEOUT_MS))) {
+        throw new Error(
+          'the kernel did not answer on the codelia comm after %load_ext jupyter_codelia'
+        );
+      }
+    } catch (error) {
+      if (this._disposed) {
+        return;
+      }
+      this._failure = error instanceof Error ? error.message : String(error);
+      this.setState('failed');
+    }
+  }
+
+  /** Send a request on the comm and wait for its response's result. */
+  request(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+    const comm = this._comm;
+    if (!comm || this._state !== 'ready') {
+      return Promise.reject(
+        new CodeliaRequestError('not connected to a kernel with jupyter_codelia')
+      );
+    }
+    const requestId = UUID.uuid4();
+    const delegate = new PromiseDelegate<JSONObject>();
+    this._pending.set(requestId, delegate);
+    comm.send({ type, request_id: requestId, ...fields } as JSONObject as never);
+    return delegate.promise;
+  }
+
+  /**
+   * Send a control request (`run.cancel`, `permission.respond`): on a subshell when the kernel
+   * has them, so it runs at once even while a cell is busy; else on the comm.
+   */
+  async control(
+    type: string,
+    fields: JSONObject
+  ): Promise<{ route: ControlRoute; result: Promise<JSONObject> }> {
+    const subshell = await this.controlKernel();
+    if (!subshell) {
+      return { route: 'comm', result: this.request(type, fields) };
+    }
+    const payload = { type, request_id: UUID.uuid4(), ...fields };
+    return { route: 'subshell', result: this.executeControl(subshell, payload) };
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this.closeComm();
+    this._controlKernel?.then(kernel => kernel?.dispose()).catch(() => undefined);
+    this._controlKernel = null;
+    Signal.clearData(this);
+  }
+
+  private setState(state: ConnectionState): void {
+    if (state !== 'failed') {
+      this._failure = null;
+    }
+    this._state = state;
+    this._stateChanged.emit(state);
+  }
+
+  private tryOpen(kernel: Kernel.IKernelConnection, timeoutMs: number): Promise<boolean> {
+    const comm = kernel.createComm(COMM_TARGET);
+    this._comm = comm;
+    const opened = new PromiseDelegate<boolean>();
+    const timer = window.setTimeout(() => opened.resolve(false), timeoutMs);
+    comm.onMsg = msg => {
+      const data = msg.content.data as unknown as KernelMessage;
+      if (data && data.type === 'hello') {
+        this._hello = data;
+        window.clearTimeout(timer);
+        this.setState('ready');
+        opened.resolve(true);
+      }
+      this.handle(data);
+    };
+    comm.onClose = () => {
+      window.clearTimeout(timer);
+      opened.resolve(false);
+      if (this._comm === comm) {
+        this._comm = null;
+        this.rejectPending(
+          'the codelia comm closed (kernel restarted or extension unloaded)'
+        );
+        if (this._state === 'ready') {
+          this.setState('closed');
+        }
+      }
+    };
+    comm.open({ client: 'jupyterlab-sidepanel' });
+    return opened.promise.then(ok => {
+      if (!ok && this._comm === comm) {
+        this._comm = null;
+        if (!comm.isDisposed) {
+          comm.dispose();
+        }
+      }
+      return ok;
+    });
+  }
+
+  private handle(message: KernelMessage): void {
+    if (!message || typeof message !== 'object') {
+      return;
+    }
+    if (message.type === 'response') {
+      const pending = this._pending.get(message.request_id);
+      if (pending) {
+        this._pending.delete(message.request_id);
+        if (message.ok) {
+          pending.resolve(message.result ?? {});
+        } else {
+          pending.reject(new CodeliaRequestError(message.error ?? 'request failed'));
+        }
+      }
+      return;
+    }
+    this._messageReceived.emit(message);
+  }
+
+  private rejectPending(reason: string): void {
+    for (const pending of this._pending.values()) {
+      pending.reject(new CodeliaRequestError(reason));
+    }
+    this._pending.clear();
+  }
+
+  private closeComm(): void {
+    const comm = this._comm;
+    this._comm = null;
+    this.rejectPending('the panel reconnected');
+    if (comm && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch {
+        // the kernel is already gone
+      }
+    }
+    this._hello = null;
+  }
+
+  /** A clone of the kernel connection bound to a subshell made for control requests. */
+  private controlKernel(): Promise<Kernel.IKernelConnection | null> {
+    const kernel = this.kernel;
+    if (!kernel || !kernel.supportsSubshells) {
+      return Promise.resolve(null);
+    }
+    if (this._controlKernel === null || this._controlKernelFor !== kernel) {
+      this._controlKernelFor = kernel;
+      this._controlKernel = kernel
+        .requestCreateSubshell({}, true)
+        .done.then(reply => {
+          const subshellId = (reply.content as { subshell_id?: string }).subshell_id;
+          if (!subshellId) {
+            return null;
+          }
+          const control = kernel.clone({ handleComms: false });
+          control.subshellId = subshellId;
+          return control;
+        })
+        .catch(() => null);
+    }
+    return this._controlKernel;
+  }
+
+  private async executeControl(
+    kernel: Kernel.IKernelConnection,
+    payload: JSONObject
+  ): Promise<JSONObject> {
+    let response: KernelMessage | null = null;
+    let failure: string | null = null;
+    const future = kernel.requestExecute(
+      {
+        code: controlCode(payload),
+        silent: false,
+        store_history: false,
+        allow_stdin: false,
+        stop_on_error: false
+      },
+      true
+    );
+    future.onIOPub = msg => {
+      if (JupyterMessage.isExecuteResultMsg(msg)) {
+        response = parseControlResult(msg.content.data as JSONObject);
+      } else if (JupyterMessage.isErrorMsg(msg)) {
+        failure = `${msg.content.ename}: ${msg.content.evalue}`;
+      }
+    };
+    await future.done;
+    const answer = response as KernelMessage | null;
+    if (answer && answer.type === 'response') {
+      if (answer.ok) {
+        return answer.result ?? {};
+      }
+      throw new CodeliaRequestError(answer.error ?? 'request failed');
+    }
+    throw new CodeliaRequestError(
+      failure
+        ? `the kernel could not run the control request (${failure})`
+        : 'the kernel returned no response to the control request'
+    );
+  }
+
+  private _comm: Kernel.IComm | null = null;
+  private _hello: HelloMessage | null = null;
+  private _state: ConnectionState = 'no-kernel';
+  private _failure: string | null = null;
+  private _disposed = false;
+  private _pending = new Map<string, Pending>();
+  private _controlKernel: Promise<Kernel.IKernelConnection | null> | null = null;
+  private _controlKernelFor: Kernel.IKernelConnection | null = null;
+  private _messageReceived = new Signal<this, KernelMessage>(this);
+  private _stateChanged = new Signal<this, ConnectionState>(this);
+}

@@ -1,0 +1,52 @@
+/**
+ * The JupyterLab plugin: registers the "Codelia" right-side panel, its command (palette entry and
+ * keyboard shortcut, see schema/plugin.json) and makes the panel follow the active notebook.
+ */
+
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+
+import { CodeliaPanel } from './panel';
+
+export const COMMAND_OPEN = 'codelia:open';
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-codelia:plugin',
+  description: 'A side-panel chat with the Codelia agent running in the notebook kernel.',
+  autoStart: true,
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  optional: [ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const panel = new CodeliaPanel(rendermime);
+    panel.title.label = '';
+    app.shell.add(panel, 'right', { rank: 600 });
+    restorer?.add(panel, 'jupyter-codelia-panel');
+
+    panel.follow(tracker.currentWidget);
+    tracker.currentChanged.connect((_, notebook) => panel.follow(notebook));
+
+    app.commands.addCommand(COMMAND_OPEN, {
+      label: 'Open Codelia chat',
+      caption: 'Show the Codelia side panel and focus its message box',
+      execute: () => {
+        app.shell.activateById(panel.id);
+        panel.focusInput();
+      }
+    });
+    palette?.addItem({ command: COMMAND_OPEN, category: 'Codelia' });
+  }
+};
+
+export default plugin;

@@ -1,0 +1,640 @@
+/**
+ * The "Codelia" side panel: follows the active notebook, talks to its kernel over the `codelia`
+ * comm, and shows the chat (transcript, todos, usage meter, composer), the session picker and the
+ * cache browser. All state lives in the `Transcript` model; this widget wires events to it.
+ */
+
+import { ISessionContext } from '@jupyterlab/apputils';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { Widget } from '@lumino/widgets';
+
+import { CacheBrowser } from './cache';
+import { CodeliaConnection, ConnectionState } from './connection';
+import { button, el, formatTokens } from './dom';
+import { codeliaIcon } from './icon';
+import { KernelMessage, PermissionDecision, SessionSummary } from './protocol';
+import { listSessions, sessionTranscript } from './rest';
+import { Change, PermissionItem, Transcript, UsageMeter } from './transcript';
+import { TranscriptView } from './view';
+
+export const PANEL_ID = 'jp-codelia-panel';
+export const BUSY_FALLBACK_MESSAGE =
+  'the kernel is busy; Stop will take effect when the current cell finishes';
+
+const STATE_LABELS: { [state in ConnectionState]: string } = {
+  'no-kernel': 'no kernel',
+  connecting: 'connecting…',
+  'loading-extension': 'loading jupyter_codelia…',
+  ready: 'connected',
+  failed: 'not connected',
+  closed: 'disconnected'
+};
+
+const TODO_MARKS = { pending: '○', in_progress: '◐', completed: '●' } as const;
+
+export class CodeliaPanel extends Widget {
+  readonly transcript: Transcript;
+  readonly view: TranscriptView;
+
+  constructor(rendermime: IRenderMimeRegistry) {
+    super();
+    this.id = PANEL_ID;
+    this.addClass('jp-codelia-panel');
+    this.title.icon = codeliaIcon;
+    this.title.caption = 'Codelia: chat with the agent in this notebook’s kernel';
+    this.transcript = new Transcript();
+    this.view = new TranscriptView(rendermime, {
+      respond: (item, decision, reason) => void this.respond(item, decision, reason),
+      openCacheEntry: refId => {
+        this.toggleDrawer(this.cacheDrawer, true);
+        void this.cache.open(refId);
+      }
+    });
+    this.cache = new CacheBrowser(() => this.connection);
+
+    const header = el('div', 'jp-codelia-header');
+    const title = el('div', 'jp-codelia-title');
+    title.append(el('span', 'jp-codelia-title-text', 'Codelia'), this.kernelLabel);
+    this.kernelLabel.className = 'jp-codelia-kernel';
+    const tools = el('div', 'jp-codelia-toolbar');
+    tools.append(
+      button(
+        'Sessions',
+        'jp-codelia-sessions-button',
+        () => this.toggleSessions(),
+        'Past sessions'
+      ),
+      button(
+        'New',
+        'jp-codelia-new-session',
+        () => this.newSession(),
+        'Start a new session'
+      ),
+      button(
+        'Cache',
+        'jp-codelia-cache-button',
+        () => {
+          const open = this.toggleDrawer(this.cacheDrawer);
+          if (open) {
+            void this.cache.refresh();
+          }
+        },
+        'Browse cached tool outputs'
+      )
+    );
+    header.append(title, tools);
+
+    this.sessionsDrawer.className = 'jp-codelia-drawer jp-codelia-sessions';
+    this.sessionsDrawer.hidden = true;
+    this.cacheDrawer.className = 'jp-codelia-drawer';
+    this.cacheDrawer.hidden = true;
+    this.cacheDrawer.appendChild(this.cache.node);
+
+    this.todos.className = 'jp-codelia-todos';
+    this.todos.hidden = true;
+    this.resumeBanner.className = 'jp-codelia-resume';
+    this.resumeBanner.hidden = true;
+
+    const composer = el('div', 'jp-codelia-composer');
+    this.input.className = 'jp-codelia-input';
+    this.input.rows = 3;
+    this.input.placeholder =
+      'Message Codelia (Enter to send, Shift+Enter for a new line)';
+    this.input.setAttribute('aria-label', 'Message Codelia');
+    this.input.addEventListener('keydown', event => {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        void this.send();
+      }
+    });
+    this.sendButton = button(
+      'Send',
+      'jp-mod-accept jp-codelia-send',
+      () => void this.send()
+    );
+    this.stopButton = button(
+      'Stop',
+      'jp-mod-warn jp-codelia-stop',
+      () => void this.stop()
+    );
+    this.stopButton.hidden = true;
+    const actions = el('div', 'jp-codelia-composer-actions');
+    actions.append(this.meter, this.stopButton, this.sendButton);
+    this.meter.className = 'jp-codelia-meter';
+    this.statusLine.className = 'jp-codelia-status';
+    this.statusLine.setAttribute('role', 'status');
+    composer.append(this.input, actions, this.statusLine);
+
+    this.node.append(
+      header,
+      this.sessionsDrawer,
+      this.cacheDrawer,
+      this.todos,
+      this.resumeBanner,
+      this.view.node,
+      composer
+    );
+    this.renderMeter(this.transcript.usage);
+    this.renderHeader();
+  }
+
+  /** The connection to the followed notebook's kernel, if any. */
+  get connection(): CodeliaConnection | null {
+    return this._connection;
+  }
+
+  /** Follow another notebook (or none). */
+  follow(notebook: NotebookPanel | null): void {
+    if (notebook === this.notebook) {
+      return;
+    }
+    this.detach();
+    this.notebook = notebook;
+    this.applyChanges(this.transcript.reset());
+    this.resumeSessionId = null;
+    this.startNewSession = false;
+    this.renderResume();
+    if (!notebook) {
+      this.renderHeader();
+      return;
+    }
+    const context = notebook.sessionContext;
+    context.kernelChanged.connect(this.onKernelChanged, this);
+    context.statusChanged.connect(this.onKernelStatus, this);
+    context.propertyChanged.connect(this.renderHeader, this);
+    notebook.disposed.connect(this.onNotebookDisposed, this);
+    void context.ready.then(() => {
+      if (this.notebook === notebook) {
+        void this.connect(context);
+      }
+    });
+    this.renderHeader();
+  }
+
+  /** Fold kernel messages into the model and the view (also used by the benchmark). */
+  ingest(message: KernelMessage): void {
+    this.applyChanges(this.transcript.apply(message));
+  }
+
+  focusInput(): void {
+    this.input.focus();
+  }
+
+  protected onActivateRequest(): void {
+    this.focusInput();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.detach();
+    this.view.dispose();
+    super.dispose();
+  }
+
+  private async connect(context: ISessionContext): Promise<void> {
+    this._connection?.dispose();
+    const connection = new CodeliaConnection(context);
+    this._connection = connection;
+    connection.messageReceived.connect((_, message) => this.onKernelMessage(message));
+    connection.stateChanged.connect(() => this.renderHeader());
+    await connection.connect();
+    if (connection.state === 'ready' && connection.hello) {
+      this.onKernelMessage(connection.hello);
+      await this.loadKernelHistory(connection);
+    }
+  }
+
+  /** Show what the kernel's current session already holds (the replay dedupes by seq). */
+  private async loadKernelHistory(connection: CodeliaConnection): Promise<void> {
+    const sessionId = connection.hello?.session_id;
+    if (!sessionId) {
+      return;
+    }
+    try {
+      const result = await connection.request('session.transcript', {
+        session_id: sessionId
+      });
+      const events = (result.events as KernelMessage[]) ?? [];
+      for (const message of events) {
+        this.ingest(message);
+      }
+    } catch (error) {
+      this.setStatus(
+        `Could not load this session’s history: ${errorText(error)}`,
+        'warning'
+      );
+    }
+  }
+
+  private onKernelMessage(message: KernelMessage): void {
+    this.ingest(message);
+    if (message.type === 'hello' || message.type === 'run.started') {
+      this.renderHeader();
+    }
+  }
+
+  private applyChanges(changes: Change[]): void {
+    if (changes.length === 0) {
+      return;
+    }
+    this.view.apply(changes);
+    for (const change of changes) {
+      if (change.op === 'todos') {
+        this.renderTodos();
+      } else if (change.op === 'usage') {
+        this.renderMeter(change.usage);
+      } else if (change.op === 'run' || change.op === 'reset') {
+        this.renderRunState();
+      } else if (change.op === 'kernel') {
+        this.renderHeader();
+      }
+    }
+    if (changes.some(change => change.op === 'reset')) {
+      this.renderTodos();
+      this.renderMeter(this.transcript.usage);
+    }
+  }
+
+  private async send(): Promise<void> {
+    const prompt = this.input.value.trim();
+    if (prompt === '') {
+      return;
+    }
+    const connection = this._connection;
+    if (!connection || connection.state !== 'ready') {
+      this.setStatus(
+        this.notebook
+          ? `Not connected to the kernel (${connection?.failure ?? STATE_LABELS[connection?.state ?? 'no-kernel']}).`
+          : 'Open a notebook first: Codelia runs in its kernel.',
+        'error'
+      );
+      return;
+    }
+    const fields: { [key: string]: unknown } = { prompt };
+    if (this.resumeSessionId) {
+      fields.session_id = this.resumeSessionId;
+    } else if (this.startNewSession) {
+      fields.new_session = true;
+    }
+    this.sendButton.disabled = true;
+    try {
+      const result = await connection.request('run.start', fields);
+      this.input.value = '';
+      this.resumeSessionId = null;
+      this.startNewSession = false;
+      this.renderResume();
+      this.setStatus('', 'info');
+      if (typeof result.run_id === 'string') {
+        // The kernel also broadcasts run.started; the model keeps one prompt per run.
+        this.ingest({
+          type: 'run.started',
+          run_id: result.run_id,
+          session_id: typeof result.session_id === 'string' ? result.session_id : null,
+          prompt,
+          source: 'panel'
+        });
+      }
+    } catch (error) {
+      this.setStatus(`Could not start the run: ${errorText(error)}`, 'error');
+    } finally {
+      this.renderRunState();
+    }
+  }
+
+  private async stop(): Promise<void> {
+    const runId = this.transcript.activeRunId;
+    const connection = this._connection;
+    if (!runId || !connection) {
+      return;
+    }
+    const run = this.transcript.runs.get(runId);
+    this.stopButton.disabled = true;
+    try {
+      const { route, result } = await connection.control('run.cancel', { run_id: runId });
+      if (route === 'comm' && connection.kernel?.status === 'busy') {
+        this.setStatus(`Stop sent, but ${BUSY_FALLBACK_MESSAGE}.`, 'warning', run);
+      } else {
+        this.setStatus('Stopping…', 'info');
+      }
+      await result;
+    } catch (error) {
+      this.setStatus(`Stop failed: ${errorText(error)}`, 'error', run);
+    } finally {
+      this.stopButton.disabled = false;
+    }
+  }
+
+  private async respond(
+    item: PermissionItem,
+    decision: PermissionDecision,
+    reason: string
+  ): Promise<void> {
+    const connection = this._connection;
+    const view = this.view.permissionView(item.id);
+    if (!connection) {
+      view?.showError('Not connected to the kernel.');
+      return;
+    }
+    const fields: { [key: string]: unknown } = {
+      permission_request_id: item.permissionRequestId,
+      decision
+    };
+    if (reason !== '') {
+      fields.reason = reason;
+    }
+    try {
+      const { route, result } = await connection.control('permission.respond', fields);
+      if (route === 'comm' && connection.kernel?.status === 'busy') {
+        this.setStatus(
+          'The kernel is busy; the answer is delivered when the current cell finishes.',
+          'warning'
+        );
+      }
+      await result;
+      // Show the answer at once; the kernel's permission.resolved confirms it.
+      this.ingest({
+        type: 'permission.resolved',
+        run_id: item.runId,
+        permission_request_id: item.permissionRequestId,
+        decision,
+        ...(reason !== '' ? { reason } : {})
+      });
+    } catch (error) {
+      view?.showError(`Could not send the answer: ${errorText(error)}`);
+    }
+  }
+
+  private newSession(): void {
+    this.applyChanges(this.transcript.reset());
+    this.resumeSessionId = null;
+    this.startNewSession = true;
+    this.renderResume();
+    this.toggleDrawer(this.sessionsDrawer, false);
+    this.focusInput();
+  }
+
+  private toggleSessions(): void {
+    if (this.toggleDrawer(this.sessionsDrawer)) {
+      void this.renderSessions();
+    }
+  }
+
+  private toggleDrawer(drawer: HTMLElement, open?: boolean): boolean {
+    drawer.hidden = open === undefined ? !drawer.hidden : !open;
+    return !drawer.hidden;
+  }
+
+  private async fetchSessions(): Promise<SessionSummary[]> {
+    try {
+      return await listSessions();
+    } catch (restError) {
+      // The server extension may be disabled; the kernel knows the same sessions.
+      if (this._connection?.state === 'ready') {
+        const result = await this._connection.request('sessions.list');
+        return (result.sessions as SessionSummary[]) ?? [];
+      }
+      throw restError;
+    }
+  }
+
+  private async renderSessions(): Promise<void> {
+    const drawer = this.sessionsDrawer;
+    drawer.textContent = '';
+    drawer.appendChild(el('div', 'jp-codelia-section-title', 'Sessions'));
+    let sessions: SessionSummary[];
+    try {
+      sessions = await this.fetchSessions();
+    } catch (error) {
+      drawer.appendChild(
+        el('div', 'jp-mod-error', `Could not list sessions: ${errorText(error)}`)
+      );
+      return;
+    }
+    if (sessions.length === 0) {
+      drawer.appendChild(el('div', 'jp-codelia-muted', 'No past sessions yet.'));
+    }
+    const list = el('div', 'jp-codelia-session-list');
+    list.setAttribute('role', 'listbox');
+    for (const session of sessions) {
+      const label = session.title || session.last_user_message || session.session_id;
+      const row = button('', 'jp-codelia-session', () => void this.resume(session));
+      row.setAttribute('role', 'option');
+      row.dataset.sessionId = session.session_id;
+      row.append(
+        el('span', 'jp-codelia-session-title', label),
+        el(
+          'span',
+          'jp-codelia-session-meta',
+          `${formatWhen(session.updated_at)} · ${session.message_count ?? 0} messages`
+        )
+      );
+      list.appendChild(row);
+    }
+    drawer.appendChild(list);
+  }
+
+  /** Show a past session and continue it with the next message. */
+  private async resume(session: SessionSummary): Promise<void> {
+    let events: KernelMessage[];
+    try {
+      events = await sessionTranscript(session.session_id);
+    } catch (restError) {
+      if (this._connection?.state !== 'ready') {
+        this.setStatus(`Could not load the session: ${errorText(restError)}`, 'error');
+        return;
+      }
+      try {
+        const result = await this._connection.request('session.transcript', {
+          session_id: session.session_id
+        });
+        events = (result.events as KernelMessage[]) ?? [];
+      } catch (error) {
+        this.setStatus(`Could not load the session: ${errorText(error)}`, 'error');
+        return;
+      }
+    }
+    this.applyChanges(this.transcript.reset());
+    for (const message of events) {
+      this.ingest(message);
+    }
+    this.resumeSessionId = session.session_id;
+    this.startNewSession = false;
+    this.renderResume(session);
+    this.toggleDrawer(this.sessionsDrawer, false);
+    this.focusInput();
+  }
+
+  private renderResume(session?: SessionSummary): void {
+    const banner = this.resumeBanner;
+    if (this.resumeSessionId && session) {
+      banner.textContent = `Resuming “${session.title || session.last_user_message || session.session_id}”: your next message continues this session.`;
+      banner.hidden = false;
+    } else if (this.startNewSession) {
+      banner.textContent = 'New session: your next message starts a fresh conversation.';
+      banner.hidden = false;
+    } else {
+      banner.hidden = true;
+    }
+  }
+
+  private renderHeader(): void {
+    const context = this.notebook?.sessionContext;
+    if (!context) {
+      this.kernelLabel.textContent = 'Open a notebook to chat with its kernel';
+      return;
+    }
+    const state = this._connection?.state ?? 'connecting';
+    const failure = state === 'failed' ? `: ${this._connection?.failure ?? ''}` : '';
+    const model = this.transcript.kernel.model
+      ? ` · ${this.transcript.kernel.model}`
+      : '';
+    const name = context.path.split('/').pop() || context.name;
+    this.kernelLabel.textContent = `${name} · ${context.kernelDisplayName}${model} · ${STATE_LABELS[state]}${failure}`;
+    this.kernelLabel.title = `Attached to the kernel of ${context.path}`;
+    this.kernelLabel.dataset.state = state;
+    if (this.transcript.kernel.apiKeyConfigured === false) {
+      this.setStatus(
+        'The kernel has no Anthropic API key: set ANTHROPIC_API_KEY in the environment that starts Jupyter.',
+        'warning'
+      );
+    }
+  }
+
+  private renderRunState(): void {
+    const runId = this.transcript.activeRunId;
+    const running = runId !== null;
+    this.stopButton.hidden = !running;
+    this.sendButton.disabled = running;
+    this.node.dataset.running = running ? 'true' : 'false';
+  }
+
+  private renderTodos(): void {
+    const todos = this.transcript.todos;
+    this.todos.textContent = '';
+    this.todos.hidden = todos.length === 0;
+    if (todos.length === 0) {
+      return;
+    }
+    const done = todos.filter(todo => todo.status === 'completed').length;
+    const details = el('details');
+    details.open = true;
+    details.appendChild(
+      el('summary', 'jp-codelia-section-title', `Todos (${done}/${todos.length})`)
+    );
+    const list = el('ul', 'jp-codelia-todo-list');
+    for (const todo of todos) {
+      const item = el('li', `jp-codelia-todo jp-codelia-todo-${todo.status}`);
+      item.append(
+        el('span', 'jp-codelia-todo-mark', TODO_MARKS[todo.status] ?? '○'),
+        el(
+          'span',
+          'jp-codelia-todo-text',
+          todo.status === 'in_progress' && todo.activeForm
+            ? todo.activeForm
+            : todo.content
+        )
+      );
+      list.appendChild(item);
+    }
+    details.appendChild(list);
+    this.todos.appendChild(details);
+  }
+
+  private renderMeter(usage: UsageMeter): void {
+    const cost = usage.costUsd === null ? 'cost unknown' : `$${usage.costUsd.toFixed(4)}`;
+    const context =
+      usage.contextLeftPercent === null
+        ? ''
+        : ` · ${usage.contextLeftPercent}% context left`;
+    this.meter.textContent = `${formatTokens(usage.inputTokens)} in · ${formatTokens(usage.outputTokens)} out · ${cost}${context}`;
+    this.meter.title =
+      `Tokens this session: ${usage.inputTokens} input (${usage.cacheReadTokens} from cache), ` +
+      `${usage.outputTokens} output` +
+      (usage.model ? ` on ${usage.model}` : '');
+  }
+
+  private setStatus(
+    text: string,
+    level: 'info' | 'warning' | 'error',
+    run?: { source: string } | undefined
+  ): void {
+    this.statusLine.textContent = text;
+    this.statusLine.dataset.level = level;
+    const kernel = this._connection?.kernel;
+    if (text !== '' && run?.source === 'magic' && kernel) {
+      // A blocking %%codelia run stops through the kernel interrupt.
+      this.statusLine.appendChild(
+        button(
+          'Interrupt the kernel',
+          'jp-codelia-interrupt',
+          () => void kernel.interrupt(),
+          'Stop the running %%codelia cell'
+        )
+      );
+    }
+  }
+
+  private detach(): void {
+    const context = this.notebook?.sessionContext;
+    if (context) {
+      context.kernelChanged.disconnect(this.onKernelChanged, this);
+      context.statusChanged.disconnect(this.onKernelStatus, this);
+      context.propertyChanged.disconnect(this.renderHeader, this);
+    }
+    this.notebook?.disposed.disconnect(this.onNotebookDisposed, this);
+    this._connection?.dispose();
+    this._connection = null;
+  }
+
+  private onNotebookDisposed(): void {
+    this.follow(null);
+  }
+
+  private onKernelChanged(context: ISessionContext): void {
+    this.applyChanges(this.transcript.reset());
+    void this.connect(context);
+  }
+
+  private onKernelStatus(context: ISessionContext, status: string): void {
+    if (status === 'restarting' || status === 'autorestarting') {
+      this.restarting = true;
+      this.renderHeader();
+    } else if (this.restarting && status === 'idle') {
+      this.restarting = false;
+      this.applyChanges(this.transcript.reset());
+      void this.connect(context);
+    }
+  }
+
+  private notebook: NotebookPanel | null = null;
+  private _connection: CodeliaConnection | null = null;
+  private resumeSessionId: string | null = null;
+  private startNewSession = false;
+  private restarting = false;
+  private readonly cache: CacheBrowser;
+  private readonly kernelLabel = el('span');
+  private readonly sessionsDrawer = el('div');
+  private readonly cacheDrawer = el('div');
+  private readonly todos = el('div');
+  private readonly resumeBanner = el('div');
+  private readonly input = el('textarea');
+  private readonly meter = el('span');
+  private readonly statusLine = el('div');
+  private readonly sendButton: HTMLButtonElement;
+  private readonly stopButton: HTMLButtonElement;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function formatWhen(iso: string | null): string {
+  if (!iso) {
+    return 'unknown time';
+  }
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}

@@ -1,0 +1,746 @@
+/**
+ * The transcript model: folds comm messages (docs/comm-protocol.md) into what the panel shows —
+ * chat items (user prompts, coalesced assistant text, tool cards, approval cards, notices), the
+ * todo list, the usage meter and the state of each run.
+ *
+ * `Transcript.apply(message)` is a deterministic reducer step: the same messages always build the
+ * same model, nothing outside the model is touched, and it returns the list of changes so a view
+ * can patch only what changed. Every step is O(1) in the size of the transcript (items are found
+ * through maps, never by scanning), so long sessions stay fast.
+ */
+
+import {
+  AgentEvent,
+  ContentPart,
+  JSONObject,
+  KernelMessage,
+  PermissionDecision,
+  RunSource,
+  RunStatus,
+  TERMINAL_RUN_STATUSES,
+  TodoItem
+} from './protocol';
+
+export type ToolStatus =
+  'running' | 'awaiting_approval' | 'completed' | 'error' | 'denied' | 'cancelled';
+
+export interface UserItem {
+  kind: 'user';
+  id: string;
+  runId: string;
+  text: string;
+  source: RunSource;
+}
+
+export interface TextItem {
+  kind: 'text' | 'reasoning';
+  id: string;
+  runId: string;
+  text: string;
+  /** True while deltas may still arrive. */
+  streaming: boolean;
+  /** True for the run's terminal answer. */
+  final: boolean;
+}
+
+export interface ImageRef {
+  url: string;
+}
+
+export interface ToolItem {
+  kind: 'tool';
+  id: string;
+  runId: string;
+  toolCallId: string;
+  tool: string;
+  displayName: string | null;
+  args: JSONObject;
+  status: ToolStatus;
+  startedAt: number | null;
+  durationMs: number | null;
+  result: string | null;
+  isError: boolean;
+  images: ImageRef[];
+  outputRef: string | null;
+  /** A unified diff: from the approval preview, or the `diff` field of the result JSON. */
+  diff: string | null;
+  summary: string | null;
+}
+
+export interface PermissionItem {
+  kind: 'permission';
+  id: string;
+  runId: string;
+  permissionRequestId: string;
+  tool: string;
+  toolCallId: string | null;
+  title: string;
+  message: string;
+  args: JSONObject;
+  rememberRules: string[];
+  /** `null` while the question is open; `expired` when the run ended unanswered. */
+  decision: PermissionDecision | 'expired' | null;
+  reason: string | null;
+}
+
+export interface NoticeItem {
+  kind: 'notice';
+  id: string;
+  runId: string;
+  level: 'info' | 'warning' | 'error';
+  text: string;
+}
+
+export type TranscriptItem = UserItem | TextItem | ToolItem | PermissionItem | NoticeItem;
+
+export interface UsageMeter {
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  /** Sum over runs; `null` when any run's cost is unknown (never a guess). */
+  costUsd: number | null;
+  contextLeftPercent: number | null;
+  contextLimit: number | null;
+}
+
+export interface RunState {
+  runId: string;
+  sessionId: string | null;
+  source: RunSource;
+  status: RunStatus;
+  message: string | null;
+}
+
+export interface KernelInfo {
+  sessionId: string | null;
+  model: string | null;
+  approvalMode: string | null;
+  apiKeyConfigured: boolean | null;
+}
+
+export type Change =
+  | { op: 'add'; item: TranscriptItem }
+  | { op: 'update'; item: TranscriptItem }
+  | { op: 'todos'; todos: TodoItem[] }
+  | { op: 'usage'; usage: UsageMeter }
+  | { op: 'run'; run: RunState }
+  | { op: 'kernel'; kernel: KernelInfo }
+  | { op: 'reset' };
+
+interface RunTotals {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cost: number | null;
+}
+
+const EMPTY_USAGE: UsageMeter = {
+  model: null,
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  costUsd: 0,
+  contextLeftPercent: null,
+  contextLimit: null
+};
+
+/** Parse a tool result that is a JSON object (write/edit/apply_patch return one with a diff). */
+function resultObject(result: string): JSONObject | null {
+  const trimmed = result.trimStart();
+  if (!trimmed.startsWith('{')) {
+    return null;
+  }
+  try {
+    const value: unknown = JSON.parse(trimmed);
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as JSONObject)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a text is a unified diff (tools that return a bare diff). */
+export function looksLikeDiff(text: string): boolean {
+  return /^(--- .*\n\+\+\+ .*\n@@ |diff --git )/.test(text);
+}
+
+function imagesOf(parts: ContentPart[] | undefined): ImageRef[] {
+  const images: ImageRef[] = [];
+  for (const part of parts ?? []) {
+    if (part.type === 'image_url') {
+      const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
+      if (typeof url === 'string' && url.startsWith('data:image/')) {
+        images.push({ url });
+      }
+    }
+  }
+  return images;
+}
+
+export class Transcript {
+  /** Items in display order. */
+  readonly items: TranscriptItem[] = [];
+  todos: TodoItem[] = [];
+  usage: UsageMeter = { ...EMPTY_USAGE };
+  kernel: KernelInfo = {
+    sessionId: null,
+    model: null,
+    approvalMode: null,
+    apiKeyConfigured: null
+  };
+  readonly runs = new Map<string, RunState>();
+  /** The run most recently started and not yet finished, if any. */
+  activeRunId: string | null = null;
+
+  private readonly byKey = new Map<string, TranscriptItem>();
+  private readonly openText = new Map<string, TextItem>();
+  private readonly lastSeq = new Map<string, number>();
+  private readonly runTotals = new Map<string, RunTotals>();
+  private readonly openTools = new Map<string, Set<ToolItem>>();
+  private readonly openPermissions = new Map<string, Set<PermissionItem>>();
+  private counter = 0;
+
+  /** @param clock - milliseconds now; injected so durations are deterministic in tests. */
+  constructor(private readonly clock: () => number = () => Date.now()) {}
+
+  /** Build a transcript from a list of messages (a pure function of its input). */
+  static from(messages: KernelMessage[], clock?: () => number): Transcript {
+    const transcript = new Transcript(clock);
+    for (const message of messages) {
+      transcript.apply(message);
+    }
+    return transcript;
+  }
+
+  /** Forget everything (another notebook, a new session, a session loaded from history). */
+  reset(): Change[] {
+    this.items.length = 0;
+    this.todos = [];
+    this.usage = { ...EMPTY_USAGE };
+    this.runs.clear();
+    this.activeRunId = null;
+    for (const map of [
+      this.byKey,
+      this.openText,
+      this.lastSeq,
+      this.runTotals,
+      this.openTools,
+      this.openPermissions
+    ]) {
+      map.clear();
+    }
+    return [{ op: 'reset' }];
+  }
+
+  /** Fold one message into the model; returns what changed (empty when nothing did). */
+  apply(message: KernelMessage): Change[] {
+    switch (message.type) {
+      case 'hello':
+        this.kernel = {
+          sessionId: message.session_id ?? null,
+          model: message.model ?? null,
+          approvalMode: message.approval_mode ?? null,
+          apiKeyConfigured: message.api_key_configured ?? null
+        };
+        if (message.active_run) {
+          const run = message.active_run;
+          return [
+            { op: 'kernel', kernel: this.kernel },
+            ...this.startRun(run.run_id, run.session_id, run.prompt, run.source)
+          ];
+        }
+        return [{ op: 'kernel', kernel: this.kernel }];
+      case 'run.started':
+        return this.startRun(
+          message.run_id,
+          message.session_id,
+          message.prompt,
+          message.source
+        );
+      case 'agent.event': {
+        const last = this.lastSeq.get(message.run_id);
+        if (typeof message.seq === 'number') {
+          if (last !== undefined && message.seq <= last) {
+            return []; // already applied (history replay overlapping the live stream)
+          }
+          this.lastSeq.set(message.run_id, message.seq);
+        }
+        return this.applyEvent(message.run_id, message.event);
+      }
+      case 'run.status':
+        return this.setRunStatus(message.run_id, message.status, message.message ?? null);
+      case 'permission.request':
+        return this.openPermission(message.run_id, message.permission_request_id, {
+          tool: message.tool,
+          toolCallId: message.tool_call_id ?? null,
+          title: message.title,
+          message: message.message,
+          args: message.args ?? {},
+          rememberRules: message.remember_rules ?? []
+        });
+      case 'permission.resolved':
+        return this.resolvePermission(
+          message.permission_request_id,
+          message.decision,
+          message.reason ?? null
+        );
+      case 'todos.updated':
+        return this.setTodos(message.todos);
+      default:
+        return [];
+    }
+  }
+
+  private nextId(prefix: string): string {
+    this.counter += 1;
+    return `${prefix}-${this.counter}`;
+  }
+
+  private add(key: string | null, item: TranscriptItem): Change {
+    this.items.push(item);
+    if (key !== null) {
+      this.byKey.set(key, item);
+    }
+    return { op: 'add', item };
+  }
+
+  private ensureRun(runId: string): RunState {
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = { runId, sessionId: null, source: 'magic', status: 'running', message: null };
+      this.runs.set(runId, run);
+    }
+    return run;
+  }
+
+  private startRun(
+    runId: string,
+    sessionId: string | null,
+    prompt: string,
+    source: RunSource
+  ): Change[] {
+    const changes: Change[] = [];
+    const known = this.runs.get(runId);
+    const run = this.ensureRun(runId);
+    run.sessionId = sessionId ?? run.sessionId;
+    run.source = source ?? run.source;
+    if (!known || !TERMINAL_RUN_STATUSES.has(run.status)) {
+      this.activeRunId = runId;
+    }
+    changes.push({ op: 'run', run: { ...run } });
+    const key = `user:${runId}`;
+    if (!this.byKey.has(key)) {
+      changes.push(
+        this.add(key, {
+          kind: 'user',
+          id: this.nextId('user'),
+          runId,
+          text: prompt,
+          source
+        })
+      );
+    }
+    return changes;
+  }
+
+  private setRunStatus(
+    runId: string,
+    status: RunStatus,
+    message: string | null
+  ): Change[] {
+    const run = this.ensureRun(runId);
+    const wasTerminal = TERMINAL_RUN_STATUSES.has(run.status);
+    if (wasTerminal && run.status === status) {
+      return []; // a replayed run.status and run.end report the same ending
+    }
+    run.status = status;
+    run.message = message;
+    const changes: Change[] = [{ op: 'run', run: { ...run } }];
+    if (!TERMINAL_RUN_STATUSES.has(status)) {
+      if (!wasTerminal) {
+        this.activeRunId = runId;
+      }
+      return changes;
+    }
+    if (this.activeRunId === runId) {
+      this.activeRunId = null;
+    }
+    changes.push(...this.closeText(runId));
+    const toolStatus: ToolStatus = status === 'completed' ? 'completed' : 'cancelled';
+    for (const tool of this.openTools.get(runId) ?? []) {
+      tool.status = toolStatus;
+      changes.push({ op: 'update', item: tool });
+    }
+    this.openTools.delete(runId);
+    for (const permission of this.openPermissions.get(runId) ?? []) {
+      permission.decision = 'expired';
+      changes.push({ op: 'update', item: permission });
+    }
+    this.openPermissions.delete(runId);
+    if (status === 'cancelled') {
+      changes.push(this.notice(runId, 'warning', message ?? 'Stopped.'));
+    } else if (status === 'error') {
+      changes.push(this.notice(runId, 'error', message ?? 'The run failed.'));
+    }
+    return changes;
+  }
+
+  private notice(runId: string, level: NoticeItem['level'], text: string): Change {
+    return this.add(null, {
+      kind: 'notice',
+      id: this.nextId('notice'),
+      runId,
+      level,
+      text
+    });
+  }
+
+  private closeText(runId: string): Change[] {
+    const open = this.openText.get(runId);
+    if (!open) {
+      return [];
+    }
+    this.openText.delete(runId);
+    open.streaming = false;
+    return [{ op: 'update', item: open }];
+  }
+
+  private streamText(runId: string, kind: TextItem['kind'], delta: string): Change[] {
+    const open = this.openText.get(runId);
+    if (open && open.kind === kind) {
+      open.text += delta;
+      return [{ op: 'update', item: open }];
+    }
+    const changes = this.closeText(runId);
+    const item: TextItem = {
+      kind,
+      id: this.nextId(kind),
+      runId,
+      text: delta,
+      streaming: true,
+      final: false
+    };
+    this.openText.set(runId, item);
+    changes.push(this.add(null, item));
+    return changes;
+  }
+
+  /** A whole block: it replaces the streamed text of the same kind, or becomes a new item. */
+  private wholeText(
+    runId: string,
+    kind: TextItem['kind'],
+    content: string,
+    final: boolean
+  ): Change[] {
+    const open = this.openText.get(runId);
+    if (open && open.kind === kind) {
+      this.openText.delete(runId);
+      open.text = content;
+      open.streaming = false;
+      open.final = final;
+      return [{ op: 'update', item: open }];
+    }
+    const changes = this.closeText(runId);
+    if (content.trim() === '') {
+      return changes;
+    }
+    const item: TextItem = {
+      kind,
+      id: this.nextId(kind),
+      runId,
+      text: content,
+      streaming: false,
+      final
+    };
+    changes.push(this.add(null, item));
+    return changes;
+  }
+
+  private toolKey(runId: string, toolCallId: string): string {
+    return `tool:${runId}:${toolCallId}`;
+  }
+
+  private ensureTool(runId: string, toolCallId: string, tool: string): Change[] {
+    const key = this.toolKey(runId, toolCallId);
+    const existing = this.byKey.get(key);
+    if (existing) {
+      return [];
+    }
+    const changes = this.closeText(runId);
+    const item: ToolItem = {
+      kind: 'tool',
+      id: this.nextId('tool'),
+      runId,
+      toolCallId,
+      tool,
+      displayName: null,
+      args: {},
+      status: 'running',
+      startedAt: this.clock(),
+      durationMs: null,
+      result: null,
+      isError: false,
+      images: [],
+      outputRef: null,
+      diff: null,
+      summary: null
+    };
+    let open = this.openTools.get(runId);
+    if (!open) {
+      open = new Set();
+      this.openTools.set(runId, open);
+    }
+    open.add(item);
+    changes.push(this.add(key, item));
+    return changes;
+  }
+
+  private tool(runId: string, toolCallId: string | null | undefined): ToolItem | null {
+    if (!toolCallId) {
+      return null;
+    }
+    const item = this.byKey.get(this.toolKey(runId, toolCallId));
+    return item && item.kind === 'tool' ? item : null;
+  }
+
+  private finishTool(
+    item: ToolItem,
+    status: ToolStatus,
+    durationMs: number | null
+  ): void {
+    item.status = status;
+    if (durationMs !== null) {
+      item.durationMs = durationMs;
+    } else if (item.durationMs === null && item.startedAt !== null) {
+      item.durationMs = Math.max(0, this.clock() - item.startedAt);
+    }
+    this.openTools.get(item.runId)?.delete(item);
+  }
+
+  private applyEvent(runId: string, event: AgentEvent): Change[] {
+    this.ensureRun(runId);
+    switch (event.type) {
+      case 'text_delta':
+        return this.streamText(runId, 'text', event.delta);
+      case 'reasoning_delta':
+        return this.streamText(runId, 'reasoning', event.delta);
+      case 'text':
+        return this.wholeText(runId, 'text', event.content, false);
+      case 'reasoning':
+        return this.wholeText(runId, 'reasoning', event.content, false);
+      case 'final':
+        return this.wholeText(runId, 'text', event.content, true);
+      case 'step_start':
+        return this.ensureTool(runId, event.step_id, event.title);
+      case 'tool_call': {
+        const changes = this.ensureTool(runId, event.tool_call_id, event.tool);
+        const item = this.tool(runId, event.tool_call_id)!;
+        item.tool = event.tool;
+        item.displayName = event.display_name ?? null;
+        item.args = event.args ?? {};
+        if (changes.length === 0 || changes[changes.length - 1].op !== 'add') {
+          changes.push({ op: 'update', item });
+        }
+        return changes;
+      }
+      case 'permission.preview': {
+        const item = this.tool(runId, event.tool_call_id);
+        if (!item) {
+          return [];
+        }
+        item.diff = event.diff ?? item.diff;
+        item.summary = event.summary ?? item.summary;
+        return [{ op: 'update', item }];
+      }
+      case 'permission.ready': {
+        const item = this.tool(runId, event.tool_call_id);
+        if (!item || item.status !== 'running') {
+          return [];
+        }
+        item.status = 'awaiting_approval';
+        return [{ op: 'update', item }];
+      }
+      case 'permission.request':
+        return this.openPermission(runId, event.request_id, {
+          tool: event.tool,
+          toolCallId: event.tool_call_id ?? null,
+          title: event.title,
+          message: event.message,
+          args: event.args ?? {},
+          rememberRules: event.remember_rules ?? []
+        });
+      case 'permission.resolved':
+        return this.resolvePermission(
+          event.request_id,
+          event.decision,
+          event.reason ?? null
+        );
+      case 'tool_result': {
+        const changes = this.ensureTool(runId, event.tool_call_id, event.tool);
+        const item = this.tool(runId, event.tool_call_id)!;
+        item.result = event.result;
+        item.isError = event.is_error === true;
+        item.images = imagesOf(event.parts);
+        item.outputRef = event.output_ref ?? null;
+        const parsed = resultObject(event.result);
+        if (parsed && typeof parsed.diff === 'string' && parsed.diff !== '') {
+          item.diff = parsed.diff;
+          item.summary =
+            typeof parsed.summary === 'string' ? parsed.summary : item.summary;
+        } else if (looksLikeDiff(event.result)) {
+          item.diff = event.result;
+        }
+        const denied = item.isError && /^Permission denied/.test(event.result);
+        this.finishTool(
+          item,
+          denied ? 'denied' : item.isError ? 'error' : 'completed',
+          null
+        );
+        changes.push({ op: 'update', item });
+        return changes;
+      }
+      case 'step_complete': {
+        const item = this.tool(runId, event.step_id);
+        if (!item) {
+          return [];
+        }
+        const status: ToolStatus =
+          item.status === 'denied'
+            ? 'denied'
+            : event.status === 'error'
+              ? 'error'
+              : 'completed';
+        this.finishTool(item, status, event.duration_ms);
+        return [{ op: 'update', item }];
+      }
+      case 'llm.retry':
+        return [
+          this.notice(
+            runId,
+            'warning',
+            `The model call failed (${event.failure_kind}${event.status ? ` ${event.status}` : ''}); ` +
+              `retrying in ${(event.delay_ms / 1000).toFixed(1)} s ` +
+              `(attempt ${event.next_attempt} of ${event.max_attempts}).`
+          )
+        ];
+      case 'compaction_complete':
+        return event.compacted
+          ? [
+              this.notice(
+                runId,
+                'info',
+                'Older context was compacted to stay within the limit.'
+              )
+            ]
+          : [];
+      case 'usage':
+        return this.addUsage(runId, event);
+      case 'todos.updated':
+        return this.setTodos(event.todos);
+      default:
+        return [];
+    }
+  }
+
+  private openPermission(
+    runId: string,
+    permissionRequestId: string,
+    fields: Pick<
+      PermissionItem,
+      'tool' | 'toolCallId' | 'title' | 'message' | 'args' | 'rememberRules'
+    >
+  ): Change[] {
+    const key = `permission:${permissionRequestId}`;
+    if (this.byKey.has(key)) {
+      return []; // sent both as an agent event and as a comm notification
+    }
+    this.ensureRun(runId);
+    const changes = this.closeText(runId);
+    const item: PermissionItem = {
+      kind: 'permission',
+      id: this.nextId('permission'),
+      runId,
+      permissionRequestId,
+      ...fields,
+      decision: null,
+      reason: null
+    };
+    let open = this.openPermissions.get(runId);
+    if (!open) {
+      open = new Set();
+      this.openPermissions.set(runId, open);
+    }
+    open.add(item);
+    changes.push(this.add(key, item));
+    const tool = this.tool(runId, fields.toolCallId);
+    if (tool && tool.status === 'running') {
+      tool.status = 'awaiting_approval';
+      changes.push({ op: 'update', item: tool });
+    }
+    return changes;
+  }
+
+  private resolvePermission(
+    permissionRequestId: string,
+    decision: PermissionDecision,
+    reason: string | null
+  ): Change[] {
+    const item = this.byKey.get(`permission:${permissionRequestId}`);
+    if (!item || item.kind !== 'permission') {
+      return [];
+    }
+    if (item.decision === decision && item.reason === reason) {
+      return [];
+    }
+    item.decision = decision;
+    item.reason = reason;
+    this.openPermissions.get(item.runId)?.delete(item);
+    const changes: Change[] = [{ op: 'update', item }];
+    const tool = this.tool(item.runId, item.toolCallId);
+    if (tool && tool.status === 'awaiting_approval') {
+      tool.status = decision === 'deny' ? 'denied' : 'running';
+      changes.push({ op: 'update', item: tool });
+    }
+    return changes;
+  }
+
+  private setTodos(todos: TodoItem[]): Change[] {
+    this.todos = todos.map(todo => ({ ...todo }));
+    return [{ op: 'todos', todos: this.todos }];
+  }
+
+  private addUsage(
+    runId: string,
+    event: Extract<AgentEvent, { type: 'usage' }>
+  ): Change[] {
+    const previous = this.runTotals.get(runId) ?? {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cost: 0
+    };
+    const cacheRead = previous.cacheRead + (event.cache_read_tokens ?? 0);
+    const next: RunTotals = {
+      input: event.total_input_tokens,
+      output: event.total_output_tokens,
+      cacheRead,
+      cost: event.total_cost_usd ?? null
+    };
+    this.runTotals.set(runId, next);
+    const usage = this.usage;
+    usage.model = event.model;
+    usage.inputTokens += next.input - previous.input;
+    usage.outputTokens += next.output - previous.output;
+    usage.cacheReadTokens += next.cacheRead - previous.cacheRead;
+    if (usage.costUsd !== null && previous.cost !== null && next.cost !== null) {
+      usage.costUsd += next.cost - previous.cost;
+    } else {
+      usage.costUsd = null;
+    }
+    usage.contextLeftPercent = event.context_left_percent ?? usage.contextLeftPercent;
+    usage.contextLimit = event.context_limit ?? usage.contextLimit;
+    return [{ op: 'usage', usage: { ...usage } }];
+  }
+}

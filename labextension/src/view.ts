@@ -1,0 +1,401 @@
+/**
+ * The transcript view: turns `Change`s from the transcript model into DOM, one node per item.
+ * Adding an item appends one node and updating an item touches only that item's node, so the
+ * cost of an event does not grow with the length of the conversation. Markdown goes through
+ * JupyterLab's own rendermime markdown renderer (untrusted, so it is sanitised).
+ */
+
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+
+import { button, el, formatDuration, renderDiff } from './dom';
+import { PermissionDecision } from './protocol';
+import {
+  Change,
+  NoticeItem,
+  PermissionItem,
+  TextItem,
+  ToolItem,
+  ToolStatus,
+  TranscriptItem,
+  UserItem
+} from './transcript';
+
+/** What the view asks its owner to do (answers reach the kernel through the connection). */
+export interface TranscriptActions {
+  respond(item: PermissionItem, decision: PermissionDecision, reason: string): void;
+  openCacheEntry(refId: string): void;
+}
+
+/** Streaming markdown is re-rendered at most this often per item. */
+const MARKDOWN_THROTTLE_MS = 80;
+/** Longer results are cut in the card (the whole output stays in the cache browser). */
+const RESULT_DISPLAY_CHARS = 20_000;
+/** Keep following the bottom when the reader is this close to it. */
+const STICK_TO_BOTTOM_PX = 48;
+
+const STATUS_LABELS: { [status in ToolStatus]: string } = {
+  running: 'running',
+  awaiting_approval: 'waiting for approval',
+  completed: 'done',
+  error: 'error',
+  denied: 'denied',
+  cancelled: 'stopped'
+};
+
+interface ItemView {
+  readonly node: HTMLElement;
+  update(item: TranscriptItem): void;
+  dispose(): void;
+}
+
+class UserView implements ItemView {
+  readonly node: HTMLElement;
+  constructor(item: UserItem) {
+    this.node = el('div', 'jp-codelia-item jp-codelia-user');
+    if (item.source === 'magic') {
+      this.node.appendChild(el('span', 'jp-codelia-badge', '%%codelia'));
+    }
+    this.node.appendChild(el('div', 'jp-codelia-user-text', item.text));
+  }
+  update(): void {
+    // prompts never change
+  }
+  dispose(): void {}
+}
+
+class MarkdownView implements ItemView {
+  readonly node: HTMLElement;
+  private renderer: IRenderMime.IRenderer;
+  private timer: number | null = null;
+  private rendered = '';
+  private latest: TextItem;
+
+  constructor(item: TextItem, rendermime: IRenderMimeRegistry) {
+    this.latest = item;
+    const classes =
+      item.kind === 'reasoning'
+        ? 'jp-codelia-item jp-codelia-reasoning'
+        : 'jp-codelia-item jp-codelia-assistant';
+    this.node = el('div', classes);
+    this.renderer = rendermime.createRenderer('text/markdown');
+    if (item.kind === 'reasoning') {
+      const details = el('details');
+      details.appendChild(el('summary', undefined, 'Thinking'));
+      details.appendChild(this.renderer.node);
+      this.node.appendChild(details);
+    } else {
+      this.node.appendChild(this.renderer.node);
+    }
+    this.update(item);
+  }
+
+  update(item: TranscriptItem): void {
+    this.latest = item as TextItem;
+    this.node.classList.toggle('jp-codelia-streaming', this.latest.streaming);
+    this.node.classList.toggle('jp-codelia-final', this.latest.final);
+    if (!this.latest.streaming) {
+      this.flush();
+    } else if (this.timer === null) {
+      this.timer = window.setTimeout(() => this.flush(), MARKDOWN_THROTTLE_MS);
+    }
+  }
+
+  private flush(): void {
+    if (this.timer !== null) {
+      window.clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const text = this.latest.text;
+    if (text === this.rendered) {
+      return;
+    }
+    this.rendered = text;
+    const model = new MimeModel({ data: { 'text/markdown': text }, trusted: false });
+    void this.renderer.renderModel(model);
+  }
+
+  dispose(): void {
+    if (this.timer !== null) {
+      window.clearTimeout(this.timer);
+    }
+    this.renderer.dispose();
+  }
+}
+
+function prettyJson(value: unknown): string {
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+class ToolView implements ItemView {
+  readonly node: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly duration: HTMLElement;
+  private readonly name: HTMLElement;
+  private readonly body: HTMLElement;
+
+  constructor(
+    item: ToolItem,
+    private readonly actions: TranscriptActions
+  ) {
+    this.node = el('details', 'jp-codelia-item jp-codelia-tool');
+    const summary = el('summary', 'jp-codelia-tool-header');
+    this.status = el('span', 'jp-codelia-tool-status');
+    this.name = el('span', 'jp-codelia-tool-name');
+    this.duration = el('span', 'jp-codelia-tool-duration');
+    summary.append(this.status, this.name, this.duration);
+    this.body = el('div', 'jp-codelia-tool-body');
+    this.node.append(summary, this.body);
+    this.update(item);
+  }
+
+  update(value: TranscriptItem): void {
+    const item = value as ToolItem;
+    this.node.dataset.status = item.status;
+    this.status.textContent = STATUS_LABELS[item.status];
+    this.name.textContent = item.displayName ?? item.tool;
+    this.duration.textContent =
+      item.durationMs !== null ? formatDuration(item.durationMs) : '';
+    const body = this.body;
+    body.textContent = '';
+    if (Object.keys(item.args).length > 0) {
+      body.appendChild(el('div', 'jp-codelia-label', 'Arguments'));
+      body.appendChild(el('pre', 'jp-codelia-args', prettyJson(item.args)));
+    }
+    if (item.summary) {
+      body.appendChild(el('div', 'jp-codelia-tool-summary', item.summary));
+    }
+    if (item.diff) {
+      body.appendChild(renderDiff(item.diff));
+    }
+    for (const image of item.images) {
+      const img = el('img', 'jp-codelia-image');
+      img.src = image.url;
+      img.alt = `image returned by ${item.tool}`;
+      body.appendChild(img);
+    }
+    if (item.result !== null && !item.diff) {
+      const result = el('details', 'jp-codelia-result');
+      result.open = item.isError;
+      const clipped = item.result.length > RESULT_DISPLAY_CHARS;
+      result.appendChild(
+        el(
+          'summary',
+          undefined,
+          `${item.isError ? 'Error' : 'Result'} (${item.result.length.toLocaleString()} chars)`
+        )
+      );
+      result.appendChild(
+        el(
+          'pre',
+          item.isError ? 'jp-codelia-result-text jp-mod-error' : 'jp-codelia-result-text',
+          clipped ? item.result.slice(0, RESULT_DISPLAY_CHARS) + '\n…' : item.result
+        )
+      );
+      body.appendChild(result);
+    }
+    if (item.outputRef) {
+      const ref = item.outputRef;
+      body.appendChild(
+        button(
+          `Open ${ref} in the cache browser`,
+          'jp-codelia-link',
+          () => this.actions.openCacheEntry(ref),
+          'Browse the full output of this tool call'
+        )
+      );
+    }
+    // Cards that need attention open themselves; finished ones stay as the reader left them.
+    if (item.status === 'awaiting_approval' || item.status === 'error' || item.diff) {
+      this.node.setAttribute('open', '');
+    }
+  }
+
+  dispose(): void {}
+}
+
+const DECISION_LABELS: { [decision: string]: string } = {
+  allow: 'Allowed',
+  allow_remember: 'Always allowed',
+  deny: 'Denied',
+  expired: 'Not answered (the run ended)'
+};
+
+class PermissionView implements ItemView {
+  readonly node: HTMLElement;
+  private readonly controls: HTMLElement;
+  private readonly outcome: HTMLElement;
+  private readonly reason: HTMLTextAreaElement;
+  private item: PermissionItem;
+
+  constructor(
+    item: PermissionItem,
+    private readonly actions: TranscriptActions
+  ) {
+    this.item = item;
+    this.node = el('div', 'jp-codelia-item jp-codelia-permission');
+    this.node.setAttribute('role', 'group');
+    this.node.setAttribute('aria-label', item.title);
+    this.node.appendChild(el('div', 'jp-codelia-permission-title', item.title));
+    this.node.appendChild(el('pre', 'jp-codelia-permission-message', item.message));
+    this.controls = el('div', 'jp-codelia-permission-controls');
+    this.reason = el('textarea', 'jp-codelia-permission-reason');
+    this.reason.rows = 1;
+    this.reason.placeholder = 'Reason for denying (optional, the agent sees it)';
+    const allow = button('Allow', 'jp-mod-accept jp-codelia-allow', () =>
+      this.answer('allow')
+    );
+    const always = button(
+      'Always allow',
+      'jp-codelia-allow-remember',
+      () => this.answer('allow_remember'),
+      item.rememberRules.length > 0
+        ? `Remember: ${item.rememberRules.join(', ')}`
+        : 'Do not ask again for this tool'
+    );
+    const deny = button('Deny', 'jp-mod-reject jp-codelia-deny', () =>
+      this.answer('deny')
+    );
+    this.controls.append(allow, always, deny, this.reason);
+    this.outcome = el('div', 'jp-codelia-permission-outcome');
+    this.node.append(this.controls, this.outcome);
+    this.update(item);
+  }
+
+  private answer(decision: PermissionDecision): void {
+    for (const node of Array.from(this.controls.querySelectorAll('button'))) {
+      node.disabled = true;
+    }
+    this.outcome.textContent = 'Sending…';
+    this.actions.respond(this.item, decision, this.reason.value.trim());
+  }
+
+  /** Called by the panel when sending the answer failed, so the person can try again. */
+  showError(message: string): void {
+    for (const node of Array.from(this.controls.querySelectorAll('button'))) {
+      node.disabled = false;
+    }
+    this.outcome.textContent = message;
+    this.outcome.classList.add('jp-mod-error');
+  }
+
+  update(value: TranscriptItem): void {
+    this.item = value as PermissionItem;
+    const decided = this.item.decision !== null;
+    this.node.dataset.decision = this.item.decision ?? 'pending';
+    this.controls.hidden = decided;
+    if (decided) {
+      const label =
+        DECISION_LABELS[this.item.decision ?? ''] ?? String(this.item.decision);
+      this.outcome.textContent = this.item.reason
+        ? `${label}: ${this.item.reason}`
+        : label;
+      this.outcome.classList.remove('jp-mod-error');
+    }
+  }
+
+  dispose(): void {}
+}
+
+class NoticeView implements ItemView {
+  readonly node: HTMLElement;
+  constructor(item: NoticeItem) {
+    this.node = el(
+      'div',
+      `jp-codelia-item jp-codelia-notice jp-codelia-notice-${item.level}`
+    );
+    this.node.setAttribute('role', item.level === 'error' ? 'alert' : 'status');
+    this.node.textContent = item.text;
+  }
+  update(): void {}
+  dispose(): void {}
+}
+
+export class TranscriptView {
+  readonly node: HTMLElement;
+  private readonly views = new Map<string, ItemView>();
+  private readonly empty: HTMLElement;
+
+  constructor(
+    private readonly rendermime: IRenderMimeRegistry,
+    private readonly actions: TranscriptActions
+  ) {
+    this.node = el('div', 'jp-codelia-transcript');
+    this.node.setAttribute('role', 'log');
+    this.node.setAttribute('aria-live', 'polite');
+    this.node.tabIndex = 0;
+    this.empty = el(
+      'div',
+      'jp-codelia-empty',
+      'Ask Codelia about your notebook, data or files. It runs in this notebook’s kernel.'
+    );
+    this.node.appendChild(this.empty);
+  }
+
+  /** Number of items shown. */
+  get size(): number {
+    return this.views.size;
+  }
+
+  permissionView(itemId: string): PermissionView | null {
+    const view = this.views.get(itemId);
+    return view instanceof PermissionView ? view : null;
+  }
+
+  apply(changes: Change[]): void {
+    if (changes.length === 0) {
+      return;
+    }
+    const stick =
+      this.node.scrollHeight - this.node.scrollTop - this.node.clientHeight <
+      STICK_TO_BOTTOM_PX;
+    for (const change of changes) {
+      if (change.op === 'reset') {
+        this.clear();
+      } else if (change.op === 'add') {
+        const view = this.create(change.item);
+        this.views.set(change.item.id, view);
+        this.node.appendChild(view.node);
+        this.empty.hidden = true;
+      } else if (change.op === 'update') {
+        this.views.get(change.item.id)?.update(change.item);
+      }
+    }
+    if (stick) {
+      this.node.scrollTop = this.node.scrollHeight;
+    }
+  }
+
+  clear(): void {
+    for (const view of this.views.values()) {
+      view.dispose();
+      view.node.remove();
+    }
+    this.views.clear();
+    this.empty.hidden = false;
+  }
+
+  dispose(): void {
+    this.clear();
+  }
+
+  private create(item: TranscriptItem): ItemView {
+    switch (item.kind) {
+      case 'user':
+        return new UserView(item);
+      case 'text':
+      case 'reasoning':
+        return new MarkdownView(item, this.rendermime);
+      case 'tool':
+        return new ToolView(item, this.actions);
+      case 'permission':
+        return new PermissionView(item, this.actions);
+      case 'notice':
+        return new NoticeView(item);
+    }
+  }
+}
