@@ -1,0 +1,143 @@
+"""Configuration precedence, option parsing and approval answers (no kernel needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+
+from jupyter_codelia.notebook.config import (
+    Codelia,
+    ConfigError,
+    api_key_configured,
+    describe_settings,
+    resolve_settings,
+)
+from jupyter_codelia.notebook.magics import parse_options
+from jupyter_codelia.notebook.runner import parse_answer
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("JUPYTER_CODELIA_HOME", str(tmp_path))
+    monkeypatch.delenv("JUPYTER_CODELIA_CONFIG", raising=False)
+    for name in ("MODEL", "APPROVAL_MODE", "MAX_ITERATIONS", "BACKGROUND"):
+        monkeypatch.delenv(f"JUPYTER_CODELIA_{name}", raising=False)
+    return tmp_path
+
+
+def test_precedence_traits_over_env_over_file_over_default(home: Path) -> None:
+    (home / "config.json").write_text(
+        json.dumps(
+            {
+                "model": "from-file",
+                "max_iterations": 7,
+                "background": True,
+                "permissions": {"allow": []},
+            }
+        )
+    )
+    env = {"JUPYTER_CODELIA_MODEL": "from-env", "JUPYTER_CODELIA_MAX_ITERATIONS": "9"}
+    traits = Codelia(model="from-traits")
+    settings = resolve_settings(traits, env)
+    assert settings.model == "from-traits"
+    assert settings.sources["model"] == "%config Codelia.model"
+    assert settings.max_iterations == 9
+    assert settings.sources["max_iterations"] == "$JUPYTER_CODELIA_MAX_ITERATIONS"
+    assert settings.background is True
+    assert settings.sources["background"].startswith("config file ")
+    assert settings.approval_mode == "minimal"
+    assert settings.sources["approval_mode"] == "default"
+    override = settings.with_overrides(model="per-call", approval_mode=None)
+    assert override.model == "per-call"
+    assert override.sources["model"] == "magic option"
+    assert override.approval_mode == "minimal"
+
+
+def test_bad_values_name_the_source(home: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_settings(None, {"JUPYTER_CODELIA_APPROVAL_MODE": "yolo"})
+    assert str(info.value) == (
+        "$JUPYTER_CODELIA_APPROVAL_MODE: approval_mode must be one of minimal, trusted, "
+        "full-access, got 'yolo'."
+    )
+    with pytest.raises(ConfigError, match="max_iterations must be a number, got 'many'"):
+        resolve_settings(None, {"JUPYTER_CODELIA_MAX_ITERATIONS": "many"})
+    with pytest.raises(ConfigError, match="background must be true or false"):
+        resolve_settings(None, {"JUPYTER_CODELIA_BACKGROUND": "perhaps"})
+    with pytest.raises(ConfigError, match="max_iterations must be a positive number"):
+        resolve_settings(Codelia(max_iterations=0), {})
+
+
+def test_config_file_errors(home: Path) -> None:
+    path = home / "config.json"
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"is not valid JSON .* Fix or delete it"):
+        resolve_settings(None, {})
+    path.write_text("[1]")
+    with pytest.raises(ConfigError, match="must hold a JSON object"):
+        resolve_settings(None, {})
+    path.write_text(json.dumps({"api_key": "sk-secret"}))
+    with pytest.raises(ConfigError) as info:
+        resolve_settings(None, {})
+    assert "unknown key 'api_key'" in str(info.value)
+    assert "read from ANTHROPIC_API_KEY, never from this file" in str(info.value)
+    assert "sk-secret" not in str(info.value)
+
+
+def test_config_path_from_env(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "elsewhere.json"
+    other.write_text(json.dumps({"model": "elsewhere"}))
+    monkeypatch.setenv("JUPYTER_CODELIA_CONFIG", str(other))
+    settings = resolve_settings(None, {})
+    assert settings.model == "elsewhere"
+    assert settings.config_path == other
+
+
+def test_describe_settings_never_shows_the_key(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")
+    text = describe_settings(resolve_settings(None, {}))
+    assert "sk-ant-very-secret" not in text
+    assert "api key         set" in text
+    assert api_key_configured({"ANTHROPIC_API_KEY": " "}) is False
+    assert api_key_configured({"ANTHROPIC_AUTH_TOKEN": "t"}) is True
+
+
+def test_parse_options_leaves_the_prompt_verbatim() -> None:
+    options = parse_options("--new --model claude-haiku-5-5 --max-iterations=5 what's 'this'?")
+    assert options.new
+    assert options.model == "claude-haiku-5-5"
+    assert options.max_iterations == 5
+    assert options.rest == "what's 'this'?"
+    assert parse_options("-- --new is text").rest == "--new is text"
+    assert parse_options("--background").background
+    assert parse_options("--resume abc plot").resume == "abc"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--nope hi", "Unknown option --nope. Known options:"),
+        ("--model", "--model needs a value, e.g. --model claude-sonnet-5-5."),
+        ("--max-iterations two hi", "--max-iterations needs a whole number, got 'two'."),
+        ("--max-iterations 0 hi", "--max-iterations must be at least 1, got 0."),
+        ("--new --resume abc hi", "--new and --resume exclude each other: pick one."),
+        ("--background --blocking hi", "--background and --blocking exclude each other"),
+        ("--demo=1", "--demo takes no value."),
+    ],
+)
+def test_parse_options_errors(line: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_options(line)
+    assert str(info.value).startswith(message)
+
+
+def test_parse_answer() -> None:
+    assert parse_answer("y") == ("allow", None)
+    assert parse_answer(" YES ") == ("allow", None)
+    assert parse_answer("a") == ("allow_remember", None)
+    assert parse_answer("") == ("deny", None)
+    assert parse_answer("n") == ("deny", None)
+    assert parse_answer("use pandas instead") == ("deny", "use pandas instead")
