@@ -90,6 +90,7 @@ class AnthropicChat:
         self._api_key = api_key
         self._base_url = base_url
         self._client: AsyncAnthropic | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"AnthropicChat(model={self.model!r}, max_tokens={self.max_tokens})"
@@ -97,6 +98,16 @@ class AnthropicChat:
     @property
     def client(self) -> AsyncAnthropic:
         """The SDK client (built on first use, retries off)."""
+        return self._client_for_loop(None)
+
+    def _client_for_loop(self, loop: asyncio.AbstractEventLoop | None) -> AsyncAnthropic:
+        # Pooled connections belong to the event loop that opened them: a second
+        # ``asyncio.run(...)`` with the same chat would fail with "Event loop is closed".
+        # A client we built is rebuilt for a new loop; a caller's client is theirs to manage.
+        moved = self._client_loop is not None and loop is not None and loop is not self._client_loop
+        if self._client is not None and moved and self._given_client is None:
+            _retire_client(self._client)
+            self._client = None
         if self._client is None:
             if self._given_client is not None:
                 self._client = self._given_client.with_options(max_retries=0)
@@ -109,6 +120,9 @@ class AnthropicChat:
                     max_retries=0,
                     timeout=self.timeout_s,
                 )
+            self._client_loop = loop
+        elif self._client_loop is None:
+            self._client_loop = loop
         return self._client
 
     # --- ChatModel ---------------------------------------------------------------------------
@@ -192,7 +206,8 @@ class AnthropicChat:
         secrets = [self._api_key] if self._api_key else []
         completed = False
         try:
-            async with self.client.messages.stream(**request) as stream:
+            client = self._client_for_loop(asyncio.get_running_loop())
+            async with client.messages.stream(**request) as stream:
                 events = stream.__aiter__()
                 while True:
                     try:
@@ -225,6 +240,19 @@ class AnthropicChat:
             if error is None:
                 raise
             raise error from exc
+
+
+def _retire_client(client: AsyncAnthropic) -> None:
+    """Drop a client whose event loop is gone without the SDK's ``__del__`` trying to close
+    it on the current loop (that fails loudly with "Event loop is closed"). Its sockets are
+    closed when their transports are collected. Uses httpx2's client state: if that ever
+    changes, the only cost is the SDK's noisy log line."""
+    try:
+        from httpx2._client import ClientState
+
+        client._client._state = ClientState.CLOSED
+    except Exception:  # pragma: no cover - a different httpx2 layout
+        pass
 
 
 __all__ = ["DEFAULT_MODEL", "EPHEMERAL", "AnthropicChat"]

@@ -395,3 +395,13 @@ def test_bad_options_are_rejected_with_a_clear_message(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         AnthropicChat(**options)
+
+
+def test_one_chat_works_across_successive_event_loops() -> None:
+    # Scripts call asyncio.run(...) once per question: pooled connections of the first loop
+    # must not be reused on the second.
+    with ScriptedAnthropicServer(lambda _request: reply("again")) as server:
+        chat = make_chat(server)
+        answers = [asyncio.run(chat.ainvoke([UserMessage(content="q")])).messages for _ in range(3)]
+    assert answers == [[AssistantMessage(content="again")]] * 3
+    assert len(server.requests) == 3
