@@ -141,12 +141,51 @@ def _fold_optional(prop: Any) -> Any:
 
 
 def _object_root(schema: dict[str, Any]) -> None:
-    """Providers require ``type: object`` at the root, also for unions of objects."""
+    """Providers require ``type: object`` at the root, also for unions of objects.
+
+    Anthropic also rejects ``anyOf``/``oneOf``/``allOf`` at the root, so a union of object
+    schemas is merged into one object: every variant's properties (a property whose schemas
+    differ becomes an ``anyOf`` of them, constants an ``enum``), required only where every
+    variant requires it. Validation stays with the pydantic model, which still checks that
+    the arguments match one variant.
+    """
     if "type" in schema:
         return
     for word in ("anyOf", "oneOf"):
         variants = schema.get(word)
         if isinstance(variants, list) and variants:
             if all(isinstance(v, dict) and v.get("type") == "object" for v in variants):
-                schema["type"] = "object"
+                del schema[word]
+                schema.update(_merge_objects(variants))
             return
+
+
+def _merge_objects(variants: list[dict[str, Any]]) -> dict[str, Any]:
+    options: dict[str, list[Any]] = {}
+    for variant in variants:
+        for name, prop in variant.get("properties", {}).items():
+            seen = options.setdefault(name, [])
+            if prop not in seen:
+                seen.append(prop)
+    required = [
+        name for name in options if all(name in variant.get("required", ()) for variant in variants)
+    ]
+    merged: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: _one_of(schemas) for name, schemas in options.items()},
+    }
+    if required:
+        merged["required"] = required
+    if all(variant.get("additionalProperties") is False for variant in variants):
+        merged["additionalProperties"] = False
+    return merged
+
+
+def _one_of(schemas: list[Any]) -> Any:
+    if len(schemas) == 1:
+        return schemas[0]
+    consts = [s.get("const", ...) for s in schemas if isinstance(s, dict)]
+    types = {s.get("type") for s in schemas if isinstance(s, dict)}
+    if len(consts) == len(schemas) and ... not in consts and len(types) == 1:
+        return {"type": types.pop(), "enum": consts}
+    return {"anyOf": schemas}
