@@ -2,8 +2,10 @@
 
 Owns ``<sessions>/index.db``: one row per session (the list summary) and one row per run log
 (its session and path). The snapshot files and run-log headers stay the source of truth; the
-index is derived from them, so a missing, half-built or corrupted index is rebuilt from the files
-(the store supplies them) instead of losing sessions.
+index is derived from them. Each process reconciles the index with the files when it first opens
+it (rows added for files it lacks, rows dropped for files that are gone), so a missing, stale or
+corrupted index never loses a session: a crash between writing a snapshot and indexing it, a
+deleted ``index.db`` or a copied home all heal on the next open.
 
 Why SQLite rather than a summary file per session: ``list_sessions(limit=20)`` over 10,000
 sessions is one indexed query instead of 10,000 file reads, SQLite already serializes writers
@@ -17,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ._models import SessionSummary
 
@@ -34,7 +36,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
+    session_id TEXT,
     started_at TEXT NOT NULL,
     path TEXT NOT NULL
 );
@@ -50,25 +52,33 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class RunRow:
     run_id: str
-    session_id: str
+    session_id: str | None
     started_at: str
     path: str  # relative to the sessions directory, "/"-separated
 
 
-@dataclass(frozen=True)
-class IndexContents:
-    """Everything the index holds, as recovered from the files."""
+class IndexSource(Protocol):
+    """The files the index is derived from (implemented by the store)."""
 
-    sessions: list[SessionSummary]  # oldest save first
-    runs: list[RunRow]
+    def session_ids(self) -> set[str]:
+        """Ids of every snapshot on disk."""
+
+    def run_paths(self) -> set[str]:
+        """Every run log on disk, relative to the sessions directory."""
+
+    def summaries(self, session_ids: set[str]) -> list[SessionSummary]:
+        """Summaries of the readable snapshots among ``session_ids``, oldest save first."""
+
+    def run_rows(self, paths: set[str]) -> list[RunRow]:
+        """Rows for the run logs among ``paths`` whose header is readable."""
 
 
 class SessionIndex:
-    """Thread-safe access to the index; ``scan`` recovers its contents from the files."""
+    """Thread-safe access to the index, reconciled with ``source`` on first use."""
 
-    def __init__(self, path: Path, scan: Callable[[], IndexContents]) -> None:
+    def __init__(self, path: Path, source: IndexSource) -> None:
         self.path = path
-        self._scan = scan
+        self._source = source
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -142,28 +152,39 @@ class SessionIndex:
             )
             try:
                 db.execute("PRAGMA synchronous = NORMAL")
+                version = int(db.execute("PRAGMA user_version").fetchone()[0])
+                if version not in (0, _SCHEMA_VERSION):
+                    # Another release's layout: the index is derived data, so start it afresh.
+                    db.executescript("DROP TABLE IF EXISTS sessions; DROP TABLE IF EXISTS runs;")
                 db.executescript(_SCHEMA)
-                self._ensure_built(db)
+                self._reconcile(db)
             except BaseException:
                 db.close()
                 raise
             self._connection = db
         return self._connection
 
-    def _ensure_built(self, db: sqlite3.Connection) -> None:
-        # user_version is set in the same transaction as the rebuild, so a crash mid-rebuild
-        # leaves version 0 and the next process rebuilds again.
-        if _user_version(db) >= _SCHEMA_VERSION:
-            return
+    def _reconcile(self, db: sqlite3.Connection) -> None:
+        # Under the write lock, other processes cannot index a file between our listing of the
+        # files and our reading of the rows; they always write the file before its row, so a
+        # row whose file is missing was deleted, never "not yet written".
         db.execute("BEGIN IMMEDIATE")
         try:
-            if _user_version(db) < _SCHEMA_VERSION:  # another process may have just built it
-                contents = self._scan()
-                for summary in contents.sessions:
-                    _replace_session(db, summary)
-                for run in contents.runs:
-                    _replace_run(db, run)
-                db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            on_disk = self._source.session_ids()
+            indexed = {row[0] for row in db.execute("SELECT session_id FROM sessions")}
+            for summary in self._source.summaries(on_disk - indexed):
+                _replace_session(db, summary)
+            db.executemany(
+                "DELETE FROM sessions WHERE session_id = ?", [(i,) for i in indexed - on_disk]
+            )
+            runs_on_disk = self._source.run_paths()
+            runs_indexed = {row[0] for row in db.execute("SELECT path FROM runs")}
+            for run in self._source.run_rows(runs_on_disk - runs_indexed):
+                _replace_run(db, run)
+            db.executemany(
+                "DELETE FROM runs WHERE path = ?", [(p,) for p in runs_indexed - runs_on_disk]
+            )
+            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -177,11 +198,6 @@ class SessionIndex:
             damaged = self.path.with_name(self.path.name + suffix)
             if damaged.exists():
                 damaged.replace(damaged.with_name(damaged.name + ".corrupt"))
-
-
-def _user_version(db: sqlite3.Connection) -> int:
-    row = db.execute("PRAGMA user_version").fetchone()
-    return int(row[0])
 
 
 def _replace_session(db: sqlite3.Connection, summary: SessionSummary) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._redact import redact_secrets
-from ._index import IndexContents, RunRow, SessionIndex
+from ._index import RunRow, SessionIndex
 from ._jsonl import encode_json, read_jsonl, to_json_ready
 from ._models import (
     SCHEMA_VERSION,
@@ -84,7 +84,7 @@ class SessionStore:
         self.sessions_dir = resolved / "sessions"
         self._state_dir = self.sessions_dir / "state"
         self._tmp_dir = self._state_dir / ".tmp"
-        self._index = SessionIndex(self.sessions_dir / "index.db", self._scan_files)
+        self._index = SessionIndex(self.sessions_dir / "index.db", _StoreFiles(self.sessions_dir))
 
     # --- ids and run logs --------------------------------------------------------------------
 
@@ -118,8 +118,7 @@ class SessionStore:
         log = RunLog(path, os.fdopen(fd, "ab"), run_id=run_id, session_id=session_id)
         try:
             log.write_header(ready)
-            if session_id is not None:
-                self._index.add_run(RunRow(run_id, session_id, started_at, relative))
+            self._index.add_run(RunRow(run_id, session_id, started_at, relative))
         except BaseException:
             log.close()
             raise
@@ -250,41 +249,65 @@ class SessionStore:
                 f"{lock_path}; if no other kernel is saving, delete the lock file"
             ) from None
 
-    def _scan_files(self) -> IndexContents:
-        """What the index should hold, read from the snapshots and run-log headers."""
-        summaries: list[tuple[float, SessionSummary]] = []
-        if self._state_dir.is_dir():
-            for path in self._state_dir.glob("*.json"):
-                session_id = path.stem
-                try:
-                    state = _parse_state(session_id, path, path.read_bytes())
-                    mtime = path.stat().st_mtime
-                except (OSError, SessionLoadError, ValueError):
-                    continue  # unreadable snapshots are reported by load_state, not here
-                summaries.append((mtime, redact_secrets(summarize(state))))
-        summaries.sort(key=lambda item: item[0])
-        runs: list[RunRow] = []
-        for path in sorted(self.sessions_dir.glob("[0-9]*/[0-9]*/[0-9]*/*.jsonl")):
-            row = _run_row(path, self.sessions_dir)
-            if row is not None:
-                runs.append(row)
-        return IndexContents(sessions=[s for _, s in summaries], runs=runs)
 
+class _StoreFiles:
+    """The snapshot files and run logs, as the index sees them (its ``IndexSource``)."""
 
-def _run_row(path: Path, sessions_dir: Path) -> RunRow | None:
-    try:
-        header = next(read_jsonl(path), None)
-    except OSError:
-        return None
-    if header is None or header.get("type") != "header":
-        return None
-    run_id, session_id = header.get("run_id"), header.get("session_id")
-    started_at = header.get("started_at")
-    if not (isinstance(run_id, str) and isinstance(session_id, str)):
-        return None
-    if not isinstance(started_at, str):
-        started_at = ""
-    return RunRow(run_id, session_id, started_at, path.relative_to(sessions_dir).as_posix())
+    def __init__(self, sessions_dir: Path) -> None:
+        self.sessions_dir = sessions_dir
+        self.state_dir = sessions_dir / "state"
+
+    def session_ids(self) -> set[str]:
+        if not self.state_dir.is_dir():
+            return set()
+        return {
+            entry.name[: -len(".json")]
+            for entry in os.scandir(self.state_dir)
+            if entry.name.endswith(".json") and entry.is_file()
+        }
+
+    def run_paths(self) -> set[str]:
+        return {
+            path.relative_to(self.sessions_dir).as_posix()
+            for path in self.sessions_dir.glob("[0-9]*/[0-9]*/[0-9]*/*.jsonl")
+        }
+
+    def summaries(self, session_ids: set[str]) -> list[SessionSummary]:
+        found: list[tuple[float, SessionSummary]] = []
+        for session_id in session_ids:
+            path = self.state_dir / f"{session_id}.json"
+            try:
+                check_id("session id", session_id)
+                mtime = path.stat().st_mtime
+                state = _parse_state(session_id, path, path.read_bytes())
+            except (OSError, SessionLoadError, ValueError):
+                continue  # unreadable snapshots are reported by load_state, not here
+            found.append((mtime, redact_secrets(summarize(state))))
+        found.sort(key=lambda item: item[0])
+        return [summary for _, summary in found]
+
+    def run_rows(self, paths: set[str]) -> list[RunRow]:
+        rows: list[RunRow] = []
+        for relative in sorted(paths):
+            try:
+                header = next(read_jsonl(self.sessions_dir / relative), None)
+            except OSError:
+                continue
+            if header is None or header.get("type") != "header":
+                continue
+            run_id, session_id = header.get("run_id"), header.get("session_id")
+            started_at = header.get("started_at")
+            if not isinstance(run_id, str) or not isinstance(session_id, (str, type(None))):
+                continue
+            rows.append(
+                RunRow(
+                    run_id,
+                    session_id,
+                    started_at if isinstance(started_at, str) else "",
+                    relative,
+                )
+            )
+        return rows
 
 
 def _parse_state(session_id: str, path: Path, raw: bytes) -> SessionState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -236,3 +237,35 @@ def test_two_processes_share_one_home(store: SessionStore, run_python: RunPython
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "30"
+
+
+def test_index_heals_snapshots_written_or_deleted_behind_its_back(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    save(store, "kept", "2026-01-01T00:00:00Z")
+    save(store, "deleted", "2026-01-02T00:00:00Z")
+    with store.open_run_log(run_id="gone-run", session_id="kept", header={}) as gone:
+        pass
+    store.close()
+    # A crash between replacing a snapshot and indexing it, then a snapshot removed by hand.
+    late = SessionState(session_id="unindexed", updated_at="2026-01-03T00:00:00Z")
+    (tmp_path / "sessions" / "state" / "unindexed.json").write_text(late.model_dump_json())
+    (tmp_path / "sessions" / "state" / "deleted.json").unlink()
+    gone.path.unlink()
+
+    fresh = SessionStore(tmp_path)
+    assert [s.session_id for s in fresh.list_sessions()] == ["unindexed", "kept"]
+    assert fresh.run_log_paths("kept") == []
+
+
+def test_an_index_from_another_release_is_rebuilt(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    save(store, "s1", "2026-01-01T00:00:00Z")
+    store.close()
+    db = sqlite3.connect(tmp_path / "sessions" / "index.db", isolation_level=None)
+    try:
+        db.execute("DROP TABLE sessions")
+        db.execute("CREATE TABLE sessions (something_else TEXT)")
+        db.execute("PRAGMA user_version = 99")
+    finally:
+        db.close()
+    assert [s.session_id for s in SessionStore(tmp_path).list_sessions()] == ["s1"]
