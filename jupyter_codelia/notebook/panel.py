@@ -482,18 +482,34 @@ def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:
 
 
 def _paragraph_cut(text: str) -> int | None:
-    """Index just after the last blank line outside a code fence, or None."""
+    """Where to seal a long live block: after the last blank line outside a code fence.
+
+    A block with no paragraph break is cut after its last line break (outside a fence) once it
+    is twice the seal size, and at its last space once it is four times that, so no single
+    update grows without bound even for one endless paragraph.
+    """
     in_fence = False
-    cut: int | None = None
+    paragraph: int | None = None
+    line_break: int | None = None
     position = 0
     for line in text.splitlines(keepends=True):
         position += len(line)
         stripped = line.strip()
         if stripped.startswith("```") or stripped.startswith("~~~"):
             in_fence = not in_fence
-        elif not stripped and not in_fence and position < len(text):
-            cut = position
-    return cut
+        elif position < len(text) and not in_fence:
+            if not stripped:
+                paragraph = position
+            elif line.endswith("\n"):
+                line_break = position
+    if paragraph is not None:
+        return paragraph
+    if line_break is not None and len(text) >= 2 * SEAL_CHARS:
+        return line_break
+    if len(text) >= 4 * SEAL_CHARS and not in_fence and "\n" not in text:
+        space = text.rfind(" ", 0, len(text) - 1)
+        return space + 1 if space > 0 else None
+    return None
 
 
 def _clip(text: str, limit: int) -> str:

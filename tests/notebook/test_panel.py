@@ -285,3 +285,17 @@ def test_args_summary_and_formatting() -> None:
     assert renderers.args_summary("todo_new", {"items": [1]}) == '{"items":[1]}'
     assert renderers.format_cost(None) == "cost unknown"
     assert renderers.format_tokens(1_500_000) == "1.50M"
+
+
+def test_one_endless_paragraph_is_still_chunked() -> None:
+    clock = FakeClock()
+    panel = RunPanel(model="m", session_id=None, clock=clock)
+    sizes: list[int] = []
+    for _ in range(8000):
+        panel.handle(ev.TextDeltaEvent(delta="word "))
+        clock.now += 0.05
+        panel.flush_pending()
+        sizes.append(max(len(w.value) for w in panel.body.children))
+    assert max(sizes) < SEAL_CHARS * 6
+    chunks = [w for w in panel.body.children if isinstance(w, widgets.HTML)]
+    assert len(chunks) >= 2
