@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from .._text import compact_json
@@ -27,6 +28,7 @@ from ._script import (
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
+    load_script,
     parse_turn,
 )
 
@@ -81,7 +83,7 @@ class RecordedRequest:
 
 
 ScriptFunction = Callable[[RecordedRequest], Reply | Fault | dict[str, Any]]
-Script = Iterable[Reply | Fault | dict[str, Any]] | ScriptFunction
+Script = Iterable[Reply | Fault | dict[str, Any]] | ScriptFunction | str | Path
 
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -107,14 +109,22 @@ class ScriptedAnthropicServer:
     ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
 
     ``script``: a list of turns (:func:`reply`, :func:`fault` builders, :class:`Reply`,
-    :class:`Fault` or their JSON dicts), played in order, one per ``/v1/messages`` request; or
-    a function ``request -> turn``. When a list runs out the server answers HTTP 500 saying so.
+    :class:`Fault` or their JSON dicts), played in order, one per ``/v1/messages`` request; a
+    path to a JSON script file; or a function ``request -> turn``. When a list runs out the
+    server answers HTTP 500 saying so.
     """
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
         self._turns: list[Reply | Fault] = []
-        if callable(script):
+        if isinstance(script, (str, Path)):
+            self._turns = load_script(script)
+        elif isinstance(script, (Reply, Fault, dict)):
+            raise ScriptError(
+                "the script is a list of turns (or a function of the request): write "
+                "ScriptedAnthropicServer([reply(...)]), not ScriptedAnthropicServer(reply(...))"
+            )
+        elif callable(script):
             self._function = script
         else:
             self._turns = [parse_turn(t, f"turn {i + 1}") for i, t in enumerate(script)]
@@ -451,7 +461,10 @@ class _Handler(BaseHTTPRequestHandler):
             request.index = len(server.requests)
             server.requests.append(request)
         if server.on_request is not None:
-            server.on_request(request)
+            try:
+                server.on_request(request)
+            except Exception as exc:  # a broken hook must not hang the client
+                server.errors.append(f"on_request hook raised {type(exc).__name__}: {exc}")
         try:
             turn = server._next(request)
         except ScriptError as exc:

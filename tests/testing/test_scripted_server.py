@@ -327,3 +327,24 @@ def test_reply_defaults() -> None:
     assert isinstance(turn, Reply)
     assert turn.effective_stop_reason() == "tool_use"
     assert reply("only text").effective_stop_reason() == "end_turn"
+
+
+def test_a_single_turn_instead_of_a_list_is_refused_clearly() -> None:
+    with pytest.raises(ScriptError, match=r"write ScriptedAnthropicServer\(\[reply\(...\)\]\)"):
+        ScriptedAnthropicServer(reply("x"))  # type: ignore[arg-type]
+
+
+def test_a_script_file_path_is_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps([{"content": [{"type": "text", "text": "from file"}]}]))
+    with ScriptedAnthropicServer(str(path)) as server:
+        status, body = post(server.url, MINIMAL)
+    assert (status, body["content"]) == (200, [{"type": "text", "text": "from file"}])
+
+
+def test_a_failing_request_hook_is_reported_not_fatal() -> None:
+    with ScriptedAnthropicServer([reply("fine")]) as server:
+        server.on_request = lambda _request: 1 / 0  # type: ignore[func-returns-value]
+        status, _ = post(server.url, MINIMAL)
+    assert status == 200
+    assert server.errors == ["on_request hook raised ZeroDivisionError: division by zero"]
