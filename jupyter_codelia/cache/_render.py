@@ -45,9 +45,14 @@ def render_read(entry: OpenEntry, offset: int, limit: int | None, limits: CacheL
             break
         number = span.line + 1
         length = span.end - span.start
-        found = clusters(read_text(fd, span.start, span.start + min(length, cap)))
+        take = min(length, cap)
+        while True:  # read just enough of the line to know whether it has > max_len clusters
+            found = clusters(read_text(fd, span.start, span.start + take))
+            if len(found) > max_len or take >= length:
+                break
+            take = min(length, take * 2)
         line = "".join(found)
-        if len(found) > max_len or length > cap:
+        if len(found) > max_len:
             line = "".join(found[:max_len]) + "..."
             if number not in clipped:
                 clipped.append(number)
@@ -91,7 +96,8 @@ def line_length(entry: OpenEntry, span: LineSpan) -> int:
     offset, col = entry.index.last_checkpoint_in_line(span.line)
     if offset < span.start:
         offset, col = span.start, 0
-    return col + sum(len(w) for w in iter_cluster_windows(entry.fd, offset, span.end))
+    windows = iter_cluster_windows(entry.fd, offset, span.end, entry.index.stride)
+    return col + sum(len(w) for w in windows)
 
 
 def render_line(
@@ -110,7 +116,7 @@ def render_line(
         start, col = span.start, 0
     skip = char_offset - col
     taken: list[str] = []
-    for window in iter_cluster_windows(entry.fd, start, span.end):
+    for window in iter_cluster_windows(entry.fd, start, span.end, entry.index.stride):
         if skip >= len(window):
             skip -= len(window)
             continue
