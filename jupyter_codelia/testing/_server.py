@@ -142,6 +142,13 @@ class ScriptedAnthropicServer:
         self._connections: set[socket.socket] = set()
         self.on_request: Callable[[RecordedRequest], None] | None = None
 
+    def __repr__(self) -> str:
+        where = self.url if self._httpd is not None else "stopped"
+        return (
+            f"ScriptedAnthropicServer({where}, requests={len(self.requests)}, "
+            f"remaining={self.remaining if self._function is None else 'function'})"
+        )
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property

@@ -348,3 +348,12 @@ def test_a_failing_request_hook_is_reported_not_fatal() -> None:
         status, _ = post(server.url, MINIMAL)
     assert status == 200
     assert server.errors == ["on_request hook raised ZeroDivisionError: division by zero"]
+
+
+def test_repr_shows_where_and_how_far() -> None:
+    server = ScriptedAnthropicServer([reply("a"), reply("b")])
+    assert repr(server) == "ScriptedAnthropicServer(stopped, requests=0, remaining=2)"
+    with server:
+        post(server.url, MINIMAL)
+        assert repr(server) == f"ScriptedAnthropicServer({server.url}, requests=1, remaining=1)"
+    assert "function" in repr(ScriptedAnthropicServer(lambda _r: reply("x")))
