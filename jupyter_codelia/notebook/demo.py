@@ -132,7 +132,7 @@ def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, backg
         server.stop()
         raise
     if background:
-        outcome._task.add_done_callback(lambda _t: server.stop())
+        outcome.add_done_callback(lambda _handle: server.stop())
     else:
         server.stop()
     return outcome

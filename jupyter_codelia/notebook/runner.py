@@ -91,6 +91,10 @@ class RunHandle:
         """Stop the run (history is repaired and the session saved)."""
         self._run.cancel("stopped by the user")
 
+    def add_done_callback(self, callback: Callable[[RunHandle], None]) -> None:
+        """Call ``callback(handle)`` on the kernel's loop once the run has finished."""
+        self._task.add_done_callback(lambda _task: callback(self))
+
     def result(self) -> RunResult:
         if not self._task.done():
             raise RunNotFinishedError(

@@ -280,3 +280,38 @@ def test_subcommands_list_sessions_todos_and_cache(start_kernel: Any) -> None:
         assert lines[1:] == ["True", "True", "True"]
         missing = kernel.execute("%codelia cache nope")
         assert "No cached output 'nope'" in missing.reply["content"]["evalue"]
+
+
+def test_python_tool_in_a_real_kernel_captures_displays_and_rich_results(
+    start_kernel: Any,
+) -> None:
+    kernel = start_kernel(None)
+    code = (
+        "import pandas as pd\n"
+        "import matplotlib.pyplot as plt\n"
+        "plt.plot([1, 2, 3])\n"
+        "plt.show()\n"
+        "print('shown')\n"
+        "frame = pd.DataFrame({'alpha': [1, 2], 'beta': [3.5, None]})\n"
+        "frame"
+    )
+    arguments = json.dumps({"code": code})
+    run = kernel.execute(
+        "from jupyter_codelia.notebook.kernel_tools import kernel_tools\n"
+        "from jupyter_codelia.tools import ToolContext\n"
+        "tools = {t.name: t for t in kernel_tools(shell=get_ipython())}\n"
+        f"r = await tools['python'].execute_raw({arguments!r}, ToolContext())\n"
+        "print(r.type, [p.type for p in r.parts])\n"
+        "print(r.parts[0].text)\n"
+        "v = await tools['inspect_variable'].execute_raw('{\"name\": \"frame\"}', ToolContext())\n"
+        "print(v.text)\n"
+    )
+    assert run.status == "ok", run.reply["content"]
+    out = run.stream_text()
+    assert out.splitlines()[0] == "parts ['text', 'image_url']"
+    assert "[stdout]\nshown" in out
+    assert "[result]\n   alpha  beta" in out
+    assert "type: pandas.DataFrame" in out
+    assert "beta: float64" in out
+    # The figure went to the model, not into the cell's output.
+    assert not [m for m in run.messages if m["msg_type"] == "display_data"]
