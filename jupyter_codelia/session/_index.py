@@ -48,6 +48,9 @@ _BUSY_TIMEOUT_S = 30.0
 
 T = TypeVar("T")
 
+# Indexes this process has reconciled with their files (see SessionIndex._connect).
+_reconciled: set[str] = set()
+
 
 @dataclass(frozen=True)
 class RunRow:
@@ -157,7 +160,12 @@ class SessionIndex:
                     # Another release's layout: the index is derived data, so start it afresh.
                     db.executescript("DROP TABLE IF EXISTS sessions; DROP TABLE IF EXISTS runs;")
                 db.executescript(_SCHEMA)
-                self._reconcile(db)
+                key = str(self.path.resolve())
+                # Once per process and index is enough (stores are often short-lived, e.g. one
+                # per server request); a new or replaced index (version 0) is always filled.
+                if version != _SCHEMA_VERSION or key not in _reconciled:
+                    self._reconcile(db)
+                    _reconciled.add(key)
             except BaseException:
                 db.close()
                 raise
