@@ -31,10 +31,11 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     current: str | None = None
     in_args = False
-    args_indent = 0
+    header_indent = args_indent = 0
     for line in lines:
         if _ARGS_HEADER.match(line):
             in_args, current = True, None
+            header_indent = len(line) - len(line.lstrip())
             continue
         if in_args:
             if not line.strip():
@@ -42,7 +43,11 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 continue
             indent = len(line) - len(line.lstrip())
             match = _ARG_LINE.match(line)
-            if match and (current is None or indent <= args_indent):
+            if indent <= header_indent:
+                # The next section ("Returns:") or prose: the argument list has ended.
+                in_args = False
+                summary.append(line)
+            elif match and (current is None or indent <= args_indent):
                 args_indent = indent
                 current = match.group(1).lstrip("*")
                 params[current] = match.group(2).strip()
