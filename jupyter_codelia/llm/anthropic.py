@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from . import pricing
 from ._anthropic_errors import classify_exception, malformed_stream_error
 from ._anthropic_request import (
-    EPHEMERAL,
     add_cache_breakpoints,
     system_cache_allowed,
     system_text,
@@ -187,8 +186,10 @@ class AnthropicChat:
         stream_task = loop.create_task(self._stream(request, callbacks))
 
         def cancel_stream() -> None:
-            if not loop.is_closed():
+            try:
                 loop.call_soon_threadsafe(stream_task.cancel)
+            except RuntimeError:  # the loop closed meanwhile: nothing left to cancel
+                pass
 
         remove_callback = signal.add_callback(cancel_stream) if signal is not None else None
         try:
@@ -255,4 +256,4 @@ def _retire_client(client: AsyncAnthropic) -> None:
         pass
 
 
-__all__ = ["DEFAULT_MODEL", "EPHEMERAL", "AnthropicChat"]
+__all__ = ["DEFAULT_MODEL", "AnthropicChat"]

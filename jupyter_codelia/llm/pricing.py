@@ -72,7 +72,7 @@ def cost_usd(usage: ChatInvokeUsage, provider: str = "anthropic") -> float | Non
     )
     try:
         price = calc_price(priced, model_ref=usage.model, provider_id=provider)
-    except LookupError:
+    except (LookupError, ValueError):  # unknown model, or no price for this kind of usage
         return None
     return float(price.total_price)
 
