@@ -121,13 +121,19 @@ class SessionSummary(BaseModel):
     title: str | None = None
 
 
-def summarize(state: SessionState) -> SessionSummary:
+def summary_of(snapshot: dict[str, Any]) -> SessionSummary:
+    """The list summary of a snapshot in its saved (JSON, already redacted) form.
+
+    Built from the redacted form on purpose: clipping first could cut a secret in half and
+    leave its prefix unrecognisable to the redactor.
+    """
+    messages = snapshot["messages"]
     return SessionSummary(
-        session_id=state.session_id,
-        updated_at=state.updated_at,
-        message_count=len(state.messages),
-        last_user_message=last_user_text(state.messages),
-        title=state.title,
+        session_id=snapshot["session_id"],
+        updated_at=snapshot["updated_at"],
+        message_count=len(messages),
+        last_user_message=last_user_text(messages),
+        title=snapshot.get("title"),
     )
 
 

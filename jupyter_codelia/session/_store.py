@@ -23,7 +23,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from .._redact import redact_secrets
 from ._index import RunRow, SessionIndex
 from ._jsonl import encode_json, read_jsonl, to_json_ready
 from ._models import (
@@ -36,7 +35,7 @@ from ._models import (
     format_utc,
     iso_now,
     parse_utc,
-    summarize,
+    summary_of,
 )
 from ._runlog import RunLog
 
@@ -160,7 +159,7 @@ class SessionStore:
         session_id = state.session_id
         data = to_json_ready(state, what=f"session {session_id} state")
         payload = encode_json(data) + b"\n"
-        summary = redact_secrets(summarize(state))
+        summary = summary_of(data)
         self._ensure_dirs()
         self._tmp_dir.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
         with self._locked():
@@ -282,7 +281,7 @@ class _StoreFiles:
                 state = _parse_state(session_id, path, path.read_bytes())
             except (OSError, SessionLoadError, ValueError):
                 continue  # unreadable snapshots are reported by load_state, not here
-            found.append((mtime, redact_secrets(summarize(state))))
+            found.append((mtime, summary_of(to_json_ready(state, what="snapshot"))))
         found.sort(key=lambda item: item[0])
         return [summary for _, summary in found]
 

@@ -92,3 +92,19 @@ def test_the_callers_objects_are_not_modified(tmp_path: Path, secrets: list[str]
     with store.open_run_log(run_id="r", session_id="s", header={}) as log:
         log.append("run.start", input=fields)
     assert fields == {"text": FAKE_KEY}
+
+
+def test_a_secret_at_the_summary_clip_boundary_leaves_no_prefix(
+    tmp_path: Path, secrets: list[str]
+) -> None:
+    # The list summary clips the last user message at 500 characters; clipping before
+    # redacting would leave the first characters of the key in the index.
+    store = SessionStore(tmp_path)
+    text = "x" * 490 + FAKE_TOKEN + " tail"
+    store.save_state(SessionState(session_id="s", messages=[{"role": "user", "content": text}]))
+    summary = store.list_sessions()[0].last_user_message
+    assert summary is not None
+    assert summary.startswith("x" * 490 + REDACTED[:9])
+    store.close()
+    for path, data in all_bytes_under(tmp_path):
+        assert FAKE_TOKEN[:8].encode() not in data, f"a secret's prefix leaked into {path}"
