@@ -257,6 +257,12 @@ def _skill_name(args: dict[str, Any] | None) -> str | None:
     return None
 
 
+def _command_for_display(command: str) -> str:
+    """Each line normalized, line breaks kept: "ls\nrm x" must not read as "ls rm x"."""
+    lines = (normalize_command(line) for line in command.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
 def _has_risky_flag(segment: str) -> bool:
     words = shell_words(segment)
     if not words:
@@ -389,6 +395,9 @@ class PermissionPolicy:
 
     def _evaluate_shell(self, command: str | None) -> Evaluation:
         full_access = self.mode == "full-access"
+        if any(r.tool in SHELL_TOOLS and r.command is None and r.command_glob is None
+               for r in self._deny):  # fmt: skip
+            return Evaluation("deny", "blocked by deny rule (shell)")
         if command is None:
             return _ALLOW if full_access else Evaluation("confirm", "missing command")
         normalized = normalize_command(command)
@@ -442,7 +451,7 @@ class PermissionPolicy:
         title = "Run tool?"
         if tool_name in SHELL_TOOLS:
             title = "Run command?"
-            message = normalize_command(_string_arg(args, "command") or "") or "(no command)"
+            message = _command_for_display(_string_arg(args, "command") or "") or "(no command)"
         elif tool_name == SKILL_TOOL:
             title = "Load skill?"
             path = (_string_arg(args, "path") or "").strip()

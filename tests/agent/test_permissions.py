@@ -426,6 +426,20 @@ def test_confirm_text(tool: str, args: dict[str, object], title: str, message: s
     assert PermissionPolicy().confirm_text(tool, args) == (title, message)
 
 
+def test_confirm_text_keeps_line_breaks_of_a_multi_line_command() -> None:
+    _, message = PermissionPolicy().confirm_text("shell", shell("  ls   -la\n\nrm  x "))
+    assert message == "ls -la\nrm x" + REMEMBER + "- shell: rm"
+
+
+def test_a_shell_deny_rule_without_constraints_blocks_every_shell_call() -> None:
+    for mode in ("minimal", "full-access"):
+        policy = PermissionPolicy(mode, deny=[rule("shell")])  # type: ignore[arg-type]
+        for args in ({}, shell(""), shell("ls")):
+            assert policy.evaluate("shell", args) == Evaluation(
+                "deny", "blocked by deny rule (shell)"
+            )
+
+
 def test_confirm_text_view_image_in_minimal_mode_has_no_remember_lines() -> None:
     assert PermissionPolicy().confirm_text("view_image", {"file_path": "p.png"}) == (
         "Run tool?",
