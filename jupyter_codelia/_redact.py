@@ -13,7 +13,8 @@ A secret is
   ``github_pat_...``, ``AKIA...``, ``xoxb-...``, ``hf_...``, ``AIza...``), even when it is not
   in the environment.
 
-Every occurrence is replaced by ``[REDACTED]``.
+Every occurrence is replaced by ``[REDACTED]``, also where a secret is spelled inside a JSON
+string (escaped quotes and backslashes) or percent-encoded (a password in a connection URL).
 
 Speed matters: this runs on every event and record, and an ``llm.request`` record carries the
 whole history. Measured on this machine, a literal alternation regex scans at ~130 ns per
@@ -26,12 +27,14 @@ only when the set of secrets changes; detecting an environment change costs one 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -160,9 +163,8 @@ def register_secret(value: str) -> None:
     global _registered_version
     if not isinstance(value, str):
         raise TypeError(f"register_secret expects a str, got {type(value).__name__}")
-    candidates = {value, value.strip()}
     with _lock:
-        added = {c for c in candidates if len(c) >= MIN_SECRET_LENGTH} - _registered
+        added = _variants(value) - _registered
         if added:
             _registered.update(added)
             _registered_version += 1
@@ -173,10 +175,18 @@ def _environment_secrets() -> set[str]:
     for name, value in os.environ.items():
         if _SECRET_NAME.search(name) is None:
             continue
-        for candidate in (value, value.strip()):
-            if len(candidate) >= MIN_SECRET_LENGTH:
-                found.add(candidate)
+        found |= _variants(value)
     return found
+
+
+def _variants(value: str) -> set[str]:
+    """The spellings a secret takes in text we write: as is, trimmed, inside a JSON string
+    (a password with a quote or backslash) and percent-encoded (in a connection URL)."""
+    variants: set[str] = set()
+    for plain in (value, value.strip()):
+        if len(plain) >= MIN_SECRET_LENGTH:
+            variants |= {plain, json.dumps(plain, ensure_ascii=False)[1:-1], quote(plain, safe="")}
+    return variants
 
 
 def _live_environ() -> dict[Any, Any] | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections import namedtuple
+from urllib.parse import quote
 
 import pytest
 
@@ -164,3 +166,19 @@ def test_namedtuples_keep_their_type(fake_key: str) -> None:
     out = redact_secrets(Pair(fake_key, "ok"))
     assert isinstance(out, Pair)
     assert out == Pair(REDACTED, "ok")
+
+
+def test_json_escaped_and_percent_encoded_spellings_are_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    password = 'p@ss "word" \\ 42'
+    monkeypatch.setenv("DB_PASSWORD", password)
+    as_json = json.dumps({"password": password})
+    assert redact_secrets(as_json) == f'{{"password": "{REDACTED}"}}'
+    url = f"postgresql://me:{quote(password, safe='')}@db.local/app"
+    assert redact_secrets(url) == f"postgresql://me:{REDACTED}@db.local/app"
+
+
+def test_a_short_secret_is_not_masked_in_any_spelling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHORT_SECRET", "a b c")  # percent-encoded it would be 11 characters
+    assert redact_secrets("a%20b%20c and a b c") == "a%20b%20c and a b c"
