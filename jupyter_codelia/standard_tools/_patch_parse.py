@@ -27,6 +27,7 @@ UPDATE = "*** Update File:"
 MOVE = "*** Move to:"
 END_OF_FILE = "*** End of File"
 _HEADERS = (ADD, DELETE, UPDATE)
+_MARKERS = frozenset(" -+")
 
 
 class PatchParseError(ValueError):
@@ -38,23 +39,40 @@ class PatchParseError(ValueError):
 
 @dataclass
 class Chunk:
-    """One ``@@`` chunk: its anchor, body lines as (marker, text), and EOF anchoring."""
+    """One ``@@`` chunk: its anchor, body lines as (marker, text), and EOF anchoring.
+
+    ``old``/``new`` are the chunk's lines before/after; ``changes`` lists its runs of ``-``/``+``
+    lines as (old offset, old count, new offset, new count) relative to the chunk start.
+    """
 
     anchor: str | None
     body: list[tuple[str, str]] = field(default_factory=list)
     eof: bool = False
+    old: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    changes: list[tuple[int, int, int, int]] = field(default_factory=list)
 
-    @property
-    def old(self) -> list[str]:
-        return [text for marker, text in self.body if marker != "+"]
-
-    @property
-    def new(self) -> list[str]:
-        return [text for marker, text in self.body if marker != "-"]
+    def add(self, marker: str, text: str) -> None:
+        self.body.append((marker, text))
+        if marker == " ":
+            self.old.append(text)
+            self.new.append(text)
+            return
+        last = self.changes[-1] if self.changes else None
+        old_at, new_at = len(self.old), len(self.new)
+        if last is None or last[0] + last[1] != old_at or last[2] + last[3] != new_at:
+            last = (old_at, 0, new_at, 0)
+            self.changes.append(last)
+        if marker == "-":
+            self.old.append(text)
+            self.changes[-1] = (last[0], last[1] + 1, last[2], last[3])
+        else:
+            self.new.append(text)
+            self.changes[-1] = (last[0], last[1], last[2], last[3] + 1)
 
     @property
     def has_change(self) -> bool:
-        return any(marker != " " for marker, _ in self.body)
+        return bool(self.changes)
 
 
 @dataclass
@@ -147,16 +165,17 @@ def _parse_chunks(lines: list[str], index: int, last: int, section: Section) -> 
         index += 1
         while index < last:
             body_line = lines[index]
+            marker = body_line[:1]
+            if marker in _MARKERS:  # the common case first: headers start with '*' or '@'
+                chunk.add(marker, body_line[1:])
+                index += 1
+                continue
             if body_line.startswith("@@") or _is_header(body_line):
                 break
             if body_line == END_OF_FILE:
                 chunk.eof = True
                 index += 1
                 break
-            marker = body_line[:1]
-            if marker not in (" ", "-", "+"):
-                raise PatchParseError(f"invalid change marker '{marker}' (line {index + 1})")
-            chunk.body.append((marker, body_line[1:]))
-            index += 1
+            raise PatchParseError(f"invalid change marker '{marker}' (line {index + 1})")
         section.chunks.append(chunk)
     return index

@@ -184,13 +184,16 @@ def render_hunks(
             f"@@ -{_range(old_start, old_end - old_start)} "
             f"+{_range(new_start, new_end - new_start)} @@"
         )
-        out.extend(" " + line for line in a[old_start : first.i1])
+        # One fetch per side and hunk: the sequences may be lazy views of a big text.
+        old_hunk = a[old_start:old_end]
+        new_hunk = b[new_start:new_end]
+        out.extend(" " + line for line in old_hunk[: first.i1 - old_start])
         for k in range(index, group_end + 1):
             block = blocks[k]
-            out.extend("-" + line for line in a[block.i1 : block.i2])
-            out.extend("+" + line for line in b[block.j1 : block.j2])
+            out.extend("-" + line for line in old_hunk[block.i1 - old_start : block.i2 - old_start])
+            out.extend("+" + line for line in new_hunk[block.j1 - new_start : block.j2 - new_start])
             stop = blocks[k + 1].i1 if k < group_end else old_end
-            out.extend(" " + line for line in a[block.i2 : stop])
+            out.extend(" " + line for line in old_hunk[block.i2 - old_start : stop - old_start])
         index = group_end + 1
     return "\n".join(out)
 
@@ -218,7 +221,35 @@ def unified_diff(
 
 def preview_diff(diff: str) -> tuple[str, bool]:
     """The bounded preview of ``diff`` (spec §8) and whether anything was cut."""
-    lines = _PREVIEW_SPLIT.split(diff)
+    if "\r" not in diff:
+        return _preview_lf(diff)
+    return _preview_lines(_PREVIEW_SPLIT.split(diff))
+
+
+def _preview_lf(diff: str) -> tuple[str, bool]:
+    """``preview_diff`` for text without ``\r``: only the edges are split out (big diffs)."""
+    total = diff.count("\n") + 1
+    if total <= PREVIEW_MAX_LINES:
+        return _preview_lines(diff.split("\n"))
+    head_end = -1
+    for _ in range(PREVIEW_EDGE_LINES):
+        head_end = diff.index("\n", head_end + 1)
+    tail_start = len(diff)
+    for _ in range(PREVIEW_EDGE_LINES):
+        tail_start = diff.rindex("\n", 0, tail_start)
+    edges = diff[:head_end].split("\n") + diff[tail_start + 1 :].split("\n")
+    return _preview_lines(edges, total)
+
+
+def _preview_lines(lines: list[str], total: int | None = None) -> tuple[str, bool]:
+    """Cap ``lines`` (all lines, or the first and last 60 of ``total``) by lines, then bytes."""
+    if total is not None:
+        lines = [
+            *lines[:PREVIEW_EDGE_LINES],
+            f"...[{total - 2 * PREVIEW_EDGE_LINES} lines omitted]...",
+            *lines[PREVIEW_EDGE_LINES:],
+        ]
+        return _cap_bytes("\n".join(lines), True)
     truncated = False
     if len(lines) > PREVIEW_MAX_LINES:
         omitted = len(lines) - 2 * PREVIEW_EDGE_LINES
@@ -228,7 +259,10 @@ def preview_diff(diff: str) -> tuple[str, bool]:
             *lines[-PREVIEW_EDGE_LINES:],
         ]
         truncated = True
-    text = "\n".join(lines)
+    return _cap_bytes("\n".join(lines), truncated)
+
+
+def _cap_bytes(text: str, truncated: bool) -> tuple[str, bool]:
     if utf8_len(text) > PREVIEW_MAX_BYTES:
         budget = PREVIEW_MAX_BYTES - utf8_len(_SIZE_MARKER)
         head = clip_utf8(text, budget // 2)

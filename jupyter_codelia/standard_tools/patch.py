@@ -24,6 +24,7 @@ from .._text import describe_exc
 from ..cache.protocol import ToolOutputStore
 from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
 from ._fileio import is_crlf_text, read_text
+from ._patch_fast import apply_exact
 from ._patch_parse import Chunk, PatchParseError, Section, parse_patch
 from ._sandbox import Sandbox
 from .diff import Block, diff_payload, merge_blocks, render_hunks, unified_diff
@@ -75,8 +76,11 @@ class _Haystack:
             self._forms[level] = [transform(line) for line in self.lines]
         return self._forms[level]
 
-    def seek(self, pattern: list[str], start: int, eof: bool) -> int:
-        """First index >= ``start`` where ``pattern`` matches, trying the four passes in order."""
+    def seek(self, pattern: list[str], start: int, eof: bool) -> tuple[int, int]:
+        """(first index >= ``start`` where ``pattern`` matches, pass number) or (-1, -1).
+
+        The passes are tried in order: exact, rstrip, strip, strip + punctuation folding.
+        """
         count = len(self.lines)
         size = len(pattern)
         for level, transform in enumerate(_PASSES):
@@ -85,11 +89,11 @@ class _Haystack:
             if eof:
                 at = count - size
                 if at >= start and hay[at : at + size] == wanted:
-                    return at
+                    return at, level
             found = _scan(hay, wanted, start)
             if found >= 0:
-                return found
-        return -1
+                return found, level
+        return -1, -1
 
 
 def _scan(hay: list[str], wanted: list[str], start: int) -> int:
@@ -114,36 +118,45 @@ class _Replacement:
     old_count: int
     new_lines: list[str]
     chunk: Chunk
+    exact: bool  # matched by the exact pass: context lines equal the file's lines
 
 
 @dataclass
 class UpdateResult:
-    """The new text of an updated file and the change blocks (for the diff)."""
+    """The new text of an updated file, the change blocks and line views for the diff."""
 
     text: str
     blocks: list[Block]
-    old_lines: list[str]
-    new_lines: list[str]
-    had_newline: bool
+    old_view: Sequence[str]
+    new_view: Sequence[str]
 
 
 def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
     """Apply ``chunks`` to ``before`` (spec §7.2); raises :class:`PatchApplyError`.
 
     Lines of a consistently CRLF file stay CRLF: the patch's lines (which never carry ``\\r``)
-    get one when written into such a file.
+    get one when written into such a file. When every chunk matches exactly the work is done on
+    the text itself (``_patch_fast``), with the same result.
     """
+    fast = apply_exact(before, chunks)
+    if fast is not None:
+        return UpdateResult(fast.text, merge_blocks(fast.blocks), fast.old_view, fast.new_view)
+    return _apply_update_lines(before, chunks, path)
+
+
+def _apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
+    """The line algorithm of spec §7.2 with the four matching passes."""
     had_newline = before.endswith("\n")
     lines = before.split("\n")
     if had_newline:
         lines.pop()
     hay = _Haystack(lines)
-    crlf = is_crlf_text(before)
+    crlf = "\r\n" in before and is_crlf_text(before)
     cursor = 0
     replacements: list[_Replacement] = []
     for chunk in chunks:
         if chunk.anchor is not None:
-            found = hay.seek([chunk.anchor], cursor, False)
+            found, _ = hay.seek([chunk.anchor], cursor, False)
             if found < 0:
                 raise PatchApplyError(
                     f"Patch apply failed: context '{chunk.anchor}' not found in {path}"
@@ -154,13 +167,13 @@ def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResul
             new = [line + "\r" for line in new]
         if not old:
             at = len(lines) if chunk.eof else cursor
-            replacements.append(_Replacement(at, 0, new, chunk))
+            replacements.append(_Replacement(at, 0, new, chunk, True))
             cursor = at
             continue
-        found = hay.seek(old, cursor, chunk.eof)
+        found, level = hay.seek(old, cursor, chunk.eof)
         if found < 0:
             raise PatchApplyError(f"Patch apply failed: expected lines not found in {path}")
-        replacements.append(_Replacement(found, len(old), new, chunk))
+        replacements.append(_Replacement(found, len(old), new, chunk, level == 0))
         cursor = found + len(old)
     result: list[str] = []
     blocks: list[Block] = []
@@ -185,17 +198,30 @@ def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResul
         text += "\n"
     elif not result:
         text = ""
-    return UpdateResult(text, merge_blocks(blocks), lines, result, had_newline)
+    if "\r" in before or "\r" in text:
+        old_view: Sequence[str] = _DiffLines(lines, had_newline)
+        new_view: Sequence[str] = _DiffLines(result, had_newline)
+    else:
+        tail = [""] if had_newline else []
+        old_view, new_view = lines + tail, result + tail
+    return UpdateResult(text, merge_blocks(blocks), old_view, new_view)
 
 
 def _chunk_blocks(lines: list[str], rep: _Replacement, new_start: int) -> list[Block]:
     """Change blocks of one replacement, read off the chunk body (no diffing needed)."""
+    if rep.old_count == 0:
+        return [Block(rep.start, rep.start, new_start, new_start + len(rep.new_lines))]
+    if rep.exact:
+        start = rep.start
+        return [
+            Block(start + o, start + o + oc, new_start + n, new_start + n + nc)
+            for o, oc, n, nc in rep.chunk.changes
+        ]
+    # A lenient match: a context line may differ from the file line it matched (it is written
+    # as the patch has it), which is a change too.
     blocks: list[Block] = []
     old_at, new_at = rep.start, new_start
-    body = rep.chunk.body
-    if rep.old_count == 0:
-        body = [("+", text) for marker, text in body if marker != "-"]
-    for marker, text in body:
+    for marker, text in rep.chunk.body:
         if marker == " ":
             actual = lines[old_at]
             if actual.endswith("\r"):
@@ -249,13 +275,7 @@ class _DiffLines(Sequence[str]):
 def update_diff(old_path: str, new_path: str, before: str, update: UpdateResult) -> str:
     if before == "" or update.text == "":
         return unified_diff(old_path, before, update.text, new_path=new_path)
-    return render_hunks(
-        old_path,
-        new_path,
-        _DiffLines(update.old_lines, update.had_newline),
-        _DiffLines(update.new_lines, update.had_newline),
-        update.blocks,
-    )
+    return render_hunks(old_path, new_path, update.old_view, update.new_view, update.blocks)
 
 
 # --- validation (spec §7.3) ------------------------------------------------------------------

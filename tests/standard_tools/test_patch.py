@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
+import random
 import stat
 from pathlib import Path
 
 import pytest
 from _file_tools_helpers import FileTools, make_store
+from test_write_edit import apply_unified
 
-from jupyter_codelia.standard_tools._patch_parse import PatchParseError, parse_patch
-from jupyter_codelia.standard_tools.patch import apply_update
+from jupyter_codelia.standard_tools._patch_fast import apply_exact
+from jupyter_codelia.standard_tools._patch_parse import Chunk, PatchParseError, parse_patch
+from jupyter_codelia.standard_tools.diff import to_lines
+from jupyter_codelia.standard_tools.patch import (
+    PatchApplyError,
+    _apply_update_lines,
+    apply_update,
+    update_diff,
+)
 
 E = "Error executing tool: "
 
@@ -524,3 +533,62 @@ def test_apply_update_blocks_describe_the_change() -> None:
     assert [tuple(b) for b in result.blocks] == [(1, 2, 1, 2)]
     empty = apply_update("", parse_patch(wrap("*** Update File: f", "@@", "+x"))[0].chunks, "f")
     assert empty.text == "x\n"
+
+
+def random_patch_case(rng: random.Random) -> tuple[str, list[Chunk]]:
+    """A random file and random chunks that usually (not always) match it exactly."""
+    words = ["a", "b", "c", "", "dd", "e e"]
+    lines = [rng.choice(words) for _ in range(rng.randint(1, 30))]
+    text = "\n".join(lines) + rng.choice(["", "\n"])
+    file_lines = text.split("\n")
+    if text.endswith("\n"):
+        file_lines.pop()
+    chunks: list[Chunk] = []
+    position = 0
+    for _ in range(rng.randint(1, 4)):
+        if position >= len(file_lines) and rng.random() < 0.7:
+            break
+        chunk = Chunk(anchor=None, eof=rng.random() < 0.15)
+        if rng.random() < 0.2 and position < len(file_lines):
+            chunk.anchor = file_lines[position]
+            position += 1
+        size = rng.randint(0, 3)
+        segment = file_lines[position : position + size]
+        position += size
+        for item in segment:
+            roll = rng.random()
+            if roll < 0.5:
+                chunk.add(" ", item)
+            elif roll < 0.8:
+                chunk.add("-", item)
+            else:
+                chunk.add("-", item)
+                chunk.add("+", item + "x")
+        for _ in range(rng.randint(0, 2)):
+            chunk.add("+", rng.choice(words))
+        if rng.random() < 0.1:
+            chunk.add(" ", "not in the file")
+        chunks.append(chunk)
+    return text, chunks
+
+
+def test_fast_path_equals_the_line_algorithm() -> None:
+    """The str.find fast path gives the line algorithm's text and diff on random cases."""
+    rng = random.Random(11)
+    compared = 0
+    for _ in range(3000):
+        text, chunks = random_patch_case(rng)
+        try:
+            slow = _apply_update_lines(text, chunks, "f")
+        except PatchApplyError:
+            slow = None
+        fast = apply_exact(text, chunks)
+        if fast is None:
+            continue
+        assert slow is not None, (text, chunks)
+        assert fast.text == slow.text, (text, chunks)
+        fast_result = apply_update(text, chunks, "f")
+        assert update_diff("f", "f", text, fast_result) == update_diff("f", "f", text, slow)
+        assert apply_unified(text, update_diff("f", "f", text, fast_result)) == to_lines(slow.text)
+        compared += 1
+    assert compared > 1000

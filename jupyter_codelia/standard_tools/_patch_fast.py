@@ -1,0 +1,243 @@
+"""The fast path of applying an Update section: exact matches found with ``str.find``.
+
+Splitting a 100,000-line file into a list, splicing it and joining it again costs more than
+everything else in apply_patch. When every chunk (and anchor) matches exactly - the common case
+for a model that just read the file - the result is the same as spec §7.2's line algorithm and
+can be computed on the text itself: each chunk's old lines are searched as one string aligned on
+line boundaries, the line numbers come from counting newlines between matches, and the output is
+the untouched stretches of the original joined with the new lines. Anything else (a lenient
+match, CRLF text, an empty pattern) returns ``None`` and the caller runs the line algorithm.
+
+The diff only needs lines near the changes, so :class:`TextLines` is a read-only line view of a
+text that locates a line from the nearest known line start instead of splitting everything.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import overload
+
+from ._patch_parse import Chunk
+from .diff import Block
+
+
+class TextLines(Sequence[str]):
+    """The lines of ``text`` (split on ``\\n``), found from known (line, offset) anchors."""
+
+    def __init__(
+        self, text: str, anchors: Sequence[tuple[int, int]], length: int | None = None
+    ) -> None:
+        self._text = text
+        self._len = text.count("\n") + 1 if length is None else length
+        known = sorted(set(anchors) | {(0, 0)})
+        self._lines = [line for line, _ in known]
+        self._offsets = [offset for _, offset in known]
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return self._take(start, max(0, stop - start))
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(index)
+        return self._take(index, 1)[0]
+
+    def _offset(self, line: int) -> int:
+        text = self._text
+        k = bisect.bisect_right(self._lines, line) - 1
+        below_line, offset = self._lines[k], self._offsets[k]
+        if k + 1 < len(self._lines) and self._lines[k + 1] - line < line - below_line:
+            offset = self._offsets[k + 1]
+            for _ in range(self._lines[k + 1] - line):
+                offset = text.rfind("\n", 0, offset - 1) + 1
+            return offset
+        for _ in range(line - below_line):
+            offset = text.index("\n", offset) + 1
+        return offset
+
+    def _take(self, start: int, count: int) -> list[str]:
+        if count == 0:
+            return []
+        text = self._text
+        offset = self._offset(start)
+        out: list[str] = []
+        for _ in range(count):
+            end = text.find("\n", offset)
+            if end == -1:
+                out.append(text[offset:])
+                break
+            out.append(text[offset:end])
+            offset = end + 1
+        return out
+
+
+@dataclass
+class FastResult:
+    text: str
+    blocks: list[Block]
+    old_view: TextLines
+    new_view: TextLines
+
+
+class _NoExactMatchError(Exception):
+    """No exact match: the caller must run the line algorithm."""
+
+
+class _Cursor:
+    """Search state over the original text: the current line and its start offset."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.size = len(text)
+        self.had_newline = text.endswith("\n")
+        self.line = 0
+        self.offset = 0
+        self._line_count: int | None = None
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines (a final newline does not start one); counted on first use."""
+        if self._line_count is None:
+            self._line_count = self.text.count("\n") + (0 if self.had_newline else 1)
+        return self._line_count
+
+    def _ends_line(self, end: int) -> bool:
+        if end < self.size:
+            return self.text[end] == "\n"
+        return not self.had_newline
+
+    def _start_of(self, line: int) -> int:
+        """Offset of ``line``, walking back from the end of the text (for EOF chunks)."""
+        text = self.text
+        position = self.size - 1 if self.had_newline else self.size
+        start = 0
+        for _ in range(self.line_count - line):
+            start = text.rfind("\n", 0, position) + 1
+            position = start - 1
+        return start
+
+    def find(self, lines: list[str], eof: bool) -> tuple[int, int, int]:
+        """(line, start offset, end offset) of the first exact match at/after the cursor."""
+        joined = "\n".join(lines)
+        if not joined:
+            raise _NoExactMatchError
+        text = self.text
+        if eof:
+            candidate = self.line_count - len(lines)
+            if candidate >= self.line:
+                start = self._start_of(candidate)
+                end = start + len(joined)
+                if text.startswith(joined, start) and self._ends_line(end):
+                    return candidate, start, end
+        position = text.find(joined, self.offset)
+        while position != -1:
+            if position == 0 or text[position - 1] == "\n":
+                end = position + len(joined)
+                if self._ends_line(end):
+                    line = self.line + text.count("\n", self.offset, position)
+                    return line, position, end
+            position = text.find(joined, position + 1)
+        raise _NoExactMatchError
+
+    def advance(self, line: int, end: int) -> None:
+        """Move the cursor to ``line``, whose start follows the line ending at ``end``."""
+        self.line = line
+        self.offset = end + 1 if end < self.size else self.size
+
+
+def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
+    """spec §7.2 for chunks that all match exactly; None when the line algorithm is needed.
+
+    Every matched line is followed by a newline here (changes touching a last line without one
+    go to the line algorithm), so regions and insertions are whole ``line\\n`` units.
+    """
+    if not before or "\r" in before:
+        return None
+    cursor = _Cursor(before)
+    found: list[tuple[int, int, Chunk, int, int]] = []  # (line, old count, chunk, start, end)
+    try:
+        for chunk in chunks:
+            if chunk.anchor is not None:
+                line, _, end = cursor.find([chunk.anchor], False)
+                cursor.advance(line + 1, end)
+            if not chunk.old:
+                if chunk.eof:
+                    at, offset = cursor.line_count, cursor.size
+                else:
+                    at, offset = cursor.line, cursor.offset
+                found.append((at, 0, chunk, offset, offset))
+                cursor.line, cursor.offset = at, offset
+                continue
+            line, start, end = cursor.find(chunk.old, chunk.eof)
+            found.append((line, len(chunk.old), chunk, start, end))
+            cursor.advance(line + len(chunk.old), end)
+    except _NoExactMatchError:
+        return None
+    if not cursor.had_newline and any(
+        end == cursor.size or start == cursor.size for _, _, _, start, end in found
+    ):
+        return None  # the last line has no newline: leave that bookkeeping to the line algorithm
+    return _assemble(cursor, found)
+
+
+def _assemble(cursor: _Cursor, found: list[tuple[int, int, Chunk, int, int]]) -> FastResult:
+    text = cursor.text
+    pieces: list[str] = []
+    written = 0  # length of the output so far
+    position = 0
+    delta = 0  # new line number - old line number
+    blocks: list[Block] = []
+    old_anchors: list[tuple[int, int]] = []
+    new_anchors: list[tuple[int, int]] = []
+    for line, count, chunk, start, end in found:
+        new = chunk.new
+        new_line = line + delta
+        if count == 0:
+            region = (start, start)
+            insert = "".join(item + "\n" for item in new)
+            blocks.append(Block(line, line, new_line, new_line + len(new)))
+        else:
+            if new:
+                region, insert = (start, end), "\n".join(new)
+            else:
+                region, insert = (start, end + 1), ""
+            blocks.extend(
+                Block(line + o, line + o + oc, new_line + n, new_line + n + nc)
+                for o, oc, n, nc in chunk.changes
+            )
+            old_anchors.append((line, start))
+            old_anchors.append((line + count, end + 1))
+        piece = text[position : region[0]]
+        pieces.append(piece)
+        written += len(piece)
+        new_anchors.append((new_line, written))
+        pieces.append(insert)
+        written += len(insert)
+        position = region[1]
+        delta += len(new) - count
+    pieces.append(text[position:])
+    result = "".join(pieces)
+    if cursor.had_newline and result == "\n":
+        result = ""  # the line algorithm's "empty result" rule
+    # Every line counted so far ends with a newline, so the line count is known without a pass
+    # over the text: the cursor stopped at the end or the rest is counted once.
+    rest = text.count("\n", cursor.offset)
+    old_length = cursor.line + rest + 1
+    return FastResult(
+        result,
+        blocks,
+        TextLines(text, old_anchors, old_length),
+        TextLines(result, new_anchors, old_length + delta),
+    )
