@@ -182,3 +182,12 @@ def test_json_escaped_and_percent_encoded_spellings_are_masked(
 def test_a_short_secret_is_not_masked_in_any_spelling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHORT_SECRET", "a b c")  # percent-encoded it would be 11 characters
     assert redact_secrets("a%20b%20c and a b c") == "a%20b%20c and a b c"
+
+
+@pytest.mark.parametrize("length", [40, 255, 256, 257, 300, 5000])
+def test_short_and_long_strings_are_masked_alike(fake_key: str, length: int) -> None:
+    # Short strings take the one-alternation test, long ones the per-secret scans.
+    tail = " AKIAIOSFODNN7EXAMPLE"
+    pad = "p" * max(0, length - len(fake_key) - len(tail) - 1)
+    text = f"{fake_key} {pad}{tail}"
+    assert redact_secrets(text) == f"{REDACTED} {pad} {REDACTED}"

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -261,3 +262,26 @@ def test_default_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert default_home() == tmp_path / "data" / "codelia"
     monkeypatch.setenv("JUPYTER_CODELIA_HOME", "  ")  # blank means unset
     assert default_home() == tmp_path / "data" / "codelia"
+
+
+def test_saves_from_several_threads_all_land(store: SessionStore) -> None:
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(10):
+                store.save_state(SessionState(session_id=f"t{n}", meta={"i": i}))
+                store.save_state(SessionState(session_id="shared", meta={"by": n, "i": i}))
+        except BaseException as exc:  # surfaced below, with the thread's own traceback
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert {s.session_id for s in store.list_sessions()} == {"t0", "t1", "t2", "t3", "shared"}
+    for n in range(4):
+        assert store.load_state(f"t{n}").meta == {"i": 9}
+    assert store.load_state("shared").meta["i"] == 9
