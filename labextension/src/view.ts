@@ -210,7 +210,12 @@ class ToolView implements ItemView {
       );
     }
     // Cards that need attention open themselves; finished ones stay as the reader left them.
-    if (item.status === 'awaiting_approval' || item.status === 'error' || item.diff) {
+    if (
+      item.status === 'awaiting_approval' ||
+      item.status === 'error' ||
+      item.diff ||
+      item.images.length > 0
+    ) {
       this.node.setAttribute('open', '');
     }
   }

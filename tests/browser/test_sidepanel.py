@@ -1,0 +1,231 @@
+"""The Codelia side panel in real JupyterLab + Chromium, with the kernel talking to a scripted
+Anthropic server: streaming, tool cards, images, diffs, approvals while a cell is busy, Stop,
+magic runs and resuming a past session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from jupyter_codelia.testing import reply, tool_use, usage
+
+from .conftest import NOTEBOOK_JS, Lab, TurnQueue, notebook_kernel, run_cell
+
+pytestmark = pytest.mark.browser
+
+PANEL = "#jp-codelia-panel"
+LOAD = "%load_ext jupyter_codelia"
+
+
+CELL_RUNNING = f"() => ({NOTEBOOK_JS}).content.activeCell.model.executionState === 'running'"
+
+
+def open_panel(page: Any) -> None:
+    page.evaluate("() => window.jupyterapp.commands.execute('codelia:open')")
+    page.wait_for_selector(f'{PANEL} .jp-codelia-kernel[data-state="ready"]')
+
+
+def send(page: Any, prompt: str) -> None:
+    box = page.locator(f"{PANEL} .jp-codelia-input")
+    box.fill(prompt)
+    box.press("Enter")
+
+
+def wait_idle_panel(page: Any) -> None:
+    page.wait_for_selector(f'{PANEL}[data-running="false"]', state="attached")
+
+
+def test_prompt_streams_text_tool_cards_image_and_diff(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    Image.new("RGB", (40, 30), (220, 30, 30)).save(lab.root / "chart.png")
+    (lab.root / "notes.txt").write_text("hello\n")
+    open_notebook("stream.ipynb")
+    run_cell(page, f"{LOAD}\n%config Codelia.approval_mode = 'trusted'")
+    open_panel(page)
+    anthropic.queue(
+        reply(
+            "I will look at the chart first, then fix the notes.",
+            tool_use("view_image", {"file_path": "chart.png"}),
+            usage=usage(1200, 40),
+            delay_s=0.01,
+        ),
+        reply(
+            tool_use(
+                "edit", {"file_path": "notes.txt", "old_string": "hello", "new_string": "hello\nworld"}
+            ),
+            usage=usage(1500, 30),
+        ),
+        reply("Done: the **chart** is red and the notes are updated.", usage=usage(1700, 20)),
+    )
+    # Remember whether any text item was ever shown while still streaming.
+    page.evaluate(
+        """() => {
+          window.__sawStreaming = false;
+          const root = document.querySelector('#jp-codelia-panel');
+          new MutationObserver(() => {
+            if (root.querySelector('.jp-codelia-streaming')) { window.__sawStreaming = true; }
+          }).observe(root, { subtree: true, childList: true, attributes: true });
+        }"""
+    )
+
+    send(page, "Check chart.png and add world to notes.txt")
+
+    final = page.locator(f"{PANEL} .jp-codelia-final")
+    final.wait_for()
+    assert final.locator("strong").inner_text() == "chart"
+    assert page.locator(f"{PANEL} .jp-codelia-user").first.inner_text().endswith(
+        "Check chart.png and add world to notes.txt"
+    )
+    assert "I will look at the chart first" in page.locator(
+        f"{PANEL} .jp-codelia-assistant"
+    ).first.inner_text()
+    assert page.evaluate("() => window.__sawStreaming") is True
+
+    image_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="view_image")
+    assert image_card.get_attribute("data-status") == "completed"
+    assert image_card.locator(".jp-codelia-tool-duration").inner_text() != ""
+    image = image_card.locator("img.jp-codelia-image")
+    assert image.get_attribute("src").startswith("data:image/")
+    assert image.evaluate("img => img.complete && img.naturalWidth") == 40
+
+    edit_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="edit")
+    assert edit_card.get_attribute("data-status") == "completed"
+    added = edit_card.locator(".jp-codelia-diff-added")
+    assert "+world" in added.all_inner_texts()[0]
+    assert (lab.root / "notes.txt").read_text() == "hello\nworld\n"
+
+    meter = page.locator(f"{PANEL} .jp-codelia-meter").inner_text()
+    assert meter.startswith("4.") and " in · " in meter, meter
+    wait_idle_panel(page)
+
+
+def test_approve_while_a_user_cell_is_busy(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("approve.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    anthropic.queue(
+        reply(tool_use("write", {"file_path": "out.txt", "content": "approved\n"})),
+        reply("Wrote out.txt."),
+    )
+    send(page, "Write out.txt")
+    card = page.locator(f"{PANEL} .jp-codelia-permission")
+    card.locator(".jp-codelia-allow").wait_for()
+    assert "out.txt" in card.locator(".jp-codelia-permission-message").inner_text()
+
+    # A user cell that stays busy until the test releases it.
+    run_cell(
+        page,
+        "import os, time\nwhile not os.path.exists('release.flag'):\n    time.sleep(0.05)",
+        wait=False,
+    )
+    page.wait_for_function(CELL_RUNNING)
+    assert notebook_kernel(page, "supportsSubshells") is True
+
+    card.locator(".jp-codelia-allow").click()
+
+    outcome = card.locator(".jp-codelia-permission-outcome")
+    page.wait_for_function(
+        "el => el.textContent === 'Allowed'", arg=outcome.element_handle()
+    )
+    # The answer reached the kernel through a subshell: the cell has not finished. (The kernel's
+    # status is no witness: the subshell's own busy/idle messages update it too.)
+    assert page.evaluate(CELL_RUNNING) is True
+    assert not (lab.root / "release.flag").exists()
+
+    (lab.root / "release.flag").write_text("go")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Wrote out.txt.").wait_for()
+    assert (lab.root / "out.txt").read_text() == "approved\n"
+    write_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="write")
+    assert write_card.get_attribute("data-status") == "completed"
+    wait_idle_panel(page)
+
+
+def test_stop_mid_run(page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any) -> None:
+    open_notebook("stop.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    words = " ".join(f"word{i}" for i in range(600))
+    anthropic.queue(reply(words, delay_s=0.05))
+    send(page, "Talk for a long time")
+    page.locator(f"{PANEL} .jp-codelia-streaming").wait_for()
+    stop = page.locator(f"{PANEL} .jp-codelia-stop")
+    assert stop.is_visible()
+
+    stop.click()
+
+    page.locator(f"{PANEL} .jp-codelia-notice-warning").wait_for()
+    wait_idle_panel(page)
+    assert not stop.is_visible()
+    assert page.locator(f"{PANEL} .jp-codelia-send").is_enabled()
+    text = page.locator(f"{PANEL} .jp-codelia-assistant").inner_text()
+    assert "word599" not in text
+    assert page.locator(f"{PANEL} .jp-codelia-streaming").count() == 0
+
+
+def test_magic_runs_show_in_the_panel_which_loads_the_extension_itself(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("magic.ipynb")
+    # Nothing loaded jupyter_codelia in this kernel: the panel does it (keyboard shortcut).
+    page.locator(".jp-Notebook").click()
+    page.keyboard.press("Control+Alt+C")
+    page.wait_for_selector(f'{PANEL} .jp-codelia-kernel[data-state="ready"]')
+    label = page.locator(f"{PANEL} .jp-codelia-kernel").inner_text()
+    assert label.startswith("magic.ipynb · Python 3 (ipykernel)"), label
+    assert page.evaluate("() => document.activeElement.classList.contains('jp-codelia-input')")
+
+    anthropic.queue(reply("Hi from the **magic** run."))
+    run_cell(page, "%%codelia\nSay hi from the cell")
+
+    magic_prompt = page.locator(f"{PANEL} .jp-codelia-user", has_text="Say hi from the cell")
+    magic_prompt.wait_for()
+    assert magic_prompt.locator(".jp-codelia-badge").inner_text() == "%%codelia"
+    page.locator(f"{PANEL} .jp-codelia-final strong", has_text="magic").wait_for()
+    wait_idle_panel(page)
+
+
+def test_resume_a_past_session_from_the_picker(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("resume.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    anthropic.queue(reply("Noted: 42."), reply("Sure, here it is."), reply("The number was 42."))
+
+    send(page, "Remember the number 42")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Noted: 42.").wait_for()
+    wait_idle_panel(page)
+    first_session = anthropic.requests[-1]
+
+    page.locator(f"{PANEL} .jp-codelia-new-session").click()
+    assert "New session" in page.locator(f"{PANEL} .jp-codelia-resume").inner_text()
+    assert page.locator(f"{PANEL} .jp-codelia-item").count() == 0
+    send(page, "An unrelated question")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Sure, here it is.").wait_for()
+    wait_idle_panel(page)
+
+    page.locator(f"{PANEL} .jp-codelia-sessions-button").click()
+    rows = page.locator(f"{PANEL} .jp-codelia-session")
+    rows.first.wait_for()
+    # The lab's session store is shared by every test of this run: look for ours by name.
+    assert rows.filter(has_text="An unrelated question").count() == 1
+    rows.filter(has_text="Remember the number 42").click()
+
+    # The old conversation is back, and the next message continues it.
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Noted: 42.").wait_for()
+    assert page.locator(f"{PANEL} .jp-codelia-user", has_text="An unrelated question").count() == 0
+    assert "Resuming" in page.locator(f"{PANEL} .jp-codelia-resume").inner_text()
+
+    send(page, "Which number was it?")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="The number was 42.").wait_for()
+    wait_idle_panel(page)
+    sent = json.dumps(anthropic.requests[-1].json["messages"])
+    assert "Remember the number 42" in sent
+    assert "An unrelated question" not in sent
+    assert first_session is not anthropic.requests[-1]
