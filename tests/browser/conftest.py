@@ -87,9 +87,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
     # Serve the build in the work tree (not an older copy installed into the venv).
     (data / "labextensions" / "jupyter-codelia").symlink_to(BUILD)
     (config / "labconfig" / "page_config.json").write_text(
-        json.dumps(
-            {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
-        )
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
     )
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_codelia": True}}})
@@ -263,13 +261,21 @@ def page(
 def write_notebook(root: Path, name: str, cells: list[str]) -> None:
     notebook = {
         "cells": [
-            {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-             "execution_count": None}
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": source,
+                "outputs": [],
+                "execution_count": None,
+            }
             for source in cells or [""]
         ],
         "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                           "language": "python"}
+            "kernelspec": {
+                "name": "python3",
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+            }
         },
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -289,8 +295,7 @@ def open_lab(page: Any, lab: Lab, path: str = "") -> None:
 # The open notebook panel (tests open one notebook per workspace; shell.currentWidget follows
 # focus and is null while the side panel has it).
 NOTEBOOK_JS = (
-    "Array.from(window.jupyterapp.shell.widgets('main'))"
-    ".find(w => w.sessionContext && w.content)"
+    "Array.from(window.jupyterapp.shell.widgets('main')).find(w => w.sessionContext && w.content)"
 )
 
 # A synchronous predicate (wait_for_function treats a returned Promise as truthy).

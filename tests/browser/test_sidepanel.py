@@ -20,6 +20,7 @@ PANEL = "#jp-codelia-panel"
 LOAD = "%load_ext jupyter_codelia"
 
 
+EDIT_ARGS = {"file_path": "notes.txt", "old_string": "hello", "new_string": "hello\nworld"}
 CELL_RUNNING = f"() => ({NOTEBOOK_JS}).content.activeCell.model.executionState === 'running'"
 
 
@@ -54,9 +55,7 @@ def test_prompt_streams_text_tool_cards_image_and_diff(
             delay_s=0.01,
         ),
         reply(
-            tool_use(
-                "edit", {"file_path": "notes.txt", "old_string": "hello", "new_string": "hello\nworld"}
-            ),
+            tool_use("edit", EDIT_ARGS),
             usage=usage(1500, 30),
         ),
         reply("Done: the **chart** is red and the notes are updated.", usage=usage(1700, 20)),
@@ -77,12 +76,15 @@ def test_prompt_streams_text_tool_cards_image_and_diff(
     final = page.locator(f"{PANEL} .jp-codelia-final")
     final.wait_for()
     assert final.locator("strong").inner_text() == "chart"
-    assert page.locator(f"{PANEL} .jp-codelia-user").first.inner_text().endswith(
-        "Check chart.png and add world to notes.txt"
+    assert (
+        page.locator(f"{PANEL} .jp-codelia-user")
+        .first.inner_text()
+        .endswith("Check chart.png and add world to notes.txt")
     )
-    assert "I will look at the chart first" in page.locator(
-        f"{PANEL} .jp-codelia-assistant"
-    ).first.inner_text()
+    assert (
+        "I will look at the chart first"
+        in page.locator(f"{PANEL} .jp-codelia-assistant").first.inner_text()
+    )
     assert page.evaluate("() => window.__sawStreaming") is True
 
     image_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="view_image")
@@ -130,9 +132,7 @@ def test_approve_while_a_user_cell_is_busy(
     card.locator(".jp-codelia-allow").click()
 
     outcome = card.locator(".jp-codelia-permission-outcome")
-    page.wait_for_function(
-        "el => el.textContent === 'Allowed'", arg=outcome.element_handle()
-    )
+    page.wait_for_function("el => el.textContent === 'Allowed'", arg=outcome.element_handle())
     # The answer reached the kernel through a subshell: the cell has not finished. (The kernel's
     # status is no witness: the subshell's own busy/idle messages update it too.)
     assert page.evaluate(CELL_RUNNING) is True
