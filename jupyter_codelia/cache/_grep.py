@@ -110,18 +110,59 @@ def python_lines(path: Path, pattern: str, *, regex: bool, max_count: int) -> It
             cut = len(text) if final else text.rfind("\n") + 1
             block, pending = text[:cut], text[cut:]
             if block or final:
-                lines = block.split("\n")
-                if not final:
-                    lines.pop()  # the block ends with "\n": no line after it yet
-                for number, line in enumerate(lines, line_base):
-                    if line.endswith("\r") and (not final or number < line_base + len(lines) - 1):
-                        line = line[:-1]
-                    hit = compiled.search(line) is not None if compiled else pattern in line
-                    if hit:
-                        yield number
-                        found += 1
-                        if found >= max_count:
-                            return
-                line_base += len(lines)
+                if compiled is None:
+                    hits = _literal_hits(block, pattern, final)
+                else:
+                    hits = _regex_hits(block, compiled, final)
+                for number in hits:
+                    yield line_base + number
+                    found += 1
+                    if found >= max_count:
+                        return
+                line_base += block.count("\n")
             if final:
                 return
+
+
+def _block_lines(block: str, final: bool) -> list[str]:
+    """Lines of a block that ends with ``\n`` (or is the end of the text when ``final``)."""
+    lines = block.split("\n")
+    if not final:
+        lines.pop()  # the block ends with "\n": no line after it yet
+    return [
+        line[:-1] if line.endswith("\r") and (not final or i < len(lines) - 1) else line
+        for i, line in enumerate(lines)
+    ]
+
+
+def _regex_hits(block: str, compiled: re.Pattern[str], final: bool) -> Iterator[int]:
+    for number, line in enumerate(_block_lines(block, final)):
+        if compiled.search(line):
+            yield number
+
+
+def _literal_hits(block: str, pattern: str, final: bool) -> Iterator[int]:
+    """Candidates from ``str.find`` over the whole block, confirmed on their line (a pattern
+    without a line break cannot span lines; the confirmation drops a trailing ``\r``)."""
+    number = 0
+    counted = 0
+    pos = 0
+    while pos <= len(block):
+        hit = block.find(pattern, pos)
+        if hit == -1:
+            return
+        start = block.rfind("\n", 0, hit) + 1
+        end = block.find("\n", hit)
+        has_break = end != -1
+        if not has_break:
+            if not final:
+                return  # only the empty remainder after the block's last "\n"
+            end = len(block)
+        number += block.count("\n", counted, start)
+        counted = start
+        line = block[start:end]
+        if has_break and line.endswith("\r"):
+            line = line[:-1]
+        if pattern in line:
+            yield number
+        pos = end + 1
