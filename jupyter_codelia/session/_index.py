@@ -83,6 +83,8 @@ class SessionIndex:
         self.path = path
         self._source = source
         self._connection: sqlite3.Connection | None = None
+        # (device, inode) of the file the connection has open.
+        self._identity: tuple[int, int] | None = None
         self._lock = threading.Lock()
 
     def upsert_session(self, summary: SessionSummary) -> None:
@@ -130,9 +132,7 @@ class SessionIndex:
 
     def close(self) -> None:
         with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+            self._disconnect()
 
     # --- internals -------------------------------------------------------------------------
 
@@ -147,7 +147,17 @@ class SessionIndex:
             self._set_aside_corrupted()
             return operation(self._connect())
 
+    def _disconnect(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+            self._identity = None
+
     def _connect(self) -> sqlite3.Connection:
+        if self._connection is not None and self._identity != _file_identity(self.path):
+            # The file was deleted or replaced (a removed home, another process setting a
+            # damaged index aside): an open connection would keep using the orphaned copy.
+            self._disconnect()
         if self._connection is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(
@@ -170,6 +180,7 @@ class SessionIndex:
                 db.close()
                 raise
             self._connection = db
+            self._identity = _file_identity(self.path)
         return self._connection
 
     def _reconcile(self, db: sqlite3.Connection) -> None:
@@ -199,13 +210,19 @@ class SessionIndex:
             raise
 
     def _set_aside_corrupted(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        self._disconnect()
         for suffix in ("", "-journal", "-wal", "-shm"):
             damaged = self.path.with_name(self.path.name + suffix)
             if damaged.exists():
                 damaged.replace(damaged.with_name(damaged.name + ".corrupt"))
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
 
 
 def _replace_session(db: sqlite3.Connection, summary: SessionSummary) -> None:

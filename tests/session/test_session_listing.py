@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -278,3 +279,16 @@ def test_an_index_from_another_release_is_rebuilt(tmp_path: Path) -> None:
     finally:
         db.close()
     assert [s.session_id for s in SessionStore(tmp_path).list_sessions()] == ["s1"]
+
+
+def test_a_home_removed_while_open_starts_afresh(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "home")
+    save(store, "before", "2026-01-01T00:00:00Z")
+    assert [s.session_id for s in store.list_sessions()] == ["before"]
+    shutil.rmtree(tmp_path / "home")
+    assert store.list_sessions() == []
+    save(store, "after", "2026-01-02T00:00:00Z")
+    # The open connection to the deleted index is not reused: "before" is really gone.
+    assert [s.session_id for s in store.list_sessions()] == ["after"]
+    with pytest.raises(SessionNotFound):
+        store.load_state("before")
