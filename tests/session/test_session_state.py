@@ -285,3 +285,16 @@ def test_saves_from_several_threads_all_land(store: SessionStore) -> None:
     for n in range(4):
         assert store.load_state(f"t{n}").meta == {"i": 9}
     assert store.load_state("shared").meta["i"] == 9
+
+
+def test_the_store_imports_no_front_end_modules(run_python: RunPython) -> None:
+    result = run_python(
+        """
+        import sys
+        import jupyter_codelia._redact, jupyter_codelia.session
+        front_ends = ("IPython", "ipywidgets", "jupyter_server", "anthropic")
+        print([m for m in front_ends if m in sys.modules])
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
