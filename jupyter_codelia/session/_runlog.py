@@ -33,7 +33,7 @@ class RunLog:
     def closed(self) -> bool:
         return self._file is None
 
-    def write_header(self, record: dict[str, Any]) -> None:
+    def _write_header(self, record: dict[str, Any]) -> None:
         """Write the ``header`` line (no ``ts``: it has ``started_at``)."""
         with self._lock:
             self._write_locked(to_json_ready(record, what="run log header"))

@@ -8,8 +8,8 @@ Layout under ``<home>/sessions``::
     index.db                    SQLite index for listing sessions and finding their runs
     .lock                       cross-process lock serializing snapshot writes
 
-Snapshots and run-log headers are the truth; the index is rebuilt from them when it is missing
-or damaged. Everything written is redacted first (design §2.13).
+Snapshots and run-log headers are the truth; the index is derived from them and reconciled
+with them (see ``_index``). Everything written is redacted first (design §2.13).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class SessionStore:
             ) from None
         log = RunLog(path, os.fdopen(fd, "ab"), run_id=run_id, session_id=session_id)
         try:
-            log.write_header(ready)
+            log._write_header(ready)
             self._index.add_run(RunRow(run_id, session_id, started_at, relative))
         except BaseException:
             log.close()
