@@ -1,7 +1,8 @@
 """JSON Lines encoding and tolerant reading for run logs and snapshots (design §2.11).
 
 Owns the byte format: every record is redacted, made JSON-ready (pydantic models, paths, sets,
-datetimes are converted) and written as one UTF-8 line. Reading skips what a crash or a stray
+datetimes are converted; NaN and infinities become null) and written as one UTF-8 line of
+standard JSON. Reading skips what a crash or a stray
 writer can leave behind (a torn last line, undecodable or non-object lines) instead of failing.
 """
 
@@ -20,7 +21,9 @@ def to_json_ready(value: Any, *, what: str) -> Any:
     from pydantic_core import PydanticSerializationError, to_jsonable_python
 
     try:
-        plain = to_jsonable_python(value)
+        # NaN/Infinity are not JSON: written as null, as JavaScript's JSON.stringify does, so
+        # the side panel (a browser) can parse every record.
+        plain = to_jsonable_python(value, inf_nan_mode="null")
     except PydanticSerializationError as exc:
         raise TypeError(
             f"{what} is not JSON-serializable ({exc}); pass plain data or pydantic models"

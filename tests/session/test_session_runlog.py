@@ -217,3 +217,20 @@ def test_bad_headers_are_rejected_before_any_file_exists(store: SessionStore) ->
     assert not list(store.sessions_dir.glob("**/h*.jsonl"))
     # Repeating a store-owned field with the same value is accepted.
     store.open_run_log(run_id="h7", session_id=None, header={"run_id": "h7"}).close()
+
+
+def test_values_are_written_as_standard_json(store: SessionStore) -> None:
+    with store.open_run_log(run_id="types", session_id=None, header={}) as log:
+        log.append(
+            "tool.output",
+            when=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+            where=Path("/data/file.csv"),
+            tags=("a", "b"),
+            stats={"mean": float("nan"), "max": float("inf"), "n": 3},
+        )
+    line = log.path.read_bytes().splitlines()[1]
+    record = json.loads(line, parse_constant=lambda name: pytest.fail(f"non-JSON {name}"))
+    assert record["when"] == "2026-01-02T03:04:05Z"
+    assert record["where"] == "/data/file.csv"
+    assert record["tags"] == ["a", "b"]
+    assert record["stats"] == {"mean": None, "max": None, "n": 3}
