@@ -15,6 +15,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +36,7 @@ from ..llm.messages import (
 )
 from ._entry import CacheEntry, EntryMeta, OpenEntry, data_path
 from ._errors import (
+    ToolOutputCacheError,
     ToolOutputCorruptedError,
     ToolOutputEvictedError,
     ToolOutputNotFoundError,
@@ -58,6 +60,7 @@ logger = logging.getLogger("jupyter_codelia.cache")
 _PIECE_CHARS = 1 << 20  # encode big strings piecewise so a write never doubles their memory
 _STALE_TEMP_SECONDS = 24 * 3600
 _TOMBSTONE = ".evicted"
+_MAX_TOMBSTONES = 10_000
 DEFAULT_MAX_PARTS_TEXT_BYTES = 16 * 1024 * 1024
 
 
@@ -89,6 +92,8 @@ class StreamingOutputWriter:
         self._tmp_text = store._temp_path("txt")
         self._file = open(self._tmp_text, "wb", buffering=1 << 20)  # noqa: SIM115 (held open)
         self._index = LineIndexBuilder(stride=store.index_stride)
+        # A writer dropped without close() or abort() must not leave its temp file behind.
+        self._finalizer = weakref.finalize(self, _discard, self._file, self._tmp_text)
 
     @property
     def ref_id(self) -> str:
@@ -114,6 +119,7 @@ class StreamingOutputWriter:
         with self._lock:
             self._check_open()
             self._closed = True
+            self._finalizer.detach()
             try:
                 self._file.close()
                 return self._store._commit(
@@ -135,8 +141,8 @@ class StreamingOutputWriter:
             if self._closed:
                 return
             self._closed = True
-            self._file.close()
-            _unlink(self._tmp_text)
+            self._finalizer.detach()
+            _discard(self._file, self._tmp_text)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -238,17 +244,22 @@ class ToolOutputCacheStore:
             return writer.close()
 
     def _temp_path(self, suffix: str) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ToolOutputCacheError(
+                f"Cannot create the tool output cache directory {self.root}: {exc}"
+            ) from None
         return self.root / f".tmp-{uuid.uuid4().hex}.{suffix}"
 
-    def _lock(self) -> contextlib.ExitStack:
-        stack = contextlib.ExitStack()
-        stack.enter_context(self._thread_lock)
-        if self._file_lock is None:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._file_lock = FileLock(self.root / ".lock", thread_local=False)
-        stack.enter_context(self._file_lock)
-        return stack
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        """Threads of this process, then other processes, one at a time."""
+        with self._thread_lock:
+            if self._file_lock is None:
+                self._file_lock = FileLock(self.root / ".lock", thread_local=False)
+            with self._file_lock:
+                yield
 
     def _commit(
         self,
@@ -302,6 +313,7 @@ class ToolOutputCacheStore:
 
         Runs under the store lock after every commit."""
         groups: dict[str, _Group] = {}
+        tombstones: list[tuple[float, Path]] = []
         now = time.time()
         for item in os.scandir(self.root):
             name = item.name
@@ -314,6 +326,7 @@ class ToolOutputCacheStore:
                     _unlink(Path(item.path))  # left by a process that died mid-write
                 continue
             if name.endswith(_TOMBSTONE):
+                tombstones.append((stat.st_mtime, Path(item.path)))
                 continue
             ref, _, rest = name.partition(".")
             if ref == keep and rest != "json" and not rest.startswith(f"{keep_generation}."):
@@ -327,6 +340,9 @@ class ToolOutputCacheStore:
                 group.used = stat.st_mtime
             elif not group.has_meta:
                 group.used = max(group.used, stat.st_mtime)
+        if len(tombstones) > _MAX_TOMBSTONES:  # keep "was evicted" notes for recent refs only
+            for _, path in sorted(tombstones)[: len(tombstones) - _MAX_TOMBSTONES]:
+                _unlink(path)
         total = sum(g.size for g in groups.values())
         if total <= self.max_bytes:
             return
@@ -431,31 +447,26 @@ class ToolOutputCacheStore:
                 except (ValidationError, OSError):
                     continue
                 metas.append((meta, stat.st_mtime))
-        entries = [
-            CacheEntry(
-                ref_id=meta.ref_id,
-                tool_name=meta.tool_name,
-                created_at=meta.created_at,
-                last_used_at=datetime.fromtimestamp(used, timezone.utc),
-                size_bytes=meta.size_bytes,
-                line_count=meta.line_count,
-                has_parts=meta.has_parts,
-                is_error=meta.is_error,
-                disk_bytes=sizes.get(meta.ref_id, 0),
-            )
-            for meta, used in metas
-        ]
+        entries = [_row(meta, used, sizes.get(meta.ref_id, 0)) for meta, used in metas]
         entries.sort(key=lambda e: e.created_at, reverse=True)
         return entries
 
     def get_entry(self, ref_id: str) -> CacheEntry:
         """The listing row of one entry (raises the typed errors)."""
         ref_id = normalize_ref_id(ref_id)
-        for entry in self.list_entries():
-            if entry.ref_id == ref_id:
-                return entry
-        self._load_meta(ref_id)  # raises evicted / not found / corrupted
-        raise ToolOutputNotFoundError(ref_id)
+        if not ref_id:
+            raise ToolOutputNotFoundError(ref_id)
+        meta = self._load_meta(ref_id)
+        try:
+            used = self._meta_path(ref_id).stat().st_mtime
+        except FileNotFoundError:
+            raise ToolOutputEvictedError(ref_id) from None
+        disk = 0
+        for path in self.root.glob(f"{ref_id}.*"):
+            if not path.name.endswith(_TOMBSTONE):
+                with contextlib.suppress(FileNotFoundError):
+                    disk += path.stat().st_size
+        return _row(meta, used, disk)
 
     def streamed_ref(self, tool_call_id: str) -> ToolOutputRef | None:
         """The ref of an entry a tool streamed under ``tool_call_id`` with :meth:`writer`."""
@@ -584,6 +595,20 @@ class _Group:
         self.paths: list[Path] = []
 
 
+def _row(meta: EntryMeta, used: float, disk_bytes: int) -> CacheEntry:
+    return CacheEntry(
+        ref_id=meta.ref_id,
+        tool_name=meta.tool_name,
+        created_at=meta.created_at,
+        last_used_at=datetime.fromtimestamp(used, timezone.utc),
+        size_bytes=meta.size_bytes,
+        line_count=meta.line_count,
+        has_parts=meta.has_parts,
+        is_error=meta.is_error,
+        disk_bytes=disk_bytes,
+    )
+
+
 def _checked_ref(tool_call_id: str) -> str:
     if not isinstance(tool_call_id, str) or not tool_call_id:
         raise ValueError(f"tool_call_id must be a non-empty string, got {tool_call_id!r}")
@@ -629,6 +654,11 @@ def _validated_index(ref_id: str, meta: EntryMeta, fd: int, raw: bytes) -> LineI
     if index.line_count != meta.line_count:
         raise ToolOutputCorruptedError(ref_id, "its line index does not match its metadata")
     return index
+
+
+def _discard(file: Any, path: Path) -> None:
+    file.close()
+    _unlink(path)
 
 
 def _unlink(path: Path) -> None:

@@ -298,3 +298,43 @@ def test_two_processes_write_one_store(tmp_path: Path) -> None:
     assert readable > 0
     assert store.disk_usage() <= 400_000
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_dropped_writer_leaves_no_temp_file(store: ToolOutputCacheStore) -> None:
+    import gc
+
+    writer = store.writer(tool_call_id="dropped", tool_name="t")
+    writer.write("x" * 1000)
+    del writer
+    gc.collect()
+    assert [p.name for p in store.root.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_unusable_directory_is_a_clear_error(tmp_path: Path) -> None:
+    from jupyter_codelia.cache import ToolOutputCacheError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    store = ToolOutputCacheStore(blocker / "cache")
+    with pytest.raises(ToolOutputCacheError, match="Cannot create the tool output cache directory"):
+        store.save(tool_call_id="c", tool_name="t", content="x")
+    with pytest.raises(ToolOutputNotFoundError):
+        store.read("c")
+    assert store.list_entries() == []
+
+
+def test_old_eviction_notes_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import jupyter_codelia.cache._store as store_module
+
+    monkeypatch.setattr(store_module, "_MAX_TOMBSTONES", 3)
+    store = ToolOutputCacheStore(tmp_path, max_bytes=600)
+    for i in range(8):
+        store.save(tool_call_id=f"e{i}", tool_name="t", content="y" * 300)
+        time.sleep(0.01)
+    notes = sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".evicted"))
+    assert len(notes) <= 4  # pruned to 3 at each commit, plus the one this commit added
+    with pytest.raises(ToolOutputEvictedError):
+        store.read("e6")
+    with pytest.raises(ToolOutputNotFoundError):
+        store.read("e0")  # its note was pruned: the ref is simply unknown now
+    assert store.get_entry("e7").disk_bytes > 300
