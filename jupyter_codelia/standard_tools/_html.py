@@ -1,7 +1,7 @@
 """Turning a fetched body into text the model can read (spec/web-tools.md §3, steps 3-8).
 
 Owns content-type and binary sniffing, charset decoding, HTML detection, title extraction and
-HTML → markdown (markdownify) / plain text (a block-aware walk over the selectolax DOM). Links
+HTML → markdown or plain text (one block-aware walk over the selectolax DOM). Links
 and image sources are made absolute against the final URL so the model can follow them.
 """
 
@@ -38,10 +38,10 @@ _BLOCK_TAGS = frozenset(
         *("table", "tbody", "thead", "tfoot", "tr", "ul"),
     }
 )
-_BLOCK_BREAK = "\x00"
-_BLOCK_BREAKS = re.compile(r"[ \t\n]*\x00(?:[ \t\n]*\x00)*\n*")
 _CELL_TAGS = frozenset({"td", "th"})
-_SKIPPED_TAGS = frozenset({"script", "style", "noscript", "template", "head", "-comment"})
+_SKIPPED_TAGS = frozenset(
+    {"script", "style", "noscript", "template", "head", "-comment", "svg", "iframe", "canvas"}
+)
 
 
 def media_type(content_type: str) -> str:
@@ -126,15 +126,12 @@ def render_html(html: str, output_format: str, base_url: str) -> HtmlRendering:
     tree = LexborHTMLParser(html)
     title_node = tree.css_first("title")
     title = _WHITESPACE_RUN.sub(" ", title_node.text()).strip() if title_node else ""
-    tree.strip_tags(["script", "style", "noscript", "template"])
     _absolutize(tree, base_url)
     body = tree.body if tree.body is not None else tree.root
     if body is None:
         content = ""
-    elif output_format == "markdown":
-        content = _to_markdown(body.html or "")
     else:
-        content = _to_text(body)
+        content = _DomRenderer(markdown=output_format == "markdown").render(body)
     return HtmlRendering(title=title or None, content=normalize_whitespace(content))
 
 
@@ -150,54 +147,201 @@ def _absolutize(tree: Any, base_url: str) -> None:
                 continue
 
 
-def _to_markdown(html: str) -> str:
-    from markdownify import markdownify
+_PARA = "\x00"  # paragraph break: a blank line in markdown, a line break in text
+_LINE = "\x01"  # line break
+_INDENT = "\x02"  # one level of list indentation, expanded once breaks are resolved
+_CONTROL_MARKS = re.compile("[\x00-\x02]")
+_BREAK_RUN = re.compile(r"[ \t\n]*[\x00\x01](?:[ \t\n]*[\x00\x01])*")
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_EMPHASIS = {"strong": "**", "b": "**", "em": "*", "i": "*"}
 
-    return str(markdownify(html, heading_style="ATX", bullets="-", strip=["img"]))
+
+@dataclass
+class _ListState:
+    ordered: bool
+    counter: int = 0
 
 
-def _to_text(root: Any) -> str:
-    """Plain text of ``root``: block elements on their own lines, list items as ``- ``.
+@dataclass
+class _TableState:
+    rows: int = 0
+    cells: int = 0
 
-    Walks the DOM with an explicit stack, so deeply nested pages cannot exhaust the recursion
-    limit; whitespace is collapsed as a browser would, except inside ``<pre>``.
+
+class _DomRenderer:
+    """Markdown or plain text from a selectolax DOM, in one pass.
+
+    Walks with an explicit stack (deeply nested pages cannot exhaust the recursion limit) and
+    collapses whitespace as a browser would, except inside ``<pre>``. Block edges become break
+    marks, resolved at the end so that adjacent edges (``</h1><p>``) make one break, not several.
+    Measured on a 0.9 MB page: ~0.1 s, where markdownify took ~6 s.
     """
-    parts: list[str] = []
-    pre_depth = 0
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, leaving = stack.pop()
-        tag: str = node.tag
-        if leaving:
-            if tag == "pre":
-                pre_depth -= 1
-            if tag in _BLOCK_TAGS:
-                parts.append(_BLOCK_BREAK)
-            elif tag in _CELL_TAGS:
-                parts.append("\t")
-            continue
-        if tag == "-text":
-            text: str = (node.text_content or "").replace(_BLOCK_BREAK, "")
-            parts.append(text if pre_depth else _WHITESPACE_RUN.sub(" ", text))
-            continue
-        if tag in _SKIPPED_TAGS:
-            continue
+
+    def __init__(self, *, markdown: bool) -> None:
+        self.markdown = markdown
+        self.parts: list[str] = []
+        self.pre_depth = 0
+        self.lists: list[_ListState] = []
+        self.tables: list[_TableState] = []
+        self._bullet_end = -1  # len(parts) right after the latest list bullet
+        self._line_start = True  # nothing but whitespace since the last break
+
+    def render(self, root: Any) -> str:
+        stack: list[tuple[Any, int]] = [(root, -1)]  # (node, -1 to enter | mark to leave)
+        while stack:
+            node, mark = stack.pop()
+            if mark >= 0:
+                self._leave(node, mark)
+                continue
+            tag: str = node.tag
+            if tag == "-text":
+                self._text(node.text_content or "")
+                continue
+            if tag in _SKIPPED_TAGS:
+                continue
+            entered = self._enter(node, tag)
+            if entered is None:
+                continue
+            stack.append((node, entered))
+            children = list(node.iter(include_text=True))
+            stack.extend((child, -1) for child in reversed(children))
+        text = _BREAK_RUN.sub(self._resolve_break, "".join(self.parts))
+        return text.replace(_INDENT, "  ")
+
+    def _resolve_break(self, match: re.Match[str]) -> str:
+        return "\n\n" if self.markdown and _PARA in match.group(0) else "\n"
+
+    def _break(self, kind: str) -> None:
+        if len(self.parts) == self._bullet_end:  # a block right inside <li> stays on its line
+            return
+        # Paragraphs inside list items would split the list: keep them on plain lines.
+        self.parts.append(_LINE if self.lists and kind == _PARA else kind)
+        self._line_start = True
+
+    def _text(self, text: str) -> None:
+        text = _CONTROL_MARKS.sub("", text)
+        if not self.pre_depth:
+            text = _WHITESPACE_RUN.sub(" ", text)
+            if self._line_start:
+                text = text.lstrip(" ")
+        if text:
+            self.parts.append(text)
+            self._line_start = False
+
+    def _enter(self, node: Any, tag: str) -> int | None:
+        """Emit what opens ``node``; the mark to pass to ``_leave``, or None to skip children."""
+        md, parts = self.markdown, self.parts
         if tag == "br":
-            parts.append("\n")
-            continue
-        if tag in _BLOCK_TAGS:
-            parts.append(_BLOCK_BREAK)
-        if tag == "li":
-            parts.append("- ")
-        if tag == "pre":
-            pre_depth += 1
-        stack.append((node, True))
-        children = list(node.iter(include_text=True))
-        stack.extend((child, False) for child in reversed(children))
-    # Adjacent block edges (</h1><p>) make one line break, not a blank line per edge.
-    text = _BLOCK_BREAKS.sub("\n", "".join(parts))
-    # Collapsing leaves at most one stray space at a line start; deeper indentation is <pre>'s.
-    lines = text.split("\n")
-    return "\n".join(
-        line[1:] if line.startswith(" ") and not line.startswith("  ") else line for line in lines
-    )
+            parts.append("\n" if self.pre_depth else _LINE)
+            self._line_start = not self.pre_depth
+            return None
+        if tag == "hr":
+            self._break(_PARA)
+            if md:
+                parts.extend(["---", _PARA])
+            return None
+        if tag == "img":
+            src, alt = node.attrs.get("src") or "", node.attrs.get("alt") or ""
+            if md and src.startswith(("http://", "https://")):
+                parts.append(f"![{_WHITESPACE_RUN.sub(' ', alt).strip()}]({src})")
+            return None
+        if tag in _HEADINGS:
+            self._break(_PARA)
+            if md:
+                parts.append("#" * _HEADINGS[tag] + " ")
+        elif tag == "pre":
+            self._break(_PARA)
+            self.pre_depth += 1
+            if md:
+                parts.append("```\n")
+        elif md and tag == "code" and not self.pre_depth:
+            parts.append("`")
+        elif md and tag in _EMPHASIS and not self.pre_depth:
+            parts.append(_EMPHASIS[tag])
+        elif md and tag == "a" and _link_target(node) and not self.pre_depth:
+            parts.append("[")
+        elif tag in ("ul", "ol"):
+            self._break(_LINE if self.lists else _PARA)
+            self.lists.append(_ListState(ordered=tag == "ol"))
+        elif tag == "li":
+            self._break(_LINE)
+            state = self.lists[-1] if self.lists else _ListState(ordered=False)
+            state.counter += 1
+            bullet = f"{state.counter}. " if state.ordered else "- "
+            parts.append(_INDENT * max(0, len(self.lists) - 1) + bullet)
+            self._bullet_end = len(parts)
+            self._line_start = True
+        elif tag == "table":
+            self._break(_PARA)
+            self.tables.append(_TableState())
+        elif tag == "tr":
+            self._break(_LINE)
+            if self.tables:
+                self.tables[-1].cells = 0
+        elif tag in _CELL_TAGS:
+            table = self.tables[-1] if self.tables else _TableState()
+            if md:
+                parts.append("| " if table.cells == 0 else " | ")
+            elif table.cells:
+                parts.append("\t")
+            table.cells += 1
+        elif tag in _BLOCK_TAGS:
+            self._break(_PARA)
+        return len(parts)
+
+    def _leave(self, node: Any, mark: int) -> None:
+        tag: str = node.tag
+        md, parts = self.markdown, self.parts
+        if tag in _HEADINGS:
+            self._break(_PARA)
+        elif tag == "pre":
+            self.pre_depth -= 1
+            if md:
+                parts.append("```" if "".join(parts[mark:]).endswith("\n") else "\n```")
+            self._break(_PARA)
+        elif md and tag == "code" and not self.pre_depth:
+            self._wrap(mark, "`", "`")
+        elif md and tag in _EMPHASIS and not self.pre_depth:
+            self._wrap(mark, _EMPHASIS[tag], _EMPHASIS[tag])
+        elif md and tag == "a" and not self.pre_depth and (target := _link_target(node)):
+            label = _CONTROL_MARKS.sub(" ", "".join(parts[mark:])).strip() or target
+            del parts[mark - 1 :]
+            parts.append(f"[{label}]({target})")
+        elif tag in ("ul", "ol"):
+            if self.lists:
+                self.lists.pop()
+            self._break(_LINE if self.lists else _PARA)
+        elif tag == "li":
+            self._break(_LINE)
+        elif tag == "table":
+            if self.tables:
+                self.tables.pop()
+            self._break(_PARA)
+        elif tag == "tr":
+            table = self.tables[-1] if self.tables else _TableState()
+            if md and table.cells:
+                parts.append(" |")
+                if table.rows == 0:  # markdown tables need a separator under the first row
+                    parts.extend([_LINE, "|" + " --- |" * table.cells])
+            table.rows += 1
+            self._break(_LINE)
+        elif tag in _BLOCK_TAGS:
+            self._break(_PARA)
+
+    def _wrap(self, mark: int, opening: str, closing: str) -> None:
+        """Close an inline span opened at ``mark``: drop it if empty, keep spaces outside."""
+        inner = "".join(self.parts[mark:])
+        del self.parts[mark - 1 :]
+        if not inner.strip():
+            self.parts.append(inner)
+            return
+        lead = inner[: len(inner) - len(inner.lstrip())]
+        trail = inner[len(inner.rstrip()) :]
+        self.parts.append(f"{lead}{opening}{inner.strip()}{closing}{trail}")
+
+
+def _link_target(node: Any) -> str | None:
+    href = (node.attrs.get("href") or "").strip()
+    if not href or href.startswith(("#", "javascript:")):
+        return None
+    return href

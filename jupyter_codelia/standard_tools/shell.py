@@ -123,6 +123,10 @@ class _StreamCapture:
     _partial: list[str] = field(default_factory=list)
     _partial_len: int = 0
     _partial_extra: int = 0
+    # The newest tail window as raw text, split into lines only when needed: on a big stream
+    # every chunk replaces it, so splitting each one would be wasted work.
+    _tail_raw: str | None = None
+    _tail_raw_first: int = 0
 
     def feed(self, text: str) -> None:
         if not text:
@@ -163,10 +167,22 @@ class _StreamCapture:
             for line in rest.split("\n", head_need)[:head_need]:
                 self._add_line(line)
         self.lines_done += inner - head_need - window
-        pieces = rest.rsplit("\n", window + 1)
-        for line in pieces[1:-1]:
-            self._add_line(line)
-        self._extend_partial(pieces[-1])
+        last_newline = rest.rfind("\n")
+        cut = last_newline
+        for _ in range(window):
+            cut = rest.rfind("\n", 0, cut)
+        self.tail.clear()
+        self._tail_raw = rest[cut + 1 : last_newline]
+        self._tail_raw_first = self.lines_done
+        self.lines_done += window
+        self._extend_partial(rest[last_newline + 1 :])
+
+    def _materialize_tail(self) -> None:
+        if self._tail_raw is None:
+            return
+        raw, self._tail_raw = self._tail_raw, None
+        for offset, line in enumerate(raw.split("\n")):
+            self.tail.append((self._tail_raw_first + offset, _clip(line)))
 
     def _extend_partial(self, piece: str) -> None:
         room = LINE_CAP_CHARS - self._partial_len
@@ -183,6 +199,7 @@ class _StreamCapture:
         self._partial, self._partial_len, self._partial_extra = [], 0, 0
 
     def _add_line(self, line: str, extra: int = 0) -> None:
+        self._materialize_tail()
         clipped = _clip(line, extra)
         if len(self.head) < EXCERPT_LINES:
             self.head.append(clipped)
@@ -193,6 +210,7 @@ class _StreamCapture:
     def finish(self) -> None:
         if self._partial_len or self._partial_extra:
             self._finish_partial()
+        self._materialize_tail()
 
     def inline_text(self) -> str | None:
         """The whole stream trimmed at the end, when it is within the inline limits."""

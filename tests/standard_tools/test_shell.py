@@ -292,3 +292,17 @@ async def test_one_50_mb_line_is_clipped_in_context(
     assert out["stdout"].startswith("z" * 2000 + f" … [+{size - 2000} chars]\n[... 0 lines")
     assert utf8_len(out["stdout"]) < 4 * 1024
     assert store.get_entry("call_1_stdout").size_bytes == size
+
+
+@pytest.mark.asyncio
+async def test_excerpt_of_a_long_stream_is_exact(
+    workdir: Path, store: ToolOutputCacheStore
+) -> None:
+    out = await run(shell_tool(workdir, store), command="seq 1 200000; printf '\\n\\n  \\n'")
+    lines = out["stdout"].split("\n")
+    assert lines[:80] == [str(i) for i in range(1, 81)]
+    assert lines[81:] == [str(i) for i in range(199921, 200001)]
+    assert lines[80].startswith(
+        "[... 199,840 lines omitted (200,000 lines, 1,288,900 bytes in all);"
+    )
+    assert store.get_entry("call_1_stdout").size_bytes == 1_288_900

@@ -360,3 +360,47 @@ async def test_task_cancellation_aborts_a_slow_fetch(server: LoopbackServer) -> 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+RICH = (
+    "<html><head><title> Rich \n page </title></head><body>"
+    "<nav><a href='#top'>Top</a></nav><h2>Hello <em>world</em></h2>"
+    "<p>See <a href='/docs'>the <b>Docs</b></a>, <code>x = 1</code> and <strong> </strong>.</p>"
+    "<ul><li><p>one</p></li><li>two<ul><li>nested</li></ul></li></ul>"
+    "<ol><li>first</li><li>second</li></ol>"
+    "<pre><code>def f():\n    return 1\n</code></pre>"
+    "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>"
+    "<img src='/i.png' alt='An image'><svg><text>drawing</text></svg><hr>"
+    "<p>end<br> line</p><a href='/empty'></a></body></html>"
+)
+
+
+@pytest.mark.asyncio
+async def test_markdown_and_text_rendering_of_common_elements(server: LoopbackServer) -> None:
+    server.routes["/rich"] = lambda req: html(RICH.encode())
+    base = server.base
+    out = await fetch(server.url("/rich"))
+    assert out["title"] == "Rich page"
+    assert out["content"] == (
+        "Top\n\n## Hello *world*\n\n"
+        f"See [the **Docs**]({base}/docs), `x = 1` and  .\n\n"
+        "- one\n- two\n  - nested\n\n1. first\n2. second\n\n"
+        "```\ndef f():\n    return 1\n```\n\n"
+        "| a | b |\n| --- | --- |\n| 1 | 2 |\n\n"
+        f"![An image]({base}/i.png)\n\n---\n\nend\nline\n\n"
+        f"[{base}/empty]({base}/empty)"
+    )
+    text = await fetch(server.url("/rich"), output_format="text")
+    assert text["content"] == (
+        "Top\nHello world\nSee the Docs, x = 1 and  .\n- one\n- two\n  - nested\n"
+        "1. first\n2. second\ndef f():\n    return 1\na\tb\n1\t2\nend\nline"
+    )
+
+
+@pytest.mark.asyncio
+async def test_deeply_nested_pages_do_not_hit_the_recursion_limit(server: LoopbackServer) -> None:
+    depth = 20_000
+    body = b"<html><body>" + b"<div>" * depth + b"deep" + b"</div>" * depth + b"</body></html>"
+    server.routes["/deep"] = lambda req: html(body)
+    out = await fetch(server.url("/deep"), max_bytes=1_000_000)
+    assert out["content"] == "deep"
