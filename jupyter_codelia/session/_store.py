@@ -65,7 +65,14 @@ def default_home() -> Path:
 class SessionStore:
     """Run logs and resumable session snapshots under ``home / "sessions"``."""
 
-    def __init__(self, home: Path | str | None = None) -> None:
+    def __init__(
+        self, home: Path | str | None = None, *, lock_timeout: float = _LOCK_TIMEOUT_S
+    ) -> None:
+        if not isinstance(lock_timeout, (int, float)) or lock_timeout <= 0:
+            raise ValueError(
+                f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}"
+            )
+        self.lock_timeout = float(lock_timeout)
         if home is None:
             resolved = default_home()
         elif isinstance(home, (str, os.PathLike)):
@@ -240,11 +247,11 @@ class SessionStore:
 
         lock_path = self.sessions_dir / ".lock"
         try:
-            with FileLock(str(lock_path), timeout=_LOCK_TIMEOUT_S):
+            with FileLock(str(lock_path), timeout=self.lock_timeout):
                 yield
         except Timeout:
             raise TimeoutError(
-                f"session store is locked by another process for over {_LOCK_TIMEOUT_S:.0f} s: "
+                f"session store is locked by another process for over {self.lock_timeout:g} s: "
                 f"{lock_path}; if no other kernel is saving, delete the lock file"
             ) from None
 

@@ -298,3 +298,42 @@ def test_the_store_imports_no_front_end_modules(run_python: RunPython) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_a_lock_held_elsewhere_times_out_with_a_clear_error(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, lock_timeout=0.2)
+    store.save_state(SessionState(session_id="s", meta={"v": 1}))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, filelock\n"
+            "with filelock.FileLock(sys.argv[1]):\n"
+            "    print('held', flush=True)\n"
+            "    sys.stdin.readline()\n",
+            str(store.sessions_dir / ".lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(TimeoutError) as info:
+            store.save_state(SessionState(session_id="s", meta={"v": 2}))
+        assert str(info.value) == (
+            f"session store is locked by another process for over 0.2 s: "
+            f"{store.sessions_dir / '.lock'}; if no other kernel is saving, delete the lock file"
+        )
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert store.load_state("s").meta == {"v": 1}
+    store.save_state(SessionState(session_id="s", meta={"v": 3}))  # free again
+    assert store.load_state("s").meta == {"v": 3}
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "5"])
+def test_bad_lock_timeouts_are_rejected(tmp_path: Path, timeout: object) -> None:
+    with pytest.raises(ValueError, match=r"^lock_timeout must be a positive number of seconds"):
+        SessionStore(tmp_path, lock_timeout=timeout)  # type: ignore[arg-type]
