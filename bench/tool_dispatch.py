@@ -22,10 +22,12 @@ Each is timed for sync and async tool functions (pydantic-ai runs sync functions
 thread, which dominates that row). Every timing is the best of ``repeats`` batches of ``calls``
 calls inside one running event loop; the ratios are what to compare across machines.
 Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai. Measured on a
-loaded 2-core machine: execute_raw ~1.5x the floor, execute_tool_call ~2.1-2.5x the floor
-(~1.3x floor+ToolMessage): the remainder is the per-call ToolContext, the ToolMessage and the
-ToolExecution, each a required object. pydantic-ai: ~1.0-1.3x slower with async functions,
-~20x slower with sync ones.
+loaded 2-core machine (defaults, best of 300 batches of 200 calls): execute_raw 1.44-1.50x the
+floor; execute_tool_call 2.2x the floor but 1.03-1.09x floor+ToolMessage, i.e. the per-call
+ToolContext and ToolExecution cost little next to the ToolMessage itself; pydantic-ai 1.04x
+slower with async functions and ~22x slower with sync ones (it runs them in a thread).
+The 1.5x target is out of reach while the executor returns a pydantic ToolMessage: building one
+costs about as much as validating the arguments, which is all the floor does.
 """
 
 from __future__ import annotations
@@ -165,8 +167,8 @@ def report(results: dict[str, dict[str, float]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=5_000, help="calls per batch")
-    parser.add_argument("--repeats", type=int, default=15, help="batches; the best one counts")
+    parser.add_argument("--calls", type=int, default=200, help="calls per batch")
+    parser.add_argument("--repeats", type=int, default=300, help="batches; the best one counts")
     options = parser.parse_args()
     report(asyncio.run(measure(options.calls, options.repeats)))
 
