@@ -209,7 +209,11 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 def load_permission_rules(path: Path) -> tuple[list[PermissionRule], list[PermissionRule]]:
     """(allow, deny) rules from a config file; raises PermissionConfigError if it is malformed."""
-    data = _read_config(path)
+    rules = _parse_rules(_read_config(path), path)
+    return rules.allow, rules.deny
+
+
+def _parse_rules(data: dict[str, Any], path: Path) -> _RuleLists:
     section = data.get("permissions", {})
     try:
         rules = _RuleLists.model_validate(section)
@@ -223,7 +227,7 @@ def load_permission_rules(path: Path) -> tuple[list[PermissionRule], list[Permis
             f"Invalid permission rules in {path}: {problems}. Each rule is an object like "
             '{"tool": "shell", "command": "npm test"}.'
         ) from None
-    return rules.allow, rules.deny
+    return rules
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
@@ -529,9 +533,8 @@ class PermissionPolicy:
         assert path is not None
         try:
             data = _read_config(path) if path.exists() else {}
-            saved_allow, _ = load_permission_rules(path) if path.exists() else ([], [])
-            section = data.get("permissions")
-            section = dict(section) if isinstance(section, dict) else {}
+            saved_allow = _parse_rules(data, path).allow  # never overwrite a malformed file
+            section = dict(data.get("permissions", {}))
             merged = saved_allow + [r for r in added if r not in saved_allow]
             section["allow"] = [r.model_dump(exclude_none=True) for r in merged]
             data["permissions"] = section
