@@ -20,7 +20,7 @@ import ssl
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Literal
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -131,6 +131,16 @@ def _host_allowed(url: str, domains: list[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
+def _unwrap_ddg_redirect(url: str) -> str:
+    """DuckDuckGo may link through ``//duckduckgo.com/l/?uddg=<target>``: return the target."""
+    parts = urlsplit(url if "://" in url else "https:" + url)
+    if parts.hostname in ("duckduckgo.com", "html.duckduckgo.com") and parts.path == "/l/":
+        target = parse_qs(parts.query).get("uddg")
+        if target and target[0].startswith(("http://", "https://")):
+            return target[0]
+    return url
+
+
 def _ddg_search(
     query: str, max_results: int, endpoint: str, timeout_s: float
 ) -> list[dict[str, str]]:
@@ -154,9 +164,8 @@ def _ddg_search(
         found = engine.search(query=query, page=page) or []
         for hit in found:
             if hit.title and hit.href:
-                rows.append(
-                    {"title": hit.title, "url": hit.href, "snippet": hit.body, "source": "ddg"}
-                )
+                url = _unwrap_ddg_redirect(hit.href)
+                rows.append({"title": hit.title, "url": url, "snippet": hit.body, "source": "ddg"})
         if not found:
             break
     return rows

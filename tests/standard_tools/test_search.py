@@ -263,3 +263,15 @@ def test_config_validation_messages() -> None:
     with pytest.raises(pydantic.ValidationError) as info:
         WebConfig(search_timeout_s=0)
     assert "search_timeout_s" in str(info.value)
+
+
+@pytest.mark.asyncio
+async def test_ddg_redirect_links_are_unwrapped(server: LoopbackServer) -> None:
+    wrapped = "//duckduckgo.com/l/?uddg=https%3A%2F%2Fdocs.python.org%2F3%2F&rut=abc"
+    hits = [("Docs", wrapped, "s"), ("Plain", "https://example.org/x?a=1", "t")]
+    server.routes["/html/"] = lambda req: Reply(200, {"content-type": "text/html"}, ddg_page(hits))
+    out = await search(ddg_config(server), query="q", allowed_domains=["python.org", "example.org"])
+    assert [r["url"] for r in out["results"]] == [
+        "https://docs.python.org/3/",
+        "https://example.org/x?a=1",
+    ]
