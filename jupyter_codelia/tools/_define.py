@@ -120,7 +120,7 @@ class FunctionTool:
 
     async def execute_raw(self, raw_args_json: str, ctx: ToolContext) -> AnyResult:
         value = self.start(raw_args_json, ctx)
-        if type(value) is CoroutineType or (type(value) is not str and inspect.isawaitable(value)):
+        if is_pending(value):
             value = await value
         if type(value) is str:
             return TextResult(text=value)
@@ -149,6 +149,11 @@ class FunctionTool:
             accepted = ", ".join(self._accepted) or "(none)"
             problems.insert(0, f"{label}: {keys} (accepted keys: {accepted})")
         return "; ".join(problems)
+
+
+def is_pending(value: Any) -> bool:
+    """Whether a tool function's return value must still be awaited (cheap checks first)."""
+    return type(value) is CoroutineType or (type(value) is not str and inspect.isawaitable(value))
 
 
 def _json_type(value: Any) -> str:

@@ -11,15 +11,13 @@ the validator with a dict, and FunctionTool return values skip the intermediate 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from types import CoroutineType
 from typing import Any, Literal
 
 from ..llm.messages import ToolCall, ToolMessage
 from ._context import ToolContext
-from ._define import FunctionTool, Tool
+from ._define import FunctionTool, Tool, is_pending
 from ._errors import TaskComplete
 from ._results import coerce_result, result_content
 
@@ -121,9 +119,7 @@ async def execute_tool_call(
     try:
         if type(tool) is FunctionTool:
             value: Any = tool.start(call.function.arguments, call_ctx)
-            if type(value) is CoroutineType or (
-                type(value) is not str and inspect.isawaitable(value)
-            ):
+            if is_pending(value):
                 value = await value
         else:
             value = await tool.execute_raw(call.function.arguments, call_ctx)
