@@ -22,7 +22,8 @@ _SUMMARY_TEXT_LIMIT = 500
 
 
 class SessionNotFound(KeyError):  # noqa: N818 (the name is public API)
-    """No snapshot and no run log exists for the session id."""
+    """The session has no snapshot (``load_state``), or neither a snapshot nor a run log
+    (``run_log_paths``, ``transcript``)."""
 
     def __init__(self, session_id: str) -> None:
         super().__init__(session_id)
