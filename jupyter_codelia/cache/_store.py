@@ -61,6 +61,9 @@ _PIECE_CHARS = 1 << 20  # encode big strings piecewise so a write never doubles 
 _STALE_TEMP_SECONDS = 24 * 3600
 _TOMBSTONE = ".evicted"
 _MAX_TOMBSTONES = 10_000
+_USAGE = ".usage"  # "<total bytes> <commits since the last full scan>"
+_RESCAN_EVERY = 200
+_EVICT_TO_RATIO = 0.9
 DEFAULT_MAX_PARTS_TEXT_BYTES = 16 * 1024 * 1024
 
 
@@ -292,14 +295,18 @@ class ToolOutputCacheStore:
             if tmp_parts is not None and parts is not None:
                 tmp_parts.write_bytes(content_parts_adapter.dump_json(parts, exclude_none=True))
             tmp_meta.write_text(meta.model_dump_json(), encoding="utf-8")
+            added = sum(p.stat().st_size for p in (tmp_text, tmp_index, tmp_parts, tmp_meta) if p)
             with self._lock():
+                previous, freed = self._previous_version(ref_id)
                 os.replace(tmp_text, data_path(self.root, ref_id, generation, "txt"))
                 os.replace(tmp_index, data_path(self.root, ref_id, generation, "idx"))
                 if tmp_parts is not None:
                     os.replace(tmp_parts, data_path(self.root, ref_id, generation, "parts.json"))
                 os.replace(tmp_meta, self._meta_path(ref_id))
                 _unlink(self.root / f"{ref_id}{_TOMBSTONE}")
-                self._collect(keep=ref_id, keep_generation=generation)
+                for path in previous:
+                    _unlink(path)
+                self._account(added - freed, keep=ref_id, keep_generation=generation)
         finally:
             for leftover in (tmp_index, tmp_parts, tmp_meta):
                 if leftover is not None:
@@ -308,10 +315,45 @@ class ToolOutputCacheStore:
 
     # --- eviction --------------------------------------------------------------------------------
 
-    def _collect(self, *, keep: str | None = None, keep_generation: str | None = None) -> None:
-        """Drop stale files of ``keep`` and evict least recently used entries over the cap.
+    def _previous_version(self, ref_id: str) -> tuple[list[Path], int]:
+        """Data files of the version of ``ref_id`` a commit replaces, and the bytes it frees
+        (its metadata included: the new metadata file replaces it)."""
+        meta_path = self._meta_path(ref_id)
+        try:
+            freed = meta_path.stat().st_size
+            generation = EntryMeta.model_validate_json(meta_path.read_bytes()).generation
+        except (OSError, ValidationError):
+            return [], 0  # nothing there, or unreadable: the next full scan cleans up
+        paths = []
+        for suffix in ("txt", "idx", "parts.json"):
+            path = data_path(self.root, ref_id, generation, suffix)
+            with contextlib.suppress(FileNotFoundError):
+                freed += path.stat().st_size
+                paths.append(path)
+        return paths, freed
 
-        Runs under the store lock after every commit."""
+    def _account(self, delta: int, *, keep: str, keep_generation: str) -> None:
+        """Track the total size in a small shared file so most commits need no directory scan;
+        scan (and evict) when the total passes the cap, and every so often to correct drift
+        (crashed writers, files removed by hand)."""
+        usage_path = self.root / _USAGE
+        try:
+            total, commits = (int(v) for v in usage_path.read_text().split())
+        except (OSError, ValueError):
+            total, commits = -1, _RESCAN_EVERY
+        total += delta
+        if total < 0 or total > self.max_bytes or commits + 1 >= _RESCAN_EVERY:
+            total = self._collect(keep=keep, keep_generation=keep_generation)
+            commits = 0
+        else:
+            commits += 1
+        usage_path.write_text(f"{total} {commits}")
+
+    def _collect(self, *, keep: str | None = None, keep_generation: str | None = None) -> int:
+        """Scan the directory, drop stale files, and when over the cap evict least recently used
+        entries down to 90% of it (so the next scans are far apart). Returns the new total.
+
+        Runs under the store lock."""
         groups: dict[str, _Group] = {}
         tombstones: list[tuple[float, Path]] = []
         now = time.time()
@@ -345,9 +387,10 @@ class ToolOutputCacheStore:
                 _unlink(path)
         total = sum(g.size for g in groups.values())
         if total <= self.max_bytes:
-            return
+            return total
+        low_water = int(self.max_bytes * _EVICT_TO_RATIO)
         for ref, group in sorted(groups.items(), key=lambda item: item[1].used):
-            if total <= self.max_bytes:
+            if total <= low_water:
                 break
             if ref == keep:
                 continue
@@ -358,6 +401,7 @@ class ToolOutputCacheStore:
                 _unlink(path)
             total -= group.size
             logger.info("evicted cached output %s (%d bytes)", ref, group.size)
+        return total
 
     def disk_usage(self) -> int:
         """Bytes used by all entries in the store directory."""
