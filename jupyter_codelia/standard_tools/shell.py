@@ -420,6 +420,7 @@ def shell_tool(
         _register_env_secrets(fixed_env)
 
     async def shell(params: ShellInput, ctx: ToolContext) -> dict[str, Any]:
+        ctx.check_cancelled()
         if sys.platform == "win32":
             raise ToolError("The shell tool needs a POSIX system (process groups, $SHELL -c).")
         if not os.path.isdir(work_dir):  # noqa: ASYNC240 - one stat, cheaper than a thread hop

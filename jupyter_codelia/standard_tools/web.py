@@ -19,6 +19,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import parse_qs, urljoin, urlsplit
 
@@ -209,6 +210,7 @@ async def _brave_search(
 
 def _search_tool(config: WebConfig) -> FunctionTool:
     async def search(params: SearchInput, ctx: ToolContext) -> JsonResult | str:
+        ctx.check_cancelled()
         backend = params.backend or config.search_backend
         api_key = ""
         if backend == "brave":
@@ -270,13 +272,25 @@ class RedirectError(Exception):
     """A redirect chain that webfetch will not follow."""
 
 
+@dataclass
+class _Fetched:
+    """The (possibly cut) body of the final response and what the result reports about it."""
+
+    body: bytes
+    content_type: str | None
+    final_url: str
+    status: int
+    truncated: bool
+    byte_size: int
+
+
 def _accept_header(output_format: str) -> str:
     if output_format == "html":
         return "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.8"
     return "text/html,text/plain,application/xhtml+xml;q=0.9,*/*;q=0.7"
 
 
-async def _fetch(client: httpx2.AsyncClient, params: WebfetchInput) -> dict[str, Any] | str:
+async def _fetch(client: httpx2.AsyncClient, params: WebfetchInput) -> _Fetched | str:
     """Follow redirects by hand (each hop's connection passes the guard) and read the body."""
     current = params.url
     for _hop in range(MAX_REDIRECTS + 1):
@@ -299,7 +313,7 @@ async def _fetch(client: httpx2.AsyncClient, params: WebfetchInput) -> dict[str,
     raise RedirectError(f"stopped after {MAX_REDIRECTS} redirects (last: {current})")
 
 
-async def _read_response(response: httpx2.Response, params: WebfetchInput) -> dict[str, Any] | str:
+async def _read_response(response: httpx2.Response, params: WebfetchInput) -> _Fetched | str:
     content_type = response.headers.get("content-type", "")
     if content_type.strip() and not _html.is_textual(content_type):
         return f"Unsupported content-type for webfetch: {_html.media_type(content_type)}"
@@ -320,38 +334,37 @@ async def _read_response(response: httpx2.Response, params: WebfetchInput) -> di
     byte_size = int(declared) if declared.isdigit() and int(declared) > kept else kept
     if not content_type.strip() and _html.looks_binary(body):
         return "Unsupported content-type for webfetch: binary response"
-    return {
-        "body": body,
-        "content_type": content_type or None,
-        "final_url": str(response.url),
-        "status": response.status_code,
-        "truncated": truncated,
-        "byte_size": byte_size,
-    }
+    return _Fetched(
+        body=body,
+        content_type=content_type or None,
+        final_url=str(response.url),
+        status=response.status_code,
+        truncated=truncated,
+        byte_size=byte_size,
+    )
 
 
-def _render(params: WebfetchInput, fetched: dict[str, Any], started: float) -> dict[str, Any]:
-    content_type = fetched["content_type"] or ""
-    raw, _codec = _html.decode_body(fetched["body"], content_type)
+def _render(params: WebfetchInput, fetched: _Fetched, started: float) -> dict[str, Any]:
+    content_type = fetched.content_type or ""
+    raw, _codec = _html.decode_body(fetched.body, content_type)
     title: str | None = None
     if _html.is_html(content_type, raw):
-        rendering = _html.render_html(raw, params.output_format, fetched["final_url"])
+        rendering = _html.render_html(raw, params.output_format, fetched.final_url)
         title = rendering.title
         content = raw if params.output_format == "html" else rendering.content
     else:
         content = raw if params.output_format == "html" else _html.normalize_whitespace(raw)
-    status = fetched["status"]
     return {
         "url": params.url,
-        "final_url": fetched["final_url"],
-        "status": status,
-        "ok": 200 <= status < 300,
-        "content_type": fetched["content_type"],
+        "final_url": fetched.final_url,
+        "status": fetched.status,
+        "ok": 200 <= fetched.status < 300,
+        "content_type": fetched.content_type,
         "output_format": params.output_format,
         "title": title,
         "content": content,
-        "truncated": fetched["truncated"],
-        "byte_size": fetched["byte_size"],
+        "truncated": fetched.truncated,
+        "byte_size": fetched.byte_size,
         "duration_ms": max(0, js_round((time.monotonic() - started) * 1000)),
     }
 
@@ -424,6 +437,7 @@ def classify_fetch_error(exc: BaseException) -> tuple[str, str]:
 
 def _webfetch_tool(config: WebConfig) -> FunctionTool:
     async def webfetch(params: WebfetchInput, ctx: ToolContext) -> JsonResult | str:
+        ctx.check_cancelled()
         import httpx2
 
         from ._netguard import GuardedTransport, PrivateNetworkError

@@ -306,3 +306,12 @@ async def test_excerpt_of_a_long_stream_is_exact(
         "[... 199,840 lines omitted (200,000 lines, 1,288,900 bytes in all);"
     )
     assert store.get_entry("call_1_stdout").size_bytes == 1_288_900
+
+
+@pytest.mark.asyncio
+async def test_an_already_cancelled_run_starts_nothing(workdir: Path) -> None:
+    signal = CancelSignal()
+    signal.cancel("cancelled before the call")
+    with pytest.raises(RunCancelled, match="cancelled before the call"):
+        await run(shell_tool(workdir), ToolContext(signal=signal), command="touch started")
+    assert not (workdir / "started").exists()
