@@ -322,22 +322,31 @@ class PermissionPolicy:
         sandbox_root: Path | None = None,
         config_path: Path | None = None,
     ) -> None:
-        if mode not in APPROVAL_MODES:
-            raise ValueError(
-                f"Unknown approval mode {mode!r}; use one of: {', '.join(APPROVAL_MODES)}."
-            )
-        self.mode: ApprovalMode = mode
+        self.mode = mode
         self.sandbox_root = (
             PurePosixPath(os.path.abspath(sandbox_root)) if sandbox_root is not None else None
         )
         self.config_path = config_path
-        self._system_allow = _system_rules(mode)
         self._allow: list[PermissionRule] = list(allow)
         self._deny: list[PermissionRule] = list(deny)
         if config_path is not None and config_path.exists():
             saved_allow, saved_deny = load_permission_rules(config_path)
             self._allow.extend(r for r in saved_allow if r not in self._allow)
             self._deny.extend(r for r in saved_deny if r not in self._deny)
+
+    @property
+    def mode(self) -> ApprovalMode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: ApprovalMode) -> None:
+        """Switching modes (e.g. from the notebook's settings) swaps the system allowlist."""
+        if mode not in APPROVAL_MODES:
+            raise ValueError(
+                f"Unknown approval mode {mode!r}; use one of: {', '.join(APPROVAL_MODES)}."
+            )
+        self._mode: ApprovalMode = mode
+        self._system_allow = _system_rules(mode)
 
     @property
     def allow_rules(self) -> list[PermissionRule]:

@@ -106,6 +106,21 @@ def test_full_access_allows_everything_but_deny_rules() -> None:
 def test_unknown_mode_is_rejected_with_the_accepted_names() -> None:
     with pytest.raises(ValueError, match="Unknown approval mode 'yolo'; use one of: minimal, "):
         PermissionPolicy("yolo")  # type: ignore[arg-type]
+    policy = PermissionPolicy()
+    with pytest.raises(ValueError, match="trusted, full-access"):
+        policy.mode = "everything"  # type: ignore[assignment]
+    assert policy.mode == "minimal"
+
+
+def test_switching_mode_swaps_the_system_allowlist() -> None:
+    policy = PermissionPolicy("minimal", allow=[rule("webfetch")])
+    assert policy.evaluate("write", {}).kind == "confirm"
+    policy.mode = "trusted"
+    assert policy.evaluate("write", {}) == ALLOW
+    assert policy.evaluate("shell", shell("sed -n 1p a")) == ALLOW
+    policy.mode = "minimal"
+    assert policy.evaluate("write", {}).kind == "confirm"
+    assert policy.evaluate("webfetch", {}) == ALLOW  # user rules stay
 
 
 # --- allow / deny rules -------------------------------------------------------------------
