@@ -24,16 +24,27 @@ from .diff import Block
 
 
 class TextLines(Sequence[str]):
-    """The lines of ``text`` (split on ``\\n``), found from known (line, offset) anchors."""
+    """The lines of ``text`` (split on ``\\n``), found from known (line, offset) anchors.
+
+    ``anchors`` must be sorted by line and start with ``(0, 0)``; ``segments`` are runs of
+    lines already known, sorted by their first line.
+    """
 
     def __init__(
-        self, text: str, anchors: Sequence[tuple[int, int]], length: int | None = None
+        self,
+        text: str,
+        anchors: Sequence[tuple[int, int]],
+        length: int | None = None,
+        segments: Sequence[tuple[int, list[str]]] = (),
     ) -> None:
         self._text = text
         self._len = text.count("\n") + 1 if length is None else length
-        known = sorted(set(anchors) | {(0, 0)})
-        self._lines = [line for line, _ in known]
-        self._offsets = [offset for _, offset in known]
+        # ``anchors`` are sorted by line and include (0, 0).
+        self._lines = [line for line, _ in anchors]
+        self._offsets = [offset for _, offset in anchors]
+        # Runs of lines already at hand (a chunk's old or new lines), sorted by first line.
+        self._segment_starts = [start for start, _ in segments]
+        self._segments = [lines for _, lines in segments]
 
     def __len__(self) -> int:
         return self._len
@@ -70,6 +81,12 @@ class TextLines(Sequence[str]):
     def _take(self, start: int, count: int) -> list[str]:
         if count == 0:
             return []
+        k = bisect.bisect_right(self._segment_starts, start) - 1
+        if k >= 0:
+            first = self._segment_starts[k]
+            lines = self._segments[k]
+            if start + count <= first + len(lines):
+                return lines[start - first : start - first + count]
         text = self._text
         offset = self._offset(start)
         out: list[str] = []
@@ -166,27 +183,45 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
     if not before or "\r" in before:
         return None
     cursor = _Cursor(before)
+    text, size = before, len(before)
     found: list[tuple[int, int, Chunk, int, int]] = []  # (line, old count, chunk, start, end)
+    append = found.append
     try:
         for chunk in chunks:
             if chunk.anchor is not None:
                 line, _, end = cursor.find([chunk.anchor], False)
                 cursor.advance(line + 1, end)
-            if not chunk.old:
+            old = chunk.old
+            if not old:
                 if chunk.eof:
-                    at, offset = cursor.line_count, cursor.size
+                    at, offset = cursor.line_count, size
                 else:
                     at, offset = cursor.line, cursor.offset
-                found.append((at, 0, chunk, offset, offset))
+                append((at, 0, chunk, offset, offset))
                 cursor.line, cursor.offset = at, offset
                 continue
-            line, start, end = cursor.find(chunk.old, chunk.eof)
-            found.append((line, len(chunk.old), chunk, start, end))
-            cursor.advance(line + len(chunk.old), end)
+            # The common case inline: not EOF-anchored, found at the first candidate.
+            joined = "\n".join(old)
+            offset = cursor.offset
+            start = text.find(joined, offset) if joined and not chunk.eof else -1
+            end = start + len(joined)
+            if (
+                start >= 0
+                and (start == 0 or text[start - 1] == "\n")
+                and end < size
+                and text[end] == "\n"
+            ):
+                line = cursor.line + text.count("\n", offset, start)
+            else:
+                line, start, end = cursor.find(old, chunk.eof)
+            count = len(old)
+            append((line, count, chunk, start, end))
+            cursor.line = line + count
+            cursor.offset = end + 1 if end < size else size
     except _NoExactMatchError:
         return None
     if not cursor.had_newline and any(
-        end == cursor.size or start == cursor.size for _, _, _, start, end in found
+        end == size or start == size for _, _, _, start, end in found
     ):
         return None  # the last line has no newline: leave that bookkeeping to the line algorithm
     return _assemble(cursor, found)
@@ -199,45 +234,46 @@ def _assemble(cursor: _Cursor, found: list[tuple[int, int, Chunk, int, int]]) ->
     position = 0
     delta = 0  # new line number - old line number
     blocks: list[Block] = []
-    old_anchors: list[tuple[int, int]] = []
-    new_anchors: list[tuple[int, int]] = []
+    old_anchors: list[tuple[int, int]] = [(0, 0)]
+    new_anchors: list[tuple[int, int]] = [(0, 0)]
+    old_segments: list[tuple[int, list[str]]] = []
+    new_segments: list[tuple[int, list[str]]] = []
     for line, count, chunk, start, end in found:
         new = chunk.new
+        new_count = len(new)
         new_line = line + delta
         if count == 0:
-            region = (start, start)
-            insert = "".join(item + "\n" for item in new)
-            blocks.append(Block(line, line, new_line, new_line + len(new)))
+            cut = start
+            insert = "".join([item + "\n" for item in new])
+            blocks.append(Block(line, line, new_line, new_line + new_count))
         else:
-            if new:
-                region, insert = (start, end), "\n".join(new)
+            if new_count:
+                cut, insert = end, "\n".join(new)
             else:
-                region, insert = (start, end + 1), ""
-            blocks.extend(
-                Block(line + o, line + o + oc, new_line + n, new_line + n + nc)
-                for o, oc, n, nc in chunk.changes
-            )
+                cut, insert = end + 1, ""
+            for o, oc, n, nc in chunk.changes:
+                blocks.append(Block(line + o, line + o + oc, new_line + n, new_line + n + nc))
             old_anchors.append((line, start))
-            old_anchors.append((line + count, end + 1))
-        piece = text[position : region[0]]
+            old_segments.append((line, chunk.old))
+        if new_count:
+            new_segments.append((new_line, new))
+        piece = text[position:start]
         pieces.append(piece)
         written += len(piece)
         new_anchors.append((new_line, written))
         pieces.append(insert)
         written += len(insert)
-        position = region[1]
-        delta += len(new) - count
+        position = cut
+        delta += new_count - count
     pieces.append(text[position:])
     result = "".join(pieces)
     if cursor.had_newline and result == "\n":
         result = ""  # the line algorithm's "empty result" rule
-    # Every line counted so far ends with a newline, so the line count is known without a pass
-    # over the text: the cursor stopped at the end or the rest is counted once.
-    rest = text.count("\n", cursor.offset)
-    old_length = cursor.line + rest + 1
+    # Every line before the cursor ends with a newline, so only the rest needs counting.
+    old_length = cursor.line + text.count("\n", cursor.offset) + 1
     return FastResult(
         result,
         blocks,
-        TextLines(text, old_anchors, old_length),
-        TextLines(result, new_anchors, old_length + delta),
+        TextLines(text, old_anchors, old_length, old_segments),
+        TextLines(result, new_anchors, old_length + delta, new_segments),
     )

@@ -16,6 +16,7 @@ names the 1-based line of the normalized patch text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,7 +28,9 @@ UPDATE = "*** Update File:"
 MOVE = "*** Move to:"
 END_OF_FILE = "*** End of File"
 _HEADERS = (ADD, DELETE, UPDATE)
-_MARKERS = frozenset(" -+")
+_CHANGE_RUN = re.compile(r"[-+]+")
+_NOT_BODY = re.compile(r"[^ +\-]")
+_NOT_ADDED = re.compile(r"[^+]")
 
 
 class PatchParseError(ValueError):
@@ -37,42 +40,68 @@ class PatchParseError(ValueError):
         super().__init__(f"Patch parse failed: {reason}")
 
 
-@dataclass
 class Chunk:
-    """One ``@@`` chunk: its anchor, body lines as (marker, text), and EOF anchoring.
+    """One ``@@`` chunk: its anchor, raw body lines (each starting with ``' '``, ``'-'`` or
+    ``'+'``) and EOF anchoring.
 
     ``old``/``new`` are the chunk's lines before/after; ``changes`` lists its runs of ``-``/``+``
-    lines as (old offset, old count, new offset, new count) relative to the chunk start.
+    lines as (old offset, old count, new offset, new count) relative to the chunk start. They are
+    computed once, with comprehensions and regexes rather than a Python step per line (a patch
+    may have tens of thousands of lines).
     """
 
-    anchor: str | None
-    body: list[tuple[str, str]] = field(default_factory=list)
-    eof: bool = False
-    old: list[str] = field(default_factory=list)
-    new: list[str] = field(default_factory=list)
-    changes: list[tuple[int, int, int, int]] = field(default_factory=list)
+    __slots__ = ("_changes", "_new", "_old", "anchor", "eof", "lines")
+
+    def __init__(
+        self, anchor: str | None, lines: list[str] | None = None, eof: bool = False
+    ) -> None:
+        self.anchor = anchor
+        self.lines: list[str] = lines if lines is not None else []
+        self.eof = eof
+        self._old: list[str] | None = None
+        self._new: list[str] | None = None
+        self._changes: list[tuple[int, int, int, int]] | None = None
+
+    def __repr__(self) -> str:
+        return f"Chunk(anchor={self.anchor!r}, lines={self.lines!r}, eof={self.eof!r})"
 
     def add(self, marker: str, text: str) -> None:
-        self.body.append((marker, text))
-        if marker == " ":
-            self.old.append(text)
-            self.new.append(text)
-            return
-        last = self.changes[-1] if self.changes else None
-        old_at, new_at = len(self.old), len(self.new)
-        if last is None or last[0] + last[1] != old_at or last[2] + last[3] != new_at:
-            last = (old_at, 0, new_at, 0)
-            self.changes.append(last)
-        if marker == "-":
-            self.old.append(text)
-            self.changes[-1] = (last[0], last[1] + 1, last[2], last[3])
-        else:
-            self.new.append(text)
-            self.changes[-1] = (last[0], last[1], last[2], last[3] + 1)
+        self.lines.append(marker + text)
+        self._old = self._new = self._changes = None
+
+    @property
+    def body(self) -> list[tuple[str, str]]:
+        return [(line[0], line[1:]) for line in self.lines]
+
+    @property
+    def old(self) -> list[str]:
+        if self._old is None:
+            self._old = [line[1:] for line in self.lines if line[0] != "+"]
+        return self._old
+
+    @property
+    def new(self) -> list[str]:
+        if self._new is None:
+            self._new = [line[1:] for line in self.lines if line[0] != "-"]
+        return self._new
+
+    @property
+    def changes(self) -> list[tuple[int, int, int, int]]:
+        if self._changes is None:
+            marks = "".join([line[0] for line in self.lines])
+            runs = []
+            for run in _CHANGE_RUN.finditer(marks):
+                at, stop = run.span()
+                removed, added = marks.count("-", at, stop), marks.count("+", at, stop)
+                old_at = at - marks.count("+", 0, at)
+                new_at = at - marks.count("-", 0, at)
+                runs.append((old_at, removed, new_at, added))
+            self._changes = runs
+        return self._changes
 
     @property
     def has_change(self) -> bool:
-        return bool(self.changes)
+        return any(line[0] != " " for line in self.lines)
 
 
 @dataclass
@@ -111,6 +140,9 @@ def parse_patch(text: str) -> list[Section]:
         raise PatchParseError("patch is empty")
     if lines[first] != BEGIN or lines[last] != END or first == last:
         raise PatchParseError("missing Begin/End markers")
+    # The first character of every line (NUL for an empty one), so runs of body lines can be
+    # found with a regex instead of a Python step per line.
+    marks = "".join([line[:1] or "\0" for line in lines])
     sections: list[Section] = []
     index = first + 1
     while index < last:
@@ -121,12 +153,12 @@ def parse_patch(text: str) -> list[Section]:
         if line.startswith(ADD):
             section = Section("add", _path_after(line, ADD, "Add File"))
             index += 1
-            while index < last and not _is_header(lines[index]):
-                body_line = lines[index]
-                if not body_line.startswith("+"):
-                    raise PatchParseError(f"add file lines must start with '+' (line {index + 1})")
-                section.add_lines.append(body_line[1:])
-                index += 1
+            other = _NOT_ADDED.search(marks, index, last)
+            stop = other.start() if other else last
+            section.add_lines = [body_line[1:] for body_line in lines[index:stop]]
+            if stop < last and not _is_header(lines[stop]):
+                raise PatchParseError(f"add file lines must start with '+' (line {stop + 1})")
+            index = stop
         elif line.startswith(DELETE):
             section = Section("delete", _path_after(line, DELETE, "Delete File"))
             index += 1
@@ -136,7 +168,7 @@ def parse_patch(text: str) -> list[Section]:
             if index < last and lines[index].startswith(MOVE):
                 section.move_to = _path_after(lines[index], MOVE, "Move to")
                 index += 1
-            index = _parse_chunks(lines, index, last, section)
+            index = _parse_chunks(lines, marks, index, last, section)
             if section.move_to is None:
                 if not section.chunks:
                     raise PatchParseError("update file section has no chunks")
@@ -152,7 +184,7 @@ def parse_patch(text: str) -> list[Section]:
     return sections
 
 
-def _parse_chunks(lines: list[str], index: int, last: int, section: Section) -> int:
+def _parse_chunks(lines: list[str], marks: str, index: int, last: int, section: Section) -> int:
     """Parse the chunks of an Update section; returns the index of the next section header."""
     while index < last and not _is_header(lines[index]):
         line = lines[index]
@@ -161,21 +193,17 @@ def _parse_chunks(lines: list[str], index: int, last: int, section: Section) -> 
             continue
         if not line.startswith("@@"):
             raise PatchParseError(f"expected '@@' chunk header (line {index + 1})")
-        chunk = Chunk(anchor=line[2:].lstrip() or None)
         index += 1
-        while index < last:
-            body_line = lines[index]
-            marker = body_line[:1]
-            if marker in _MARKERS:  # the common case first: headers start with '*' or '@'
-                chunk.add(marker, body_line[1:])
-                index += 1
-                continue
-            if body_line.startswith("@@") or _is_header(body_line):
-                break
-            if body_line == END_OF_FILE:
+        other = _NOT_BODY.search(marks, index, last)
+        stop = other.start() if other else last
+        chunk = Chunk(anchor=line[2:].lstrip() or None, lines=lines[index:stop])
+        section.chunks.append(chunk)
+        index = stop
+        if index < last:
+            body_end = lines[index]
+            if body_end == END_OF_FILE:
                 chunk.eof = True
                 index += 1
-                break
-            raise PatchParseError(f"invalid change marker '{marker}' (line {index + 1})")
-        section.chunks.append(chunk)
+            elif not (body_end.startswith("@@") or _is_header(body_end)):
+                raise PatchParseError(f"invalid change marker '{body_end[:1]}' (line {index + 1})")
     return index

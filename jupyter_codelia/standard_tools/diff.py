@@ -187,15 +187,21 @@ def render_hunks(
         # One fetch per side and hunk: the sequences may be lazy views of a big text.
         old_hunk = a[old_start:old_end]
         new_hunk = b[new_start:new_end]
-        out.extend(" " + line for line in old_hunk[: first.i1 - old_start])
+        _add_run(out, " ", old_hunk[: first.i1 - old_start])
         for k in range(index, group_end + 1):
             block = blocks[k]
-            out.extend("-" + line for line in old_hunk[block.i1 - old_start : block.i2 - old_start])
-            out.extend("+" + line for line in new_hunk[block.j1 - new_start : block.j2 - new_start])
+            _add_run(out, "-", old_hunk[block.i1 - old_start : block.i2 - old_start])
+            _add_run(out, "+", new_hunk[block.j1 - new_start : block.j2 - new_start])
             stop = blocks[k + 1].i1 if k < group_end else old_end
-            out.extend(" " + line for line in old_hunk[block.i2 - old_start : stop - old_start])
+            _add_run(out, " ", old_hunk[block.i2 - old_start : stop - old_start])
         index = group_end + 1
     return "\n".join(out)
+
+
+def _add_run(out: list[str], marker: str, lines: Sequence[str]) -> None:
+    """Append ``lines`` each prefixed with ``marker`` as one string (one join, not one per line)."""
+    if lines:
+        out.append(marker + ("\n" + marker).join(lines))
 
 
 def unified_diff(
