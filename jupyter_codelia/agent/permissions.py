@@ -532,8 +532,11 @@ class PermissionPolicy:
 
     def remember(self, rules: Sequence[PermissionRule]) -> None:
         """Allow ``rules`` from now on and save them to ``config_path`` (best effort, logged)."""
-        added = [r for r in rules if r not in self._allow]
-        self._allow.extend(added)
+        added: list[PermissionRule] = []
+        for rule in rules:
+            if rule not in self._allow:
+                self._allow.append(rule)
+                added.append(rule)
         if added and self.config_path is not None:
             self._persist(added)
 

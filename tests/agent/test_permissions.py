@@ -486,7 +486,7 @@ def test_remembered_rules_survive_in_a_fresh_policy(tmp_path: Path) -> None:
     config = tmp_path / "project" / "codelia.json"
     first = PermissionPolicy(config_path=config)
     first.remember([rule("shell", command="git push"), rule("webfetch")])
-    first.remember([rule("webfetch")])  # duplicates are not saved twice
+    first.remember([rule("webfetch"), rule("webfetch")])  # duplicates are not saved twice
     saved = json.loads(config.read_text(encoding="utf-8"))
     assert saved == {
         "permissions": {"allow": [{"tool": "shell", "command": "git push"}, {"tool": "webfetch"}]}
@@ -495,6 +495,7 @@ def test_remembered_rules_survive_in_a_fresh_policy(tmp_path: Path) -> None:
     assert second.evaluate("shell", shell("git push origin")) == ALLOW
     assert second.evaluate("webfetch", {"url": "u"}) == ALLOW
     assert second.allow_rules == [rule("shell", command="git push"), rule("webfetch")]
+    assert first.allow_rules == second.allow_rules
     assert [p.name for p in config.parent.iterdir()] == ["codelia.json"]  # no temp files left
 
 
