@@ -299,6 +299,8 @@ class NotebookAgent:
         if new_session:
             resume = None
         elif session_id is not None:
+            # Fail here, with the store's "session not found: <id>", not mid-run.
+            self.session_store().load_state(session_id)
             resume = session_id
         else:
             resume = current.session_id if current is not None and current.history else None

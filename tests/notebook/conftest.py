@@ -49,10 +49,13 @@ class Kernel:
         self.iopub: list[dict[str, Any]] = []
         self.widgets: dict[str, dict[str, Any]] = {}
         self.widget_buffers: dict[str, list[bytes]] = {}
+        self.idle: set[str] = set()
 
     def _record(self, msg: dict[str, Any]) -> None:
         self.iopub.append(msg)
         content = msg["content"]
+        if msg["msg_type"] == "status" and content["execution_state"] == "idle":
+            self.idle.add(msg["parent_header"].get("msg_id"))
         if msg["msg_type"] == "comm_open":
             state = content.get("data", {}).get("state", {})
             self.widgets[content["comm_id"]] = dict(state)
@@ -86,8 +89,6 @@ class Kernel:
         msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
         deadline = time.monotonic() + timeout
         execution: Execution | None = None
-        idle = False
-        own: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
             if on_input is not None:
                 try:
@@ -102,10 +103,6 @@ class Kernel:
                 msg = None
             if msg is not None:
                 self._record(msg)
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    own.append(msg)
-                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                        idle = True
             if during is not None and execution is None:
                 during(self)
             if execution is None:
@@ -115,8 +112,12 @@ class Kernel:
                     reply = None
                 if reply is not None and reply["parent_header"].get("msg_id") == msg_id:
                     execution = Execution(msg_id, reply)
-            if execution is not None and idle:
-                execution.messages = own
+            if execution is not None and msg_id in self.idle:
+                # Messages may have been read by a helper polling meanwhile: take them from
+                # the log, not from this loop.
+                execution.messages = [
+                    m for m in self.iopub if m["parent_header"].get("msg_id") == msg_id
+                ]
                 return execution
         raise AssertionError(f"no reply within {timeout} s for: {code[:80]}")
 

@@ -315,3 +315,28 @@ def test_python_tool_in_a_real_kernel_captures_displays_and_rich_results(
     assert "beta: float64" in out
     # The figure went to the model, not into the cell's output.
     assert not [m for m in run.messages if m["msg_type"] == "display_data"]
+
+
+def test_new_and_resumed_sessions(start_kernel: Any) -> None:
+    script = [reply(text("first answer")), reply(text("fresh")), reply(text("resumed"))]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        kernel.execute("%%codelia\nremember the word pineapple")
+        first = kernel.execute("print(_.session_id)").stream_text().strip()
+        kernel.execute("%%codelia --new\nhello")
+        second = kernel.execute("print(_.session_id)").stream_text().strip()
+        assert second != first
+        assert len(server.requests[1].messages) == 1  # a new session starts empty
+        kernel.execute(f"%%codelia --resume {first}\nwhat was the word?")
+        resumed = kernel.execute("print(_.session_id)").stream_text().strip()
+        assert resumed == first
+        sent = json.dumps(server.requests[2].messages)
+        assert "pineapple" in sent
+        missing = kernel.execute("%codelia --resume no-such-session hi")
+        assert missing.reply["content"]["ename"] == "UsageError"
+        assert missing.reply["content"]["evalue"] == (
+            "session not found: no-such-session. List saved sessions with %codelia sessions."
+        )
+        stop = kernel.execute("%codelia stop")
+        assert stop.stream_text().strip() == "No codelia run is active."
