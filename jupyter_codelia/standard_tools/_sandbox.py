@@ -122,7 +122,9 @@ class Sandbox:
             lexical = "/" + lexical.lstrip("/")
         if self.full_access:
             return Path(lexical)
-        if not _is_inside(lexical, str(self.root_dir)):
+        # The root itself may be reached through a symlink (``/tmp`` on macOS): a path spelled
+        # with the real root is inside too.
+        if not (_is_inside(lexical, str(self.root_dir)) or _is_inside(lexical, self._real_root)):
             raise SecurityError(f"Path escapes sandbox: {_shown(target)} -> {lexical}")
         real = os.path.realpath(lexical)
         if not _is_inside(real, self._real_root):
@@ -132,11 +134,11 @@ class Sandbox:
         return Path(lexical)
 
     def display(self, path: Path | str) -> str:
-        """``path`` relative to the working directory when inside it, else absolute."""
+        """``path`` as the tools show it: relative to the working directory when it is inside
+        the sandbox (so it can be passed back to ``read``), else absolute."""
         text = os.fspath(path)
-        work = str(self.working_dir)
-        if _is_inside(text, work):
-            return os.path.relpath(text, work)
+        if _is_inside(text, str(self.root_dir)):
+            return os.path.relpath(text, self.working_dir)
         return text
 
 

@@ -276,3 +276,29 @@ async def test_context_override_replaces_the_sandbox(tmp_path: Path) -> None:
     ctx = ToolContext(overrides={"sandbox-context": broken})
     with pytest.raises(Exception, match=r"^Security error: RuntimeError: no sandbox configured$"):
         await tools.tools["read"].execute_raw(json.dumps({"file_path": "x"}), ctx)
+
+
+def test_root_reached_through_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "real_root"
+    (real / "d").mkdir(parents=True)
+    (real / "d" / "f.txt").write_text("x")
+    link = tmp_path / "link_root"
+    link.symlink_to(real)
+    sandbox = Sandbox(link)
+    assert sandbox.resolve("d/f.txt") == link / "d" / "f.txt"
+    assert sandbox.resolve(str(real / "d" / "f.txt")) == real / "d" / "f.txt"
+    with pytest.raises(SecurityError, match="Path escapes sandbox"):
+        sandbox.resolve(str(tmp_path))
+
+
+@pytest.mark.asyncio
+async def test_search_results_are_relative_to_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("marker = 1\n")
+    (tmp_path / "docs" / "d.md").write_text("marker here\n")
+    tools = FileTools(tmp_path)
+    tools.sandbox.working_dir = tmp_path / "pkg"
+    text = await tools.text("grep", pattern="marker", path="..")
+    assert sorted(text.splitlines()[:2]) == ["../docs/d.md:1: marker here", "m.py:1: marker = 1"]
+    assert (await tools.text("read", file_path="../docs/d.md")).startswith("    1  marker here")
