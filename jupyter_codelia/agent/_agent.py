@@ -171,6 +171,7 @@ class Agent:
         self._running = False
         self._last_context_left: int | None = None
         self._logged_upto = 0
+        self._codec = _MessageCodec()
         for hook in self.state_hooks:
             hook.bind_session(self.session_id)
 
@@ -230,13 +231,13 @@ class Agent:
         finally:
             self._running = False
 
-    def snapshot_messages(self) -> list[dict[str, Any]]:
+    def snapshot_messages(self) -> list[Any]:
         """The history as saved in a session snapshot: no leading system messages, repaired."""
         messages = repair_history(self.history)
         start = 0
         while start < len(messages) and isinstance(messages[start], SystemMessage):
             start += 1
-        return [m.dump() for m in messages[start:]]
+        return messages[start:]
 
     # ----------------------------------------------------------------------------- sessions
 
@@ -294,10 +295,10 @@ class Agent:
                     updated_at=datetime.now(timezone.utc).isoformat(),
                     run_id=run.run_id,
                     invoke_seq=self.invoke_seq,
-                    messages=self.snapshot_messages(),
                     meta=meta,
                     title=_title_of(self.history),
-                )
+                ),
+                encoded_messages=self._codec.encode(self.snapshot_messages()),
             )
         except Exception:
             log.exception("could not save session %s", self.session_id)
@@ -647,6 +648,29 @@ async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncI
     while not queue.empty():
         yield queue.get_nowait()
     task.result()
+
+
+class _MessageCodec:
+    """Each history message's redacted compact JSON, computed once per message object.
+
+    Messages are immutable once in history (trimming replaces them with copies), so a snapshot
+    save costs a lookup per message plus the encoding of the new ones.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Any, str]] = {}
+
+    def encode(self, messages: Sequence[Any]) -> list[str]:
+        cache, fresh, out = self._cache, {}, []
+        for message in messages:
+            hit = cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                # ASCII escapes keep lone surrogates (undecodable tool output) valid JSON.
+                hit = (message, json.dumps(redact_secrets(message.dump()), separators=(",", ":")))
+            fresh[id(message)] = hit
+            out.append(hit[1])
+        self._cache = fresh
+        return out
 
 
 def _redact_message(message: ToolMessage) -> ToolMessage:

@@ -15,6 +15,8 @@ from ..llm.messages import AssistantMessage, TextPart, ToolMessage, UserMessage
 
 def repair_history(messages: Sequence[Any]) -> list[Any]:
     """A copy of ``messages`` that any provider accepts; unchanged messages are reused."""
+    if _is_healthy(messages):
+        return list(messages)
     called = {
         call.id
         for m in messages
@@ -61,3 +63,27 @@ def _merge_user(first: UserMessage, second: UserMessage) -> UserMessage:
     if isinstance(first.content, str) and isinstance(second.content, str):
         return UserMessage(content=f"{first.content}\n\n{second.content}")
     return UserMessage(content=[*_as_parts(first.content), *_as_parts(second.content)])
+
+
+def _is_healthy(messages: Sequence[Any]) -> bool:
+    """One cheap pass: every call answered right after its turn, no empty or doubled turns."""
+    pending: set[str] = set()
+    previous: Any = None
+    for message in messages:
+        kind = type(message)
+        if kind is ToolMessage:
+            if message.tool_call_id not in pending:
+                return False
+            pending.discard(message.tool_call_id)
+        else:
+            if pending:
+                return False
+            if kind is AssistantMessage:
+                if message.tool_calls:
+                    pending = {call.id for call in message.tool_calls}
+                elif _is_empty_assistant(message):
+                    return False
+            elif kind is UserMessage and type(previous) is UserMessage:
+                return False
+        previous = message
+    return not pending

@@ -164,6 +164,8 @@ class SessionIndex:
                 self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
             try:
+                # WAL + NORMAL: a commit needs no fsync, and readers never block the writer.
+                db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")
                 version = int(db.execute("PRAGMA user_version").fetchone()[0])
                 if version not in (0, _SCHEMA_VERSION):

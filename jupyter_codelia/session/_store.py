@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -66,13 +66,18 @@ class SessionStore:
     """Run logs and resumable session snapshots under ``home / "sessions"``."""
 
     def __init__(
-        self, home: Path | str | None = None, *, lock_timeout: float = _LOCK_TIMEOUT_S
+        self,
+        home: Path | str | None = None,
+        *,
+        lock_timeout: float = _LOCK_TIMEOUT_S,
+        durable: bool = False,
     ) -> None:
         if not isinstance(lock_timeout, (int, float)) or lock_timeout <= 0:
             raise ValueError(
                 f"lock_timeout must be a positive number of seconds, got {lock_timeout!r}"
             )
         self.lock_timeout = float(lock_timeout)
+        self.durable = durable
         if home is None:
             resolved = default_home()
         elif isinstance(home, (str, os.PathLike)):
@@ -159,14 +164,24 @@ class SessionStore:
 
     # --- snapshots ---------------------------------------------------------------------------
 
-    def save_state(self, state: SessionState) -> None:
-        """Replace the session's snapshot atomically (temp file, fsync, rename), redacted."""
+    def save_state(
+        self, state: SessionState, *, encoded_messages: Sequence[str] | None = None
+    ) -> None:
+        """Replace the session's snapshot atomically (temp file, rename), redacted.
+
+        ``encoded_messages`` lets a caller that keeps each message's compact JSON text (already
+        redacted) pass those instead of ``state.messages`` (which must then be empty), so saving
+        a long conversation costs a join rather than re-serialising every message.
+        """
         if not isinstance(state, SessionState):
             raise TypeError(f"save_state expects a SessionState, got {type(state).__name__}")
         session_id = state.session_id
-        data = to_json_ready(state, what=f"session {session_id} state")
-        payload = encode_json(data) + b"\n"
-        summary = summary_of(data)
+        if encoded_messages is None:
+            data = to_json_ready(state, what=f"session {session_id} state")
+            payload = encode_json(data) + b"\n"
+            summary = summary_of(data)
+        else:
+            payload, summary = _encode_with_messages(state, encoded_messages)
         self._ensure_dirs()
         self._tmp_dir.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
         with self._locked():
@@ -175,7 +190,9 @@ class SessionStore:
             for leftover in self._tmp_dir.iterdir():
                 with suppress(FileNotFoundError):
                     leftover.unlink()
-            _replace_file(self._state_path(session_id), payload, tmp_dir=self._tmp_dir)
+            _replace_file(
+                self._state_path(session_id), payload, tmp_dir=self._tmp_dir, durable=self.durable
+            )
             self._index.upsert_session(summary)
 
     def load_state(self, session_id: str) -> SessionState:
@@ -350,20 +367,42 @@ def _parse_state(session_id: str, path: Path, raw: bytes) -> SessionState:
     return state
 
 
-def _replace_file(path: Path, payload: bytes, *, tmp_dir: Path) -> None:
-    """Write ``payload`` to ``path`` so readers see either the old or the new file, never half."""
+def _encode_with_messages(
+    state: SessionState, encoded_messages: Sequence[str]
+) -> tuple[bytes, SessionSummary]:
+    if state.messages:
+        raise ValueError("pass the messages either in state.messages or as encoded_messages")
+    head = to_json_ready(state, what=f"session {state.session_id} state")
+    # "messages" precedes every free-form field, so the first empty list key is the top-level one.
+    empty, filled = b'"messages":[]', b'"messages":[' + ",".join(encoded_messages).encode() + b"]"
+    payload = encode_json(head).replace(empty, filled, 1) + b"\n"
+    newest_user = next(
+        (json.loads(m) for m in reversed(encoded_messages) if m.startswith('{"role":"user"')), None
+    )
+    summary = summary_of({**head, "messages": [newest_user] if newest_user else []})
+    return payload, summary.model_copy(update={"message_count": len(encoded_messages)})
+
+
+def _replace_file(path: Path, payload: bytes, *, tmp_dir: Path, durable: bool) -> None:
+    """Write ``payload`` to ``path`` so readers see either the old or the new file, never half.
+
+    The rename alone makes the replacement atomic for readers and for a crashed writer;
+    ``durable`` adds the fsyncs that also survive a power loss (costly: ~10 ms each here).
+    """
     fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix=f"{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(payload)
             file.flush()
-            os.fsync(file.fileno())
+            if durable:
+                os.fsync(file.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
