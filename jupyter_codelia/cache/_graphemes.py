@@ -8,6 +8,7 @@ character (a line never contains ``\\n``, so ``\\r\\n`` cannot occur), which giv
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 from collections.abc import Iterator
 
@@ -17,15 +18,42 @@ _CLUSTER = regex.compile(r"\X", regex.DOTALL)
 WINDOW_BYTES = 64 * 1024
 
 
+# Characters that can join a neighbour into one cluster (combining marks, ZWJ, emoji modifiers,
+# regional indicators, Hangul jamo and syllables, prepended marks). Text without any of them has
+# one cluster per code point. \X costs about 1 s per million characters, so long texts check
+# this first; the set is built once per process, on first use (about half a second).
+_JOINING_CLASS = (
+    r"[\p{GCB=Extend}\p{GCB=ZWJ}\p{GCB=SpacingMark}\p{GCB=Prepend}\p{GCB=Regional_Indicator}"
+    r"\p{GCB=L}\p{GCB=V}\p{GCB=T}\p{GCB=LV}\p{GCB=LVT}]"
+)
+_FAST_CHECK_MIN_CHARS = 4096
+
+
+@functools.cache
+def _joining_chars() -> frozenset[str]:
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    return frozenset(regex.findall(_JOINING_CLASS, every))
+
+
+def _one_per_code_point(text: str) -> bool:
+    if text.isascii():
+        return True  # inside a line there is no "\r\n" pair
+    return len(text) >= _FAST_CHECK_MIN_CHARS and _joining_chars().isdisjoint(text)
+
+
 def clusters(text: str) -> list[str]:
     """The grapheme clusters of ``text`` (text from one line, without line breaks)."""
-    if text.isascii():
+    if _one_per_code_point(text):
         return list(text)
     return _CLUSTER.findall(text)
 
 
-def count_clusters(text: str) -> int:
-    return len(text) if text.isascii() else len(_CLUSTER.findall(text))
+def count_with_last(text: str) -> tuple[int, int]:
+    """Number of clusters in ``text`` and the UTF-8 size of the last one."""
+    if _one_per_code_point(text):
+        return len(text), len(text[-1].encode("utf-8", errors="surrogatepass")) if text else 0
+    found = _CLUSTER.findall(text)
+    return len(found), len(found[-1].encode("utf-8", errors="surrogatepass")) if found else 0
 
 
 def utf8_decoder() -> codecs.IncrementalDecoder:

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ._graphemes import clusters, utf8_decoder
+from ._graphemes import count_with_last, utf8_decoder
 
 STRIDE = 64 * 1024
 _MAGIC = b"JCIDX001"
@@ -116,13 +116,13 @@ class LineIndexBuilder:
             end = min(pos + width, len(source))
             while end < len(source) and (source[end] & 0xC0) == 0x80:
                 end += 1  # never cut a UTF-8 sequence
-            found = clusters(source[pos:end].decode("utf-8", errors="surrogatepass"))
-            if len(found) < 2:
+            found, last_bytes = count_with_last(source[pos:end].decode("utf-8", "surrogatepass"))
+            if found < 2:
                 width += stride  # one enormous cluster: widen the window until it ends
                 continue
             # The last cluster may continue past the window, so the checkpoint goes before it.
-            pos = end - len(found[-1].encode("utf-8", errors="surrogatepass"))
-            col += len(found) - 1
+            pos = end - last_bytes
+            col += found - 1
             width = stride
             self._add(origin + pos, line, col)
 

@@ -90,3 +90,20 @@ def test_deep_lines_and_deep_characters(tmp_path: Path) -> None:
     with store.open_entry("deep") as entry:
         # about one checkpoint per stride of bytes, never one per line
         assert len(entry.index.offsets) < entry.meta.size_bytes / STRIDE * 2 + 2
+
+
+@pytest.mark.parametrize("with_joiners", [False, True])
+def test_long_non_ascii_lines_count_graphemes_exactly(tmp_path: Path, with_joiners: bool) -> None:
+    from _cache_reference import ref_read, ref_read_line
+
+    rng = random.Random(7)
+    pieces = ["é", "漢", "a", "😀", "ß"] + (["e\u0301", "🇫🇷", "👍🏽", "한"] if with_joiners else [])
+    long_line = "".join(rng.choice(pieces) for _ in range(120_000))
+    text = f"head\n{long_line}\ntail"
+    store = ToolOutputCacheStore(tmp_path, index_stride=16_384)
+    with store.writer(tool_call_id="u", tool_name="t") as writer:
+        for start in range(0, len(text), 9_999):
+            writer.write(text[start : start + 9_999])
+    for offset in (0, 4_095, 50_001, 99_999, 119_000):
+        assert store.read_line("u", 2, offset, 700) == ref_read_line(text, "u", 2, offset, 700)
+    assert store.read("u") == ref_read(text, "u")
