@@ -238,7 +238,12 @@ def run_with_panel(
     display(panel.widget)
     if background:
         return nb.start_background(agent, prompt, panel)
-    return nb.run_blocking(agent, prompt, panel)
+    result = nb.run_blocking(agent, prompt, panel)
+    if result.status == "error":
+        # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
+        # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.
+        raise UsageError(f"codelia run failed: {result.error}")
+    return result
 
 
 def _ignore(_value: Any) -> None:

@@ -250,6 +250,7 @@ class NotebookAgent:
         self._lock = threading.Lock()
         self.flush_interval = FLUSH_INTERVAL
         self._llm_factory: Callable[[], Any] | None = None
+        self.last_result: RunResult | None = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -580,6 +581,7 @@ class NotebookAgent:
         result = self._result(agent, run, before, outcome[0])
         if interrupted:
             result.status = "cancelled"
+        self.last_result = result
         sink.finish(result.status, result.error)
         if interrupted:
             raise KeyboardInterrupt(
@@ -632,6 +634,7 @@ class NotebookAgent:
                 ticker.cancel()
                 self.active = None
             result = self._result(agent, run, before, outcome)
+            self.last_result = result
             sink.finish(result.status, result.error)
             return result
 

@@ -340,3 +340,27 @@ def test_new_and_resumed_sessions(start_kernel: Any) -> None:
         )
         stop = kernel.execute("%codelia stop")
         assert stop.stream_text().strip() == "No codelia run is active."
+
+
+def test_a_failed_model_call_is_shown_plainly_and_fails_the_cell(start_kernel: Any) -> None:
+    from jupyter_codelia.testing import fault
+
+    bad_key = fault.status(401, "authentication_error", "invalid x-api-key")
+    with ScriptedAnthropicServer([bad_key]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia\nhello")
+        content = run.reply["content"]
+        assert content["ename"] == "UsageError"
+        assert content["evalue"].startswith("codelia run failed: ")
+        assert "invalid x-api-key" in content["evalue"]
+        kernel.drain()
+        errors = [
+            s["value"]
+            for s in kernel.widgets_of("HTMLModel").values()
+            if "<b>Error:</b>" in s.get("value", "")
+        ]
+        assert len(errors) == 1
+        assert "invalid x-api-key" in errors[0]
+        last = kernel.execute("print(get_ipython()._codelia_notebook_agent.last_result.status)")
+        assert last.stream_text().strip() == "error"
