@@ -50,14 +50,19 @@ class Chunk:
     may have tens of thousands of lines).
     """
 
-    __slots__ = ("_changes", "_new", "_old", "anchor", "eof", "lines")
+    __slots__ = ("_changes", "_marks", "_new", "_old", "anchor", "eof", "lines")
 
     def __init__(
-        self, anchor: str | None, lines: list[str] | None = None, eof: bool = False
+        self,
+        anchor: str | None,
+        lines: list[str] | None = None,
+        eof: bool = False,
+        marks: str | None = None,
     ) -> None:
         self.anchor = anchor
         self.lines: list[str] = lines if lines is not None else []
         self.eof = eof
+        self._marks = marks  # the first character of every line, when the parser has it
         self._old: list[str] | None = None
         self._new: list[str] | None = None
         self._changes: list[tuple[int, int, int, int]] | None = None
@@ -67,7 +72,7 @@ class Chunk:
 
     def add(self, marker: str, text: str) -> None:
         self.lines.append(marker + text)
-        self._old = self._new = self._changes = None
+        self._old = self._new = self._changes = self._marks = None
 
     @property
     def body(self) -> list[tuple[str, str]]:
@@ -76,19 +81,33 @@ class Chunk:
     @property
     def old(self) -> list[str]:
         if self._old is None:
-            self._old = [line[1:] for line in self.lines if line[0] != "+"]
+            marks = self.marks
+            if "+" not in marks:
+                self._old = [line[1:] for line in self.lines]
+            else:
+                self._old = [line[1:] for line in self.lines if line[0] != "+"]
         return self._old
 
     @property
     def new(self) -> list[str]:
         if self._new is None:
-            self._new = [line[1:] for line in self.lines if line[0] != "-"]
+            marks = self.marks
+            if "-" not in marks:
+                self._new = [line[1:] for line in self.lines]
+            else:
+                self._new = [line[1:] for line in self.lines if line[0] != "-"]
         return self._new
+
+    @property
+    def marks(self) -> str:
+        if self._marks is None:
+            self._marks = "".join([line[0] for line in self.lines])
+        return self._marks
 
     @property
     def changes(self) -> list[tuple[int, int, int, int]]:
         if self._changes is None:
-            marks = "".join([line[0] for line in self.lines])
+            marks = self.marks
             runs = []
             for run in _CHANGE_RUN.finditer(marks):
                 at, stop = run.span()
@@ -101,7 +120,7 @@ class Chunk:
 
     @property
     def has_change(self) -> bool:
-        return any(line[0] != " " for line in self.lines)
+        return bool(self.marks.strip(" "))
 
 
 @dataclass
@@ -196,7 +215,7 @@ def _parse_chunks(lines: list[str], marks: str, index: int, last: int, section: 
         index += 1
         other = _NOT_BODY.search(marks, index, last)
         stop = other.start() if other else last
-        chunk = Chunk(anchor=line[2:].lstrip() or None, lines=lines[index:stop])
+        chunk = Chunk(line[2:].lstrip() or None, lines[index:stop], marks=marks[index:stop])
         section.chunks.append(chunk)
         index = stop
         if index < last:
