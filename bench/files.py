@@ -95,7 +95,10 @@ def bench_patch(work: Path, repeat: int) -> None:
         start = time.perf_counter()
         result = asyncio.run(tools["apply_patch"].execute_raw(args, ToolContext()))
         ours.elapsed = time.perf_counter() - start  # type: ignore[attr-defined]
-        assert result.value["diff_cache_id"], result
+        value = result.value
+        assert value["diff_truncated"], value
+        if "diff_cache_error" in value:  # still timed: the tool succeeds without the cache
+            print("warning:", value["diff_cache_error"])
 
     def gnu() -> None:
         target.write_text(original)
