@@ -256,6 +256,14 @@ def test_subcommands_list_sessions_todos_and_cache(start_kernel: Any) -> None:
         kernel = start_kernel(server.url)
         kernel.execute("%load_ext jupyter_codelia")
         assert kernel.execute("%%codelia\nplan and read").status == "ok"
+        kernel.drain()
+        todo_widgets = [
+            w["value"]
+            for w in kernel.widgets_of("HTMLModel").values()
+            if "codelia-todos" in w.get("value", "")
+        ]
+        assert todo_widgets
+        assert "◐ Check data" in todo_widgets[0]
         sessions = kernel.execute("%codelia sessions")
         data = json.dumps([m["content"] for m in sessions.messages])
         assert "plan and read" in data
