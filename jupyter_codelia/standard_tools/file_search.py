@@ -119,15 +119,20 @@ class GrepInput(BaseModel):
     )
 
 
-def _rg_error(stderr: bytes, pattern: str) -> str:
+def _rg_error(stderr: bytes, params: GrepInput) -> str:
     text = stderr.decode("utf-8", errors="replace").strip()
-    if "regex parse error" in text or "error:" in text:
-        detail = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    detail = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    if "error parsing glob" in text:
         return (
-            f"Invalid regex {compact_json(pattern)}: {detail}. Fix the pattern or set "
+            f"Invalid glob filter {compact_json(params.glob)}: {detail}. Use a pattern such as "
+            '"*.py" or "src/**/*.ts".'
+        )
+    if "regex parse error" in text or "error:" in text:
+        return (
+            f"Invalid regex {compact_json(params.pattern)}: {detail}. Fix the pattern or set "
             "literal=true to search for the text as written."
         )
-    return f"grep failed: {text or 'ripgrep exited with an error'}"
+    return f"grep failed: {detail or 'ripgrep exited with an error'}"
 
 
 def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
@@ -187,7 +192,7 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
         finally:
             await _stop(process)
         if not truncated and process.returncode == 2 and not matches:
-            raise ValueError(_rg_error(stderr, params.pattern))
+            raise ValueError(_rg_error(stderr, params))
         while out and out[-1] == "--":
             out.pop()
         where = compact_json(params.path)

@@ -107,6 +107,9 @@ async def test_grep_errors(tree: FileTools) -> None:
     assert message.startswith(E + 'Invalid regex "(unclosed": ')
     assert "unclosed group" in message
     assert message.endswith("set literal=true to search for the text as written.")
+    message = await tree.error("grep", pattern="x", glob="a{b")
+    assert message.startswith(E + 'Invalid glob filter "a{b": rg: error parsing glob')
+    assert message.endswith('Use a pattern such as "*.py" or "src/**/*.ts".')
     with pytest.raises(ToolInputError, match="context"):
         await tree.run("grep", pattern="x", context=11)
     with pytest.raises(ToolInputError, match="max_matches"):
