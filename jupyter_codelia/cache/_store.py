@@ -13,13 +13,10 @@ import contextlib
 import logging
 import os
 import threading
-import time
 import uuid
-import weakref
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from filelock import FileLock
@@ -41,8 +38,8 @@ from ._errors import (
     ToolOutputEvictedError,
     ToolOutputNotFoundError,
     ToolOutputTooLargeError,
-    WriterClosedError,
 )
+from ._eviction import TOMBSTONE, account, previous_version
 from ._grep import find_ripgrep, matches_empty_line, python_lines, ripgrep_lines
 from ._index import STRIDE, IndexFormatError, LineIndex, LineIndexBuilder, iter_spans
 from ._limits import (
@@ -53,120 +50,12 @@ from ._limits import (
     env_positive_int,
 )
 from ._render import render_grep, render_line, render_read, render_tail
+from ._writer import StreamingOutputWriter, unlink
 from .protocol import normalize_ref_id
 
 logger = logging.getLogger("jupyter_codelia.cache")
 
-_PIECE_CHARS = 1 << 20  # encode big strings piecewise so a write never doubles their memory
-_STALE_TEMP_SECONDS = 24 * 3600
-_TOMBSTONE = ".evicted"
-_MAX_TOMBSTONES = 10_000
-_USAGE = ".usage"  # "<total bytes> <commits since the last full scan>"
-_RESCAN_EVERY = 200
-_EVICT_TO_RATIO = 0.9
 DEFAULT_MAX_PARTS_TEXT_BYTES = 16 * 1024 * 1024
-
-
-class StreamingOutputWriter:
-    """Writes one entry chunk by chunk; nothing is visible to readers until :meth:`close`.
-
-    Memory use is bounded by the largest chunk plus about 200 KB of index state, whatever the
-    total size. Use as a context manager to abort on error.
-    """
-
-    def __init__(
-        self,
-        store: ToolOutputCacheStore,
-        *,
-        ref_id: str,
-        tool_name: str,
-        is_error: bool = False,
-        parts: list[ContentPart] | None = None,
-        streamed: bool = True,
-    ) -> None:
-        self._store = store
-        self._ref_id = ref_id
-        self._tool_name = tool_name
-        self._is_error = is_error
-        self._parts = parts
-        self._streamed = streamed
-        self._lock = threading.Lock()
-        self._closed = False
-        self._tmp_text = store._temp_path("txt")
-        self._file = open(self._tmp_text, "wb", buffering=1 << 20)  # noqa: SIM115 (held open)
-        self._index = LineIndexBuilder(stride=store.index_stride)
-        # A writer dropped without close() or abort() must not leave its temp file behind.
-        self._finalizer = weakref.finalize(self, _discard, self._file, self._tmp_text)
-
-    @property
-    def ref_id(self) -> str:
-        return self._ref_id
-
-    @property
-    def bytes_written(self) -> int:
-        return self._index.total_bytes
-
-    def write(self, text: str) -> None:
-        if not isinstance(text, str):
-            raise TypeError(
-                f"OutputWriter.write() takes str, got {type(text).__name__}; decode bytes first"
-            )
-        with self._lock:
-            self._check_open()
-            for start in range(0, len(text), _PIECE_CHARS):
-                data = text[start : start + _PIECE_CHARS].encode("utf-8", errors="surrogatepass")
-                self._file.write(data)
-                self._index.feed(data)
-
-    def close(self) -> ToolOutputRef:
-        with self._lock:
-            self._check_open()
-            self._closed = True
-            self._finalizer.detach()
-            try:
-                self._file.close()
-                return self._store._commit(
-                    ref_id=self._ref_id,
-                    tool_name=self._tool_name,
-                    is_error=self._is_error,
-                    tmp_text=self._tmp_text,
-                    index=self._index,
-                    parts=self._parts,
-                    streamed=self._streamed,
-                )
-            except BaseException:
-                _unlink(self._tmp_text)
-                raise
-
-    def abort(self) -> None:
-        """Discard everything written; the store is left as it was. Safe to call twice."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._finalizer.detach()
-            _discard(self._file, self._tmp_text)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise WriterClosedError(
-                f"The output writer for {self._ref_id} is already closed; "
-                "open a new one with store.writer(...)."
-            )
-
-    def __enter__(self) -> StreamingOutputWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            self.abort()
-        elif not self._closed:
-            self.close()
 
 
 class ToolOutputCacheStore:
@@ -297,111 +186,29 @@ class ToolOutputCacheStore:
             tmp_meta.write_text(meta.model_dump_json(), encoding="utf-8")
             added = sum(p.stat().st_size for p in (tmp_text, tmp_index, tmp_parts, tmp_meta) if p)
             with self._lock():
-                previous, freed = self._previous_version(ref_id)
+                previous, freed = previous_version(self.root, ref_id)
                 os.replace(tmp_text, data_path(self.root, ref_id, generation, "txt"))
                 os.replace(tmp_index, data_path(self.root, ref_id, generation, "idx"))
                 if tmp_parts is not None:
                     os.replace(tmp_parts, data_path(self.root, ref_id, generation, "parts.json"))
                 os.replace(tmp_meta, self._meta_path(ref_id))
-                _unlink(self.root / f"{ref_id}{_TOMBSTONE}")
+                unlink(self.root / f"{ref_id}{TOMBSTONE}")
                 for path in previous:
-                    _unlink(path)
-                self._account(added - freed, keep=ref_id, keep_generation=generation)
+                    unlink(path)
+                account(
+                    self.root,
+                    self.max_bytes,
+                    added - freed,
+                    keep=ref_id,
+                    keep_generation=generation,
+                )
         finally:
             for leftover in (tmp_index, tmp_parts, tmp_meta):
                 if leftover is not None:
-                    _unlink(leftover)
+                    unlink(leftover)
         return ToolOutputRef(id=ref_id, byte_size=meta.size_bytes, line_count=meta.line_count)
 
     # --- eviction --------------------------------------------------------------------------------
-
-    def _previous_version(self, ref_id: str) -> tuple[list[Path], int]:
-        """Data files of the version of ``ref_id`` a commit replaces, and the bytes it frees
-        (its metadata included: the new metadata file replaces it)."""
-        meta_path = self._meta_path(ref_id)
-        try:
-            freed = meta_path.stat().st_size
-            generation = EntryMeta.model_validate_json(meta_path.read_bytes()).generation
-        except (OSError, ValidationError):
-            return [], 0  # nothing there, or unreadable: the next full scan cleans up
-        paths = []
-        for suffix in ("txt", "idx", "parts.json"):
-            path = data_path(self.root, ref_id, generation, suffix)
-            with contextlib.suppress(FileNotFoundError):
-                freed += path.stat().st_size
-                paths.append(path)
-        return paths, freed
-
-    def _account(self, delta: int, *, keep: str, keep_generation: str) -> None:
-        """Track the total size in a small shared file so most commits need no directory scan;
-        scan (and evict) when the total passes the cap, and every so often to correct drift
-        (crashed writers, files removed by hand)."""
-        usage_path = self.root / _USAGE
-        try:
-            total, commits = (int(v) for v in usage_path.read_text().split())
-        except (OSError, ValueError):
-            total, commits = -1, _RESCAN_EVERY
-        total += delta
-        if total < 0 or total > self.max_bytes or commits + 1 >= _RESCAN_EVERY:
-            total = self._collect(keep=keep, keep_generation=keep_generation)
-            commits = 0
-        else:
-            commits += 1
-        usage_path.write_text(f"{total} {commits}")
-
-    def _collect(self, *, keep: str | None = None, keep_generation: str | None = None) -> int:
-        """Scan the directory, drop stale files, and when over the cap evict least recently used
-        entries down to 90% of it (so the next scans are far apart). Returns the new total.
-
-        Runs under the store lock."""
-        groups: dict[str, _Group] = {}
-        tombstones: list[tuple[float, Path]] = []
-        now = time.time()
-        for item in os.scandir(self.root):
-            name = item.name
-            try:
-                stat = item.stat()
-            except FileNotFoundError:
-                continue
-            if name.startswith("."):
-                if name.startswith(".tmp-") and now - stat.st_mtime > _STALE_TEMP_SECONDS:
-                    _unlink(Path(item.path))  # left by a process that died mid-write
-                continue
-            if name.endswith(_TOMBSTONE):
-                tombstones.append((stat.st_mtime, Path(item.path)))
-                continue
-            ref, _, rest = name.partition(".")
-            if ref == keep and rest != "json" and not rest.startswith(f"{keep_generation}."):
-                _unlink(Path(item.path))  # the previous version of the entry just rewritten
-                continue
-            group = groups.setdefault(ref, _Group())
-            group.size += stat.st_size
-            group.paths.append(Path(item.path))
-            if rest == "json":
-                group.has_meta = True
-                group.used = stat.st_mtime
-            elif not group.has_meta:
-                group.used = max(group.used, stat.st_mtime)
-        if len(tombstones) > _MAX_TOMBSTONES:  # keep "was evicted" notes for recent refs only
-            for _, path in sorted(tombstones)[: len(tombstones) - _MAX_TOMBSTONES]:
-                _unlink(path)
-        total = sum(g.size for g in groups.values())
-        if total <= self.max_bytes:
-            return total
-        low_water = int(self.max_bytes * _EVICT_TO_RATIO)
-        for ref, group in sorted(groups.items(), key=lambda item: item[1].used):
-            if total <= low_water:
-                break
-            if ref == keep:
-                continue
-            if group.has_meta:
-                (self.root / f"{ref}{_TOMBSTONE}").touch()
-            group.paths.sort(key=lambda p: not p.name.endswith(".json"))  # metadata first
-            for path in group.paths:
-                _unlink(path)
-            total -= group.size
-            logger.info("evicted cached output %s (%d bytes)", ref, group.size)
-        return total
 
     def disk_usage(self) -> int:
         """Bytes used by all entries in the store directory."""
@@ -409,7 +216,7 @@ class ToolOutputCacheStore:
             return 0
         total = 0
         for item in os.scandir(self.root):
-            if not item.name.startswith(".") and not item.name.endswith(_TOMBSTONE):
+            if not item.name.startswith(".") and not item.name.endswith(TOMBSTONE):
                 with contextlib.suppress(FileNotFoundError):
                     total += item.stat().st_size
         return total
@@ -424,7 +231,7 @@ class ToolOutputCacheStore:
         try:
             raw = path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
-            if (self.root / f"{ref_id}{_TOMBSTONE}").exists():
+            if (self.root / f"{ref_id}{TOMBSTONE}").exists():
                 raise ToolOutputEvictedError(ref_id) from None
             raise ToolOutputNotFoundError(ref_id) from None
         try:
@@ -458,16 +265,18 @@ class ToolOutputCacheStore:
                     continue
                 missing = "text" if not text_path.exists() else "line index"
                 raise ToolOutputCorruptedError(ref_id, f"its {missing} file is missing") from None
-            entry = OpenEntry(ref_id, meta, fd, _placeholder_index(), text_path)
             try:
-                entry.index = _validated_index(ref_id, meta, fd, raw_index)
+                index = _validated_index(ref_id, meta, fd, raw_index)
             except BaseException:
-                entry.close()
+                os.close(fd)
                 raise
             with contextlib.suppress(OSError):
                 os.utime(self._meta_path(ref_id))  # "recently used" for the LRU eviction
-            return entry
-        raise ToolOutputNotFoundError(ref_id)  # pragma: no cover - the loop always returns
+            return OpenEntry(ref_id, meta, fd, index, text_path)
+        # Three rewrites in a row while we looked: report it rather than loop forever.
+        raise ToolOutputCacheError(
+            f"Cached output {ref_id} is being rewritten by another process; try again."
+        )
 
     def list_entries(self) -> list[CacheEntry]:
         """Every readable entry, newest first."""
@@ -477,7 +286,7 @@ class ToolOutputCacheStore:
         metas: list[tuple[EntryMeta, float]] = []
         for item in os.scandir(self.root):
             name = item.name
-            if name.startswith(".") or name.endswith(_TOMBSTONE):
+            if name.startswith(".") or name.endswith(TOMBSTONE):
                 continue
             ref, _, rest = name.partition(".")
             try:
@@ -507,7 +316,7 @@ class ToolOutputCacheStore:
             raise ToolOutputEvictedError(ref_id) from None
         disk = 0
         for path in self.root.glob(f"{ref_id}.*"):
-            if not path.name.endswith(_TOMBSTONE):
+            if not path.name.endswith(TOMBSTONE):
                 with contextlib.suppress(FileNotFoundError):
                     disk += path.stat().st_size
         return _row(meta, used, disk)
@@ -629,16 +438,6 @@ class ToolOutputCacheStore:
             return [TextPart(text=data.decode("utf-8", errors="surrogatepass"))]
 
 
-class _Group:
-    __slots__ = ("has_meta", "paths", "size", "used")
-
-    def __init__(self) -> None:
-        self.size = 0
-        self.used = 0.0
-        self.has_meta = False
-        self.paths: list[Path] = []
-
-
 def _row(meta: EntryMeta, used: float, disk_bytes: int) -> CacheEntry:
     return CacheEntry(
         ref_id=meta.ref_id,
@@ -680,10 +479,6 @@ def _project_parts(content: list[Any]) -> tuple[str, list[ContentPart]]:
     return "".join(texts), parts
 
 
-def _placeholder_index() -> LineIndex:
-    return LineIndex.from_bytes(LineIndexBuilder().to_bytes())
-
-
 def _validated_index(ref_id: str, meta: EntryMeta, fd: int, raw: bytes) -> LineIndex:
     try:
         index = LineIndex.from_bytes(raw)
@@ -698,13 +493,3 @@ def _validated_index(ref_id: str, meta: EntryMeta, fd: int, raw: bytes) -> LineI
     if index.line_count != meta.line_count:
         raise ToolOutputCorruptedError(ref_id, "its line index does not match its metadata")
     return index
-
-
-def _discard(file: Any, path: Path) -> None:
-    file.close()
-    _unlink(path)
-
-
-def _unlink(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()

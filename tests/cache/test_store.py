@@ -324,9 +324,9 @@ def test_unusable_directory_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_old_eviction_notes_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import jupyter_codelia.cache._store as store_module
+    import jupyter_codelia.cache._eviction as eviction
 
-    monkeypatch.setattr(store_module, "_MAX_TOMBSTONES", 3)
+    monkeypatch.setattr(eviction, "MAX_TOMBSTONES", 3)
     store = ToolOutputCacheStore(tmp_path, max_bytes=600)
     for i in range(8):
         store.save(tool_call_id=f"e{i}", tool_name="t", content="y" * 300)
