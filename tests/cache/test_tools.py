@@ -111,3 +111,23 @@ async def test_store_without_methods_is_unavailable() -> None:
     assert await _call(tools["tool_output_cache_grep"], ref_id="x", pattern="p") == (
         "tool_output_cache_grep is unavailable."
     )
+
+
+@pytest.mark.asyncio
+async def test_evicted_and_corrupted_entries_read_as_text(tmp_path: Path) -> None:
+    store = ToolOutputCacheStore(tmp_path, max_bytes=500)
+    store.save(tool_call_id="old", tool_name="shell", content="o" * 200)
+    store.save(tool_call_id="new", tool_name="shell", content="n" * 200)
+    tools = _tools(store)
+    evicted = await _call(tools["tool_output_cache"], ref_id="old")
+    assert evicted == (
+        "Error reading tool output cache: ToolOutputEvictedError: Cached output old was evicted "
+        "from the tool output cache to keep it under its size cap (least recently used entries "
+        "go first). Run the tool again to reproduce it."
+    )
+    (tmp_path / "new.json").write_text("{}")
+    corrupted = await _call(tools["tool_output_cache_grep"], ref_id="new", pattern="n")
+    assert corrupted == (
+        "Error searching tool output cache: ToolOutputCorruptedError: Cached output new is "
+        "corrupted: its metadata file new.json is not valid. Run the tool again to reproduce it."
+    )
