@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 from _file_tools_helpers import FileTools
 
@@ -302,3 +303,35 @@ async def test_search_results_are_relative_to_the_working_directory(tmp_path: Pa
     text = await tools.text("grep", pattern="marker", path="..")
     assert sorted(text.splitlines()[:2]) == ["../docs/d.md:1: marker here", "m.py:1: marker = 1"]
     assert (await tools.text("read", file_path="../docs/d.md")).startswith("    1  marker here")
+
+
+def test_file_tools_family_and_schemas(tmp_path: Path) -> None:
+    tools = FileTools(tmp_path).tools
+    assert list(tools) == [
+        "read",
+        "read_line",
+        "write",
+        "edit",
+        "apply_patch",
+        "grep",
+        "glob",
+        "view_image",
+    ]
+    required = {
+        "read": ["file_path"],
+        "read_line": ["file_path", "line_number"],
+        "write": ["file_path", "content"],
+        "edit": ["file_path", "old_string", "new_string"],
+        "apply_patch": ["patch"],
+        "grep": ["pattern"],
+        "glob": ["pattern"],
+        "view_image": ["file_path"],
+    }
+    for name, tool in tools.items():
+        schema = tool.definition.parameters
+        jsonschema.Draft7Validator.check_schema(schema)
+        assert schema["additionalProperties"] is False, name
+        assert sorted(schema.get("required", [])) == sorted(required[name]), name
+        assert tool.definition.description, name
+    edit_modes = tools["edit"].definition.parameters["properties"]["match_mode"]["enum"]
+    assert edit_modes == ["exact", "line_trimmed", "block_anchor", "auto"]
