@@ -352,8 +352,24 @@ def add_cache_breakpoints(
     return system_blocks
 
 
+def collapse_plain_text(messages: list[ApiMessage]) -> list[ApiMessage]:
+    """Send a turn that is one plain text block as a string (in place).
+
+    Equivalent for the API, and half the nodes for the SDK to copy and encode per request,
+    which on long text histories is most of the client-side cost.
+    """
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list) and len(content) == 1:
+            block = content[0]
+            if len(block) == 2 and block.get("type") == "text" and block["text"]:
+                message["content"] = block["text"]
+    return messages
+
+
 __all__ = [
     "add_cache_breakpoints",
+    "collapse_plain_text",
     "part_to_block",
     "system_cache_allowed",
     "system_text",

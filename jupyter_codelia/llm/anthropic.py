@@ -15,6 +15,7 @@ from . import pricing
 from ._anthropic_errors import classify_exception, malformed_stream_error
 from ._anthropic_request import (
     add_cache_breakpoints,
+    collapse_plain_text,
     system_cache_allowed,
     system_text,
     to_anthropic_messages,
@@ -153,7 +154,7 @@ class AnthropicChat:
                 request["system"] = system_blocks
         elif system:
             request["system"] = system
-        request["messages"] = api_messages
+        request["messages"] = collapse_plain_text(api_messages)
         if api_tools:
             request["tools"] = api_tools
             choice = to_anthropic_tool_choice(tool_choice)

@@ -129,7 +129,7 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
     agent = _todo_agent(chat, SessionStore(home), session_id)
     assert await agent.run("what number?") == "You said 42."
     sent = server.requests[-1].messages
-    assert sent[0]["content"][0]["text"] == "remember the number 42" or "42" in str(sent[0])
+    assert sent[0] == {"role": "user", "content": "remember the number 42"}
     assert "I will remember 42." in json.dumps(sent)
     assert sent[-1]["role"] == "user"
     todo_hook = agent.state_hooks[0]

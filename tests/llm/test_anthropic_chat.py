@@ -177,7 +177,7 @@ async def test_thinking_is_not_replayed_when_extended_thinking_is_off() -> None:
         await make_chat(server).ainvoke(history)
     sent = server.requests[0].json
     assert "thinking" not in sent
-    assert sent["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": "a"}]}
+    assert sent["messages"][1] == {"role": "assistant", "content": "a"}
 
 
 @pytest.mark.asyncio
@@ -239,7 +239,8 @@ async def test_prompt_cache_breakpoints_on_system_last_tool_and_latest_user_bloc
     ]
     assert "cache_control" not in cached["tools"][0]
     assert cached["tools"][1]["cache_control"] == ephemeral
-    assert cached["messages"][0]["content"] == [{"type": "text", "text": "first"}]
+    # A turn that is one plain text block without a breakpoint goes out as a string.
+    assert cached["messages"][0]["content"] == "first"
     assert cached["messages"][2]["content"] == [
         {"type": "text", "text": "second"},
         {"type": "text", "text": "more", "cache_control": ephemeral},
