@@ -56,6 +56,15 @@ def count_with_last(text: str) -> tuple[int, int]:
     return len(found), len(found[-1].encode("utf-8", errors="surrogatepass")) if found else 0
 
 
+def pread(fd: int, size: int, offset: int) -> bytes:
+    """Up to ``size`` bytes at ``offset`` (``os.pread`` where it exists; each open entry owns
+    its descriptor, so seek-and-read is safe elsewhere)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)  # pragma: no cover - platforms without pread
+    return os.read(fd, size)  # pragma: no cover
+
+
 def utf8_decoder() -> codecs.IncrementalDecoder:
     """An incremental UTF-8 decoder matching how the store encodes (lone surrogates kept)."""
     return codecs.getincrementaldecoder("utf-8")(errors="surrogatepass")
@@ -71,7 +80,7 @@ def iter_cluster_windows(
     carry = ""
     pos = start
     while pos < end:
-        data = os.pread(fd, min(window, end - pos), pos)
+        data = pread(fd, min(window, end - pos), pos)
         if not data:
             break
         pos += len(data)

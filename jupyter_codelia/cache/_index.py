@@ -13,13 +13,12 @@ of the current line since its last checkpoint, so its memory stays bounded.
 
 from __future__ import annotations
 
-import os
 import struct
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ._graphemes import count_with_last, utf8_decoder
+from ._graphemes import count_with_last, pread, utf8_decoder
 
 STRIDE = 64 * 1024
 _MAGIC = b"JCIDX001"
@@ -178,7 +177,7 @@ class LineIndex:
         if skip == 0 and self.cols[i] == 0:
             return offset
         while True:
-            data = os.pread(fd, self.stride, offset)
+            data = pread(fd, self.stride, offset)
             if not data:
                 raise IndexFormatError(f"line {line + 1} is past the end of the text")
             found = data.count(b"\n")
@@ -238,7 +237,7 @@ def iter_spans(index: LineIndex, fd: int, first_line: int) -> Iterator[LineSpan]
             if buf_pos + len(buf) - start >= 2 * stride:
                 newline_abs = index.line_start(fd, line + 1) - 1
                 break
-            more = os.pread(fd, stride, buf_pos + len(buf))
+            more = pread(fd, stride, buf_pos + len(buf))
             if not more:
                 raise IndexFormatError("the text ends before the last indexed line")
             buf = buf[max(rel, 0) :] + more
@@ -259,10 +258,10 @@ def _byte_at(fd: int, buf: bytes, buf_pos: int, offset: int) -> int:
     rel = offset - buf_pos
     if 0 <= rel < len(buf):
         return buf[rel]
-    data = os.pread(fd, 1, offset)
+    data = pread(fd, 1, offset)
     return data[0] if data else -1
 
 
 def read_text(fd: int, start: int, end: int) -> str:
     """Decode bytes ``[start, end)``; a partial character at the end is dropped."""
-    return utf8_decoder().decode(os.pread(fd, end - start, start), final=False)
+    return utf8_decoder().decode(pread(fd, end - start, start), final=False)

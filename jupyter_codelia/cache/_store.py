@@ -40,6 +40,7 @@ from ._errors import (
     ToolOutputTooLargeError,
 )
 from ._eviction import TOMBSTONE, account, previous_version
+from ._graphemes import pread
 from ._grep import find_ripgrep, matches_empty_line, python_lines, ripgrep_lines
 from ._index import STRIDE, IndexFormatError, LineIndex, LineIndexBuilder, iter_spans
 from ._limits import (
@@ -253,7 +254,7 @@ class ToolOutputCacheStore:
             meta = self._load_meta(ref_id)
             text_path = data_path(self.root, ref_id, meta.generation, "txt")
             try:
-                fd = os.open(text_path, os.O_RDONLY)
+                fd = os.open(text_path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 try:
                     raw_index = data_path(self.root, ref_id, meta.generation, "idx").read_bytes()
                 except BaseException:
@@ -434,7 +435,7 @@ class ToolOutputCacheStore:
                     f"max_text_bytes={max_text_bytes}; read it by lines with read(), "
                     "read_line() or grep() instead."
                 )
-            data = os.pread(entry.fd, size, 0)
+            data = pread(entry.fd, size, 0)
             return [TextPart(text=data.decode("utf-8", errors="surrogatepass"))]
 
 
