@@ -6,8 +6,11 @@ guard is spec/file-tools.md §2.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import secrets
+import stat
 from pathlib import Path
 from typing import Annotated
 
@@ -47,10 +50,31 @@ def read_text(path: Path) -> str:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 without newline translation, creating parent directories."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
-        handle.write(text)
+    """Write ``text`` as UTF-8 without newline translation, creating parent directories.
+
+    The write is atomic: the text goes to a temp file beside the target, which then replaces it
+    (a reader - or a crash - never sees half a file). A symlink is written through, and an
+    existing file keeps its permission bits.
+    """
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    temp = target.parent / f".{target.name}.codelia-{secrets.token_hex(4)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8", errors="surrogatepass"))
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def content_sha256(text: str) -> str:
@@ -95,10 +119,3 @@ def is_crlf_text(text: str) -> bool:
     """True when ``text`` has line breaks and every one of them is ``\\r\\n``."""
     crlf = text.count("\r\n")
     return crlf > 0 and crlf == text.count("\n")
-
-
-def file_mode_for_new() -> int:
-    """Permission bits a plain ``open(path, "w")`` would give a new file under the umask."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -576,3 +578,21 @@ async def test_edit_input_validation(write_tools: FileTools) -> None:
         )
     with pytest.raises(ToolInputError, match='missing required field "new_string"'):
         await write_tools.run("edit", file_path="f", old_string="a")
+
+
+@pytest.mark.asyncio
+async def test_write_is_atomic_keeps_mode_and_follows_links(write_tools: FileTools) -> None:
+    root = write_tools.root
+    root.mkdir(exist_ok=True)
+    script = root / "run.sh"
+    script.write_text("echo 1\n")
+    os.chmod(script, 0o750)
+    os.symlink("run.sh", root / "alias.sh")
+    await write_tools.json("write", file_path="alias.sh", content="echo 2\n")
+    assert (root / "alias.sh").is_symlink()
+    assert script.read_text() == "echo 2\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+    await write_tools.json("edit", file_path="run.sh", old_string="2", new_string="3")
+    assert script.read_text() == "echo 3\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+    assert sorted(p.name for p in root.iterdir()) == ["alias.sh", "run.sh"]  # no temp files
