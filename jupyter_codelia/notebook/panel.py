@@ -463,6 +463,12 @@ def _card_header(card: _ToolCard) -> str:
     )
 
 
+def _image_layout() -> widgets.Layout:
+    # Natural size, never wider than the card: a flex column would otherwise stretch a small
+    # plot to the full width.
+    return widgets.Layout(max_width="100%", align_self="flex-start", height="auto")
+
+
 def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:
     images = []
     for part in parts:
@@ -474,9 +480,7 @@ def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:
         media, payload = url[5:].split(";base64,", 1)
         fmt = media.split("/", 1)[-1] or "png"
         images.append(
-            widgets.Image(
-                value=base64.b64decode(payload), format=fmt, layout=widgets.Layout(max_width="100%")
-            )
+            widgets.Image(value=base64.b64decode(payload), format=fmt, layout=_image_layout())
         )
     return images
 
