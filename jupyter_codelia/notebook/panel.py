@@ -187,6 +187,7 @@ class RunPanel:
         """The run ended: flush text, freeze the buttons, show the final status."""
         self.flush_pending(force=True)
         self.stop_button.disabled = True
+        self.stop_button.layout.display = "none"  # nothing left to stop
         self.hint.value = ""
         for card in self._approvals.values():
             for button in card.buttons:

@@ -124,6 +124,7 @@ def test_panel_draws_text_cards_image_diff_todos_and_header() -> None:
     assert "97% context left" in panel.header.value
     assert "completed" in panel.header.value
     assert panel.stop_button.disabled
+    assert panel.stop_button.layout.display == "none"
 
 
 def test_tool_results_are_collapsible_and_errors_open() -> None:
