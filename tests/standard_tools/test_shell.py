@@ -20,8 +20,6 @@ from jupyter_codelia.cache import ToolOutputCacheStore
 from jupyter_codelia.standard_tools.shell import shell_tool
 from jupyter_codelia.tools import CancelSignal, RunCancelled, ToolContext, ToolError, ToolInputError
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
-
 FAKE_TOKEN = "tok-FAKE-shell-0123456789abcdef"
 
 
