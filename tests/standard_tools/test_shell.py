@@ -313,3 +313,11 @@ async def test_an_already_cancelled_run_starts_nothing(workdir: Path) -> None:
     with pytest.raises(RunCancelled, match="cancelled before the call"):
         await run(shell_tool(workdir), ToolContext(signal=signal), command="touch started")
     assert not (workdir / "started").exists()
+
+
+@pytest.mark.asyncio
+async def test_a_missing_shell_in_env_falls_back_to_bash(workdir: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "SHELL": str(workdir / "no-such-shell")}
+    out = await run(shell_tool(workdir, env=env), command='echo "$BASH_VERSION" | cut -c1')
+    assert out["state"] == "completed"
+    assert out["stdout"].isdigit()
