@@ -276,7 +276,11 @@ def _make_glob(key: DependencyKey[Sandbox]) -> FunctionTool:
                 if len(found) >= GLOB_MAX_SCANNED:
                     capped = True
                     break
-            stderr = b"" if capped else await process.stderr.read()
+            if capped:
+                stderr = b""
+            else:
+                stderr = await process.stderr.read()
+                await process.wait()  # reap it, or _stop would kill it and lose the exit code
         finally:
             await _stop(process)
         if not capped and process.returncode == 2 and not found:
