@@ -103,14 +103,15 @@ def find_matches(content: str, needle: str, mode: MatchMode) -> tuple[list[Match
     """The matches of ``needle`` and the strategy that produced them."""
     if mode == "exact":
         return find_exact(content, needle), "exact"
+    if mode == "auto":
+        found = find_exact(content, needle)
+        if found:
+            return found, "exact"  # without splitting the file into lines at all
     lines = _Lines(content)
     if mode == "line_trimmed":
         return find_line_trimmed(content, needle, lines), "line_trimmed"
     if mode == "block_anchor":
         return find_block_anchor(content, needle, lines), "block_anchor"
-    found = find_exact(content, needle)
-    if found:
-        return found, "exact"
     found = find_line_trimmed(content, needle, lines)
     if found:
         return found, "line_trimmed"
