@@ -30,6 +30,7 @@ class EntryMeta(BaseModel):
     has_parts: bool = False
     is_error: bool = False
     streamed: bool = False
+    has_crlf: bool = False
     generation: str
 
 

@@ -5,6 +5,10 @@ line numbers several times faster than Python can; the store then renders the co
 from its line index. Without ``rg`` the search falls back to Python, scanning 1 MB blocks, so
 memory stays bounded either way. The regex dialect is ripgrep's (Rust ``regex`` crate); the
 Python fallback uses ``re``, which agrees on everyday syntax.
+
+Lines are the stored text split on ``\r?\n``. For an output with ``\r\n`` line ends ripgrep
+runs in CRLF mode so ``$`` matches before them; in that mode it also anchors ``^``/``$`` at a
+lone ``\r`` and rejects a literal ``\r`` (such literal searches use the Python scan instead).
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from ._errors import InvalidPatternError, ToolOutputCacheError
 from ._graphemes import utf8_decoder
 
 _BLOCK = 1024 * 1024
-_NEWLINE_HINT = "Matching is per line, so a pattern cannot contain or match a line break."
+_NEWLINE_HINT = (
+    "Matching is per line, so a pattern cannot contain or match a line break "
+    "(\\n, or \\r in an output with \\r\\n line ends)."
+)
 
 
 def find_ripgrep() -> str | None:
@@ -43,15 +50,22 @@ def matches_empty_line(pattern: str, regex: bool) -> bool:
 
 
 def ripgrep_lines(
-    rg: str, path: Path, pattern: str, *, regex: bool, max_count: int
+    rg: str, path: Path, pattern: str, *, regex: bool, max_count: int, crlf: bool = False
 ) -> Iterator[int]:
-    """0-based numbers of the first ``max_count`` matching lines, in order, streamed from rg."""
+    """0-based numbers of the first ``max_count`` matching lines, in order, streamed from rg.
+
+    ``crlf`` (the text has ``\r\n`` line ends) lets ``$`` match before them; it is off
+    otherwise because ripgrep's CRLF mode also treats a lone ``\r`` (progress bars) as a line
+    boundary for ``^``/``$``."""
     command = [
         rg, "--no-config", "--no-heading", "--no-filename", "--line-number",
-        "--color", "never", "--text", "--case-sensitive", "--crlf",
+        "--color", "never", "--text", "--case-sensitive",
+        "--encoding", "none",  # no BOM sniffing: lines are exactly the stored text's lines
         "--max-columns", "1",  # only the numbers are needed: long lines are not printed
         "--max-count", str(max_count),
     ]  # fmt: skip
+    if crlf:
+        command.append("--crlf")
     if not regex:
         command.append("--fixed-strings")
     command += ["--regexp", pattern, "--", str(path)]
@@ -81,7 +95,11 @@ def _ripgrep_error(pattern: str, regex: bool, stderr: str) -> ToolOutputCacheErr
     detail = " ".join(stderr.replace("rg:", " ").split())
     if "regex" in stderr or "literal" in stderr:
         kind = "regex" if regex else "pattern"
-        hint = _NEWLINE_HINT if "\\n" in stderr else "The syntax is Rust regex (as in ripgrep)."
+        hint = (
+            _NEWLINE_HINT
+            if "\\n" in stderr or "\\r" in stderr
+            else "The syntax is Rust regex (as in ripgrep)."
+        )
         return InvalidPatternError(f"Invalid {kind} {pattern!r}: {detail}. {hint}")
     return ToolOutputCacheError(f"ripgrep failed: {detail}")
 

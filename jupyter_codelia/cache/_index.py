@@ -41,6 +41,8 @@ class LineIndexBuilder:
     _line_start: int = 0  # start of the line in progress at _pos
     _tail: list[bytes] = field(default_factory=list)  # bytes [_tail_start, _pos) of that line
     _tail_start: int = 0
+    has_crlf: bool = False  # any "\r\n" line end (grep then treats "\r" as part of it)
+    _ends_with_cr: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -52,6 +54,11 @@ class LineIndexBuilder:
         return self._newlines + 1
 
     def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self.has_crlf:
+            self.has_crlf = b"\r\n" in data or (self._ends_with_cr and data[0] == 0x0A)
+            self._ends_with_cr = data[-1] == 0x0D
         base = self._pos
         size = len(data)
         self._pos = base + size

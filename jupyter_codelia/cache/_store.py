@@ -175,6 +175,7 @@ class ToolOutputCacheStore:
             has_parts=parts is not None,
             is_error=is_error,
             streamed=streamed,
+            has_crlf=index.has_crlf,
             generation=generation,
         )
         tmp_index = self._temp_path("idx")
@@ -385,7 +386,9 @@ class ToolOutputCacheStore:
     def _matching_lines(
         self, entry: OpenEntry, pattern: str, *, regex: bool, max_count: int
     ) -> Iterator[int]:
-        if self._ripgrep is None:
+        crlf = entry.meta.has_crlf
+        # ripgrep's CRLF mode (needed so "$" matches before "\r\n") rejects a literal "\r".
+        if self._ripgrep is None or (crlf and not regex and "\r" in pattern):
             yield from python_lines(entry.text_path, pattern, regex=regex, max_count=max_count)
             return
         if not regex and "\n" in pattern:
@@ -393,7 +396,7 @@ class ToolOutputCacheStore:
         found = 0
         last = -1
         for line in ripgrep_lines(
-            self._ripgrep, entry.text_path, pattern, regex=regex, max_count=max_count
+            self._ripgrep, entry.text_path, pattern, regex=regex, max_count=max_count, crlf=crlf
         ):
             found += 1
             last = line

@@ -149,3 +149,26 @@ def test_read_tail(store: ToolOutputCacheStore) -> None:
     assert store.read_tail("t", 2) == "3\n4"
     assert store.read_tail("t", 10) == "1\n2\n3\n4"
     assert store.read_tail("t", 0) == ""
+
+
+@pytest.mark.parametrize("ripgrep", [True, False])
+def test_grep_sees_exactly_the_stored_lines(tmp_path: Path, ripgrep: bool) -> None:
+    """A byte-order mark stays part of line 1 and a lone \\r stays inside its line, with or
+    without ripgrep."""
+    store = ToolOutputCacheStore(tmp_path, use_ripgrep=ripgrep)
+    store.save(tool_call_id="b", tool_name="t", content="\ufeffhello\nhello\ra\r\nend\r")
+    assert store.grep("b", "^hello", regex=True) == "ref:b\n    2  hello\ra"
+    assert store.grep("b", "a$", regex=True) == "ref:b\n    2  hello\ra"
+    assert store.grep("b", "end\r") == "ref:b\n    3  end\r"
+
+
+@pytest.mark.parametrize("ripgrep", [True, False])
+def test_lone_carriage_returns_are_ordinary_characters(tmp_path: Path, ripgrep: bool) -> None:
+    """Progress-bar output: "\\r" without "\\n" does not split lines, for anchors either."""
+    store = ToolOutputCacheStore(tmp_path, use_ripgrep=ripgrep)
+    store.save(tool_call_id="p", tool_name="t", content="10%\r50%\r100%\ndone")
+    assert store.grep("p", "^50%", regex=True) == "No matches for: ^50%"
+    assert store.grep("p", "^10%.*100%$", regex=True) == "ref:p\n    1  10%\r50%\r100%"
+    assert store.grep("p", r"0%\s5", regex=True) == "ref:p\n    1  10%\r50%\r100%"
+    assert store.grep("p", "%\r5") == "ref:p\n    1  10%\r50%\r100%"
+    assert store.read("p") == "    1  10%\r50%\r100%\n    2  done"

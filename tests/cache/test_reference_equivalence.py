@@ -21,11 +21,20 @@ from jupyter_codelia.cache import CacheLimits, ToolOutputCacheStore
 
 # ASCII, 2/3/4-byte characters, a combining accent, skin-tone and ZWJ emoji, a flag, a tab.
 _PIECES = ["a", "b", "x", " ", "7", "é", "漢", "😀", "e\u0301", "👍🏽", "👨‍👩‍👧", "🇫🇷", "\t", "ab"]
-_LINE = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)
-_TEXT = st.tuples(
-    st.lists(_LINE, min_size=1, max_size=12),
-    st.lists(st.sampled_from(["\n", "\r\n"]), min_size=12, max_size=12),
-).map(lambda t: "".join(line + t[1][i] for i, line in enumerate(t[0][:-1])) + t[0][-1])
+
+
+def _texts(pieces: list[str]) -> st.SearchStrategy[str]:
+    line = st.lists(st.sampled_from(pieces), max_size=40).map("".join)
+    return st.tuples(
+        st.lists(line, min_size=1, max_size=12),
+        st.lists(st.sampled_from(["\n", "\r\n"]), min_size=12, max_size=12),
+    ).map(lambda t: "".join(line + t[1][i] for i, line in enumerate(t[0][:-1])) + t[0][-1])
+
+
+# Lone "\r" (progress output) is an ordinary character of a line. The regex test leaves it out:
+# in an output that also has "\r\n" line ends, ripgrep's CRLF mode anchors ^/$ at a lone "\r".
+_TEXT = _texts([*_PIECES, "\r"])
+_TEXT_NO_LONE_CR = _texts(_PIECES)
 _LIMITS = CacheLimits(max_line_length=12, max_read_bytes=200, max_grep_bytes=160)
 _ids = count()
 _settings = settings(
@@ -87,7 +96,7 @@ def test_read_line_matches_the_spec(
 @given(
     text=_TEXT,
     cuts=st.lists(st.integers(0, 10_000), max_size=6),
-    pattern=st.sampled_from(["a", "é", "ab", "漢 ", "😀", "", "\t", "zz", "e\u0301"]),
+    pattern=st.sampled_from(["a", "é", "ab", "漢 ", "😀", "", "\t", "zz", "e\u0301", "a\r"]),
     before=st.integers(0, 2),
     after=st.integers(0, 2),
     max_matches=st.integers(1, 4),
@@ -120,7 +129,7 @@ def test_literal_grep_matches_the_spec(
 
 @_settings
 @given(
-    text=_TEXT,
+    text=_TEXT_NO_LONE_CR,
     pattern=st.sampled_from(["a.b", "^a", "b$", r"\d", "[xé]+", "(ab|漢)", "^$", "a{2}", r"\t"]),
     after=st.integers(0, 1),
     ripgrep=st.booleans(),
