@@ -46,11 +46,12 @@ from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_
 from . import events as ev
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder
+from ._persistence import RunLogHandle, SessionWriter
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
     from ..cache import ToolOutputCache
-    from ..session import RunLog, SessionStore
+    from ..session import SessionStore
     from .permissions import PermissionPolicy
 
 log = logging.getLogger("jupyter_codelia.agent")
@@ -112,7 +113,7 @@ class _Run:
     run_id: str
     queue: asyncio.Queue[Any]
     signal: CancelSignal
-    run_log: RunLog | None
+    run_log: RunLogHandle | None
     seq: int = 0
     last_save: float = field(default_factory=time.monotonic)
 
@@ -171,7 +172,7 @@ class Agent:
         self._running = False
         self._last_context_left: int | None = None
         self._logged_upto = 0
-        self._codec = _MessageCodec()
+        self._writer = SessionWriter(session_store) if session_store is not None else None
         for hook in self.state_hooks:
             hook.bind_session(self.session_id)
 
@@ -256,8 +257,8 @@ class Agent:
         for hook in self.state_hooks:
             hook.restore_meta(self.session_id, self.meta)
 
-    def _open_run_log(self, run_id: str) -> RunLog | None:
-        if self.session_store is None:
+    def _open_run_log(self, run_id: str) -> RunLogHandle | None:
+        if self._writer is None:
             return None
         header = {
             "run_id": run_id,
@@ -274,13 +275,11 @@ class Agent:
                 "version": platform.python_version(),
             },
         }
-        return self.session_store.open_run_log(
-            run_id=run_id, session_id=self.session_id, header=header
-        )
+        return self._writer.open_run(run_id=run_id, session_id=self.session_id, header=header)
 
     def _save_state(self, run: _Run) -> None:
         run.last_save = time.monotonic()
-        if self.session_store is None:
+        if self._writer is None:
             return
         from ..session import SessionState
 
@@ -288,28 +287,29 @@ class Agent:
         for hook in self.state_hooks:
             hook.save_meta(self.session_id, meta)
         self.meta = meta
-        try:
-            self.session_store.save_state(
-                SessionState(
-                    session_id=self.session_id,
-                    updated_at=datetime.now(timezone.utc).isoformat(),
-                    run_id=run.run_id,
-                    invoke_seq=self.invoke_seq,
-                    meta=meta,
-                    title=_title_of(self.history),
-                ),
-                encoded_messages=self._codec.encode(self.snapshot_messages()),
-            )
-        except Exception:
-            log.exception("could not save session %s", self.session_id)
+        state = SessionState(
+            session_id=self.session_id,
+            updated_at=datetime.now(timezone.utc).isoformat(),
+            run_id=run.run_id,
+            invoke_seq=self.invoke_seq,
+            meta=meta,
+            title=_title_of(self.history),
+        )
+        self._writer.save(state, self.snapshot_messages())
 
     def _record(self, run: _Run, record_type: str, **fields: Any) -> None:
-        if run.run_log is None:
-            return
-        try:
-            run.run_log.append(record_type, **fields)
-        except Exception:
-            log.exception("could not append %s to the run log", record_type)
+        if self._writer is not None and run.run_log is not None:
+            self._writer.record(run.run_log, record_type, fields)
+
+    async def flush(self) -> None:
+        """Wait until the session's run logs and snapshot are on disk (writes are queued)."""
+        if self._writer is not None:
+            await self._writer.flush()
+
+    def flush_sync(self, timeout: float | None = None) -> None:
+        """``flush`` for synchronous callers (not from the event loop's own thread mid-run)."""
+        if self._writer is not None:
+            self._writer.flush_sync(timeout)
 
     # ----------------------------------------------------------------------------- the turn
 
@@ -363,8 +363,8 @@ class Agent:
             self._save_state(run)
             self._record(run, "run.status", status=outcome)
             self._record(run, "run.end", outcome=outcome, final=final)
-            if run.run_log is not None:
-                run.run_log.close()
+            if self._writer is not None and run.run_log is not None:
+                self._writer.close_run(run.run_log)
 
     async def _loop(self, run: _Run, tools: list[Tool], tool_choice: str | None) -> str:
         choice = tool_choice or self.tool_choice
@@ -648,29 +648,6 @@ async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncI
     while not queue.empty():
         yield queue.get_nowait()
     task.result()
-
-
-class _MessageCodec:
-    """Each history message's redacted compact JSON, computed once per message object.
-
-    Messages are immutable once in history (trimming replaces them with copies), so a snapshot
-    save costs a lookup per message plus the encoding of the new ones.
-    """
-
-    def __init__(self) -> None:
-        self._cache: dict[int, tuple[Any, str]] = {}
-
-    def encode(self, messages: Sequence[Any]) -> list[str]:
-        cache, fresh, out = self._cache, {}, []
-        for message in messages:
-            hit = cache.get(id(message))
-            if hit is None or hit[0] is not message:
-                # ASCII escapes keep lone surrogates (undecodable tool output) valid JSON.
-                hit = (message, json.dumps(redact_secrets(message.dump()), separators=(",", ":")))
-            fresh[id(message)] = hit
-            out.append(hit[1])
-        self._cache = fresh
-        return out
 
 
 def _redact_message(message: ToolMessage) -> ToolMessage:

@@ -157,17 +157,58 @@ def system_text(messages: Sequence[Any]) -> str | None:
     return "\n\n".join(texts) if texts else None
 
 
+class BlockCache:
+    """Content blocks of each history message, converted once per message object.
+
+    History messages are immutable once appended, so on a long conversation a request costs a
+    lookup per message instead of a conversion. Callers get fresh lists: later passes edit them.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Any, list[Block]]] = {}
+        self._seen: dict[int, tuple[Any, list[Block]]] = {}
+
+    def blocks(self, message: Any, convert: Any) -> list[Block]:
+        key = id(message)
+        hit = self._entries.get(key)
+        if hit is None or hit[0] is not message:
+            hit = (message, convert(message))
+        self._seen[key] = hit
+        return list(hit[1])
+
+    def sweep(self) -> None:
+        """Forget messages not seen since the last sweep (they left the history)."""
+        self._entries, self._seen = self._seen, {}
+
+
+def _user_blocks(message: Any) -> list[Block]:
+    return _never_empty(_content_blocks(message.content))
+
+
+def _tool_result_blocks(message: ToolMessage) -> list[Block]:
+    return [_tool_result_block(message)]
+
+
+def _uncached(message: Any, convert: Any) -> list[Block]:
+    return convert(message)
+
+
 def to_anthropic_messages(
-    messages: Sequence[Any], *, replay_thinking: bool = False
+    messages: Sequence[Any],
+    *,
+    replay_thinking: bool = False,
+    cache: BlockCache | None = None,
 ) -> list[ApiMessage]:
     """History → the ``messages`` array (system messages excluded; see :func:`system_text`).
 
     ``replay_thinking``: put thinking blocks kept in ``ReasoningMessage.raw_item`` back at the
     start of the assistant turn they preceded, as extended thinking with tool use requires.
+    ``cache``: reuse conversions of messages seen in earlier requests.
     """
     result: list[ApiMessage] = []
     tool_results: list[Block] = []
     pending_reasoning: list[Block] = []
+    blocks_of = cache.blocks if cache is not None else _uncached
 
     def flush_tool_results() -> None:
         if tool_results:
@@ -181,7 +222,7 @@ def to_anthropic_messages(
         if role not in _MESSAGE_ROLES:
             raise TypeError(f"not a message: {type(message).__name__}")
         if role == "tool":
-            tool_results.append(_tool_result_block(message))
+            tool_results.extend(blocks_of(message, _tool_result_blocks))
             continue
         if role == "reasoning":
             block = _replayable_reasoning(message) if replay_thinking else None
@@ -192,14 +233,15 @@ def to_anthropic_messages(
         flush_tool_results()
         if role == "user":
             pending_reasoning.clear()  # thinking never precedes a user turn
-            blocks = _never_empty(_content_blocks(message.content))
-            result.append({"role": "user", "content": blocks})
+            result.append({"role": "user", "content": blocks_of(message, _user_blocks)})
         elif role == "assistant":
-            blocks = [*pending_reasoning, *_assistant_blocks(message)]
+            blocks = [*pending_reasoning, *blocks_of(message, _assistant_blocks)]
             pending_reasoning = []
             if blocks:
                 result.append({"role": "assistant", "content": blocks})
     flush_tool_results()
+    if cache is not None:
+        cache.sweep()
     return _drop_orphans(_merge_tool_use_turns(result))
 
 
@@ -368,6 +410,7 @@ def collapse_plain_text(messages: list[ApiMessage]) -> list[ApiMessage]:
 
 
 __all__ = [
+    "BlockCache",
     "add_cache_breakpoints",
     "collapse_plain_text",
     "part_to_block",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import pricing
 from ._anthropic_errors import classify_exception, malformed_stream_error
 from ._anthropic_request import (
+    BlockCache,
     add_cache_breakpoints,
     collapse_plain_text,
     system_cache_allowed,
@@ -85,6 +86,7 @@ class AnthropicChat:
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget
         self.prompt_cache = prompt_cache
+        self._block_cache = BlockCache()
         self.timeout_s = timeout_s
         self._given_client = client
         self._api_key = api_key
@@ -142,7 +144,9 @@ class AnthropicChat:
     ) -> dict[str, Any]:
         """The keyword arguments of ``client.messages.stream`` for this history."""
         thinking = self.thinking_budget is not None
-        api_messages = to_anthropic_messages(messages, replay_thinking=thinking)
+        api_messages = to_anthropic_messages(
+            messages, replay_thinking=thinking, cache=self._block_cache
+        )
         api_tools = to_anthropic_tools(tools, tool_choice)
         system = system_text(messages)
         request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}

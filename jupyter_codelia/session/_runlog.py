@@ -22,8 +22,17 @@ _STAMPED = ("type", "ts")
 class RunLog:
     """Appends records to ``path``; create it with :meth:`SessionStore.open_run_log`."""
 
-    def __init__(self, path: Path, file: BinaryIO, *, run_id: str, session_id: str | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        file: BinaryIO,
+        *,
+        run_id: str,
+        session_id: str | None,
+        durable: bool = False,
+    ) -> None:
         self.path = path
+        self.durable = durable
         self.run_id = run_id
         self.session_id = session_id
         self._file: BinaryIO | None = file
@@ -65,14 +74,15 @@ class RunLog:
         self._file.flush()
 
     def close(self) -> None:
-        """Flush to disk and close; closing twice is harmless."""
+        """Flush (and fsync when durable) and close; closing twice is harmless."""
         with self._lock:
             file, self._file = self._file, None
         if file is None:
             return
         try:
             file.flush()
-            os.fsync(file.fileno())
+            if self.durable:
+                os.fsync(file.fileno())
         finally:
             file.close()
 

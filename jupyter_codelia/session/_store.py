@@ -126,7 +126,13 @@ class SessionStore:
             raise ValueError(
                 f"run log already exists: {path}; every run needs a new run id (uuid4)"
             ) from None
-        log = RunLog(path, os.fdopen(fd, "ab"), run_id=run_id, session_id=session_id)
+        log = RunLog(
+            path,
+            os.fdopen(fd, "ab"),
+            run_id=run_id,
+            session_id=session_id,
+            durable=self.durable,
+        )
         try:
             log._write_header(ready)
             self._index.add_run(RunRow(run_id, session_id, started_at, relative))

@@ -61,6 +61,7 @@ async def test_run_log_records_the_whole_turn(
     )
     agent = _todo_agent(chat, store)
     events = [e async for e in agent.run_stream("make a plan")]
+    await agent.flush()
     updated = [e for e in events if isinstance(e, ev.TodosUpdatedEvent)]
     assert updated[-1].todos[0].id == "plot"
     paths = store.run_log_paths(agent.session_id)
@@ -160,6 +161,7 @@ async def test_no_api_key_in_any_event_log_or_session_file(
     server.add(reply(tool_use("leaky", {})), reply(text("done")))
     agent = Agent(chat, [leaky], output_cache=None, session_store=SessionStore(home))
     events = [e async for e in agent.run_stream("show env")]
+    await agent.flush()
     dumped = json.dumps([ev.event_to_json(e) for e in events])
     result = next(e for e in events if isinstance(e, ev.ToolResultEvent))
     assert "[REDACTED]" in result.result
@@ -188,6 +190,7 @@ async def test_cancelled_run_is_logged_and_saved(
         async for event in agent.run_stream("talk", signal=signal):
             seen.append(event)
             signal.cancel()
+    await agent.flush()
     records = list(read_jsonl(store.run_log_paths(agent.session_id)[0]))
     assert records[-1]["type"] == "run.end"
     assert records[-1]["outcome"] == "cancelled"
