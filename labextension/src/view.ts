@@ -31,6 +31,12 @@ export interface TranscriptActions {
 const MARKDOWN_THROTTLE_MS = 80;
 /** Longer results are cut in the card (the whole output stays in the cache browser). */
 const RESULT_DISPLAY_CHARS = 20_000;
+/**
+ * Items are appended into blocks of this many. The browser then lays out and checks visibility
+ * of a few dozen blocks rather than every item, so one append costs the same at 100 and at
+ * 10,000 items (see bench/sidepanel.py).
+ */
+const ITEMS_PER_BLOCK = 40;
 /** Keep following the bottom when the reader is this close to it. */
 const STICK_TO_BOTTOM_PX = 48;
 
@@ -132,16 +138,20 @@ function prettyJson(value: unknown): string {
 }
 
 class ToolView implements ItemView {
-  readonly node: HTMLElement;
+  readonly node: HTMLDetailsElement;
   private readonly status: HTMLElement;
   private readonly duration: HTMLElement;
   private readonly name: HTMLElement;
   private readonly body: HTMLElement;
+  private item: ToolItem;
+  /** Whether the body shows the latest item (it is built only while the card is open). */
+  private bodyCurrent = false;
 
   constructor(
     item: ToolItem,
     private readonly actions: TranscriptActions
   ) {
+    this.item = item;
     this.node = el('details', 'jp-codelia-item jp-codelia-tool');
     const summary = el('summary', 'jp-codelia-tool-header');
     this.status = el('span', 'jp-codelia-tool-status');
@@ -150,16 +160,41 @@ class ToolView implements ItemView {
     summary.append(this.status, this.name, this.duration);
     this.body = el('div', 'jp-codelia-tool-body');
     this.node.append(summary, this.body);
+    this.node.addEventListener('toggle', () => this.renderBody());
     this.update(item);
   }
 
   update(value: TranscriptItem): void {
     const item = value as ToolItem;
+    this.item = item;
+    this.bodyCurrent = false;
     this.node.dataset.status = item.status;
     this.status.textContent = STATUS_LABELS[item.status];
     this.name.textContent = item.displayName ?? item.tool;
     this.duration.textContent =
       item.durationMs !== null ? formatDuration(item.durationMs) : '';
+    // Cards that need attention open themselves; finished ones stay as the reader left them.
+    if (
+      item.status === 'awaiting_approval' ||
+      item.status === 'error' ||
+      item.diff ||
+      item.images.length > 0
+    ) {
+      this.node.open = true;
+    }
+    this.renderBody();
+  }
+
+  /**
+   * Build the body (arguments, diff, images, result) only while the card is open: a long
+   * conversation holds hundreds of closed cards, and their DOM would cost memory and GC time.
+   */
+  private renderBody(): void {
+    if (!this.node.open || this.bodyCurrent) {
+      return;
+    }
+    this.bodyCurrent = true;
+    const item = this.item;
     const body = this.body;
     body.textContent = '';
     if (Object.keys(item.args).length > 0) {
@@ -208,15 +243,6 @@ class ToolView implements ItemView {
           'Browse the full output of this tool call'
         )
       );
-    }
-    // Cards that need attention open themselves; finished ones stay as the reader left them.
-    if (
-      item.status === 'awaiting_approval' ||
-      item.status === 'error' ||
-      item.diff ||
-      item.images.length > 0
-    ) {
-      this.node.setAttribute('open', '');
     }
   }
 
@@ -323,7 +349,11 @@ class NoticeView implements ItemView {
 export class TranscriptView {
   readonly node: HTMLElement;
   private readonly views = new Map<string, ItemView>();
+  private readonly blocks: HTMLElement[] = [];
   private readonly empty: HTMLElement;
+  /** Whether the reader is at the bottom (kept by scroll events, read without layout). */
+  private following = true;
+  private followFrame: number | null = null;
 
   constructor(
     private readonly rendermime: IRenderMimeRegistry,
@@ -339,6 +369,7 @@ export class TranscriptView {
       'Ask Codelia about your notebook, data or files. It runs in this notebook’s kernel.'
     );
     this.node.appendChild(this.empty);
+    this.node.addEventListener('scroll', () => this.onScroll(), { passive: true });
   }
 
   /** Number of items shown. */
@@ -355,36 +386,76 @@ export class TranscriptView {
     if (changes.length === 0) {
       return;
     }
-    const stick =
-      this.node.scrollHeight - this.node.scrollTop - this.node.clientHeight <
-      STICK_TO_BOTTOM_PX;
     for (const change of changes) {
       if (change.op === 'reset') {
         this.clear();
       } else if (change.op === 'add') {
         const view = this.create(change.item);
         this.views.set(change.item.id, view);
-        this.node.appendChild(view.node);
+        this.block().appendChild(view.node);
         this.empty.hidden = true;
       } else if (change.op === 'update') {
         this.views.get(change.item.id)?.update(change.item);
       }
     }
-    if (stick) {
-      this.node.scrollTop = this.node.scrollHeight;
+    this.scheduleFollow();
+  }
+
+  /**
+   * Keep the newest item in view if the reader was at the bottom. Measured once per frame, not
+   * per change: reading scroll sizes forces a layout, which would make every append cost a
+   * full layout of the transcript.
+   */
+  private scheduleFollow(): void {
+    if (!this.following || this.followFrame !== null) {
+      return;
     }
+    this.followFrame = requestAnimationFrame(() => {
+      this.followFrame = null;
+      if (this.following) {
+        this.node.scrollTop = this.node.scrollHeight;
+      }
+    });
+  }
+
+  private onScroll(): void {
+    if (this.followFrame !== null) {
+      return; // our own scroll to the bottom is pending
+    }
+    this.following =
+      this.node.scrollHeight - this.node.scrollTop - this.node.clientHeight <
+      STICK_TO_BOTTOM_PX;
   }
 
   clear(): void {
     for (const view of this.views.values()) {
       view.dispose();
-      view.node.remove();
     }
     this.views.clear();
+    for (const block of this.blocks) {
+      block.remove();
+    }
+    this.blocks.length = 0;
     this.empty.hidden = false;
+    this.following = true;
+  }
+
+  /** The block the next item goes into. */
+  private block(): HTMLElement {
+    const last = this.blocks[this.blocks.length - 1];
+    if (last && last.childElementCount < ITEMS_PER_BLOCK) {
+      return last;
+    }
+    const block = el('div', 'jp-codelia-block');
+    this.blocks.push(block);
+    this.node.appendChild(block);
+    return block;
   }
 
   dispose(): void {
+    if (this.followFrame !== null) {
+      cancelAnimationFrame(this.followFrame);
+    }
     this.clear();
   }
 

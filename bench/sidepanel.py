@@ -1,0 +1,101 @@
+"""Side-panel append cost: one event on a 2,000-event transcript vs on a 100-event one.
+
+Runs real JupyterLab and Debian Chromium (the fixtures of tests/browser/conftest.py), fills the
+Codelia panel's transcript through its public ``ingest`` with N events, then times appending more
+events (each a new tool card or an update of one, with a forced layout after each so DOM work
+counts). The 100-event transcript is the baseline measured in the same run; the target is a
+ratio of at most 1.5 (the view appends and patches nodes, it never re-renders the list).
+
+    .venv/bin/python bench/sidepanel.py [--rounds 7] [--appends 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_RATIO = 1.5
+
+# Fill the transcript with `size` events, then time `appends` more; returns ms per append.
+MEASURE_JS = """async ({ size, appends }) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('right')).find(w => w.id === 'jp-codelia-panel');
+  app.shell.activateById(panel.id);
+  panel.view.apply(panel.transcript.reset());
+  const run = 'bench-run';
+  let seq = 0;
+  const event = e => panel.ingest({ type: 'agent.event', run_id: run, seq: seq++, event: e });
+  panel.ingest({ type: 'run.started', run_id: run, session_id: null, prompt: 'bench',
+                 source: 'panel' });
+  let call = 0;
+  const oneEvent = () => {
+    // Alternate: a new card, then its result (an update of that card).
+    if (seq % 2 === 0) {
+      call += 1;
+      event({ type: 'tool_call', tool: 'read', args: { file_path: `f${call}.py` },
+              tool_call_id: `c${call}` });
+    } else {
+      event({ type: 'tool_result', tool: 'read', result: `    1  x = ${call}`,
+              tool_call_id: `c${call}` });
+    }
+  };
+  while (seq < size) { oneEvent(); }
+  void panel.node.scrollHeight;  // settle layout before timing
+  await new Promise(resolve => requestAnimationFrame(() => resolve(null)));
+  const start = performance.now();
+  for (let i = 0; i < appends; i++) {
+    oneEvent();
+    void panel.view.node.scrollHeight;  // force layout: the DOM cost of the append counts
+  }
+  const elapsed = performance.now() - start;
+  if (panel.view.size < size / 2) { throw new Error('the transcript did not fill'); }
+  return elapsed / appends;
+}"""
+
+
+def _load_browser_fixtures() -> Any:
+    path = REPO / "tests" / "browser" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("codelia_browser_fixtures", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load the browser fixtures from {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="measurements per size (median)")
+    parser.add_argument("--appends", type=int, default=300, help="events timed per measurement")
+    args = parser.parse_args()
+    fixtures = _load_browser_fixtures()
+    with fixtures.launch_lab() as lab, fixtures.launch_browser() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        fixtures.open_lab(page, lab)
+        page.wait_for_function(
+            "() => Array.from(window.jupyterapp.shell.widgets('right'))"
+            ".some(w => w.id === 'jp-codelia-panel')"
+        )
+        results: dict[int, list[float]] = {100: [], 2000: []}
+        for _ in range(args.rounds):
+            for size in results:  # interleaved, so machine noise hits both sizes alike
+                ms = page.evaluate(MEASURE_JS, {"size": size, "appends": args.appends})
+                results[size].append(float(ms))
+    small = statistics.median(results[100])
+    large = statistics.median(results[2000])
+    ratio = large / small
+    print(f"append one event, transcript of   100 events: {small * 1000:8.1f} µs (median)")
+    print(f"append one event, transcript of 2,000 events: {large * 1000:8.1f} µs (median)")
+    verdict = "OK" if ratio <= TARGET_RATIO else "OVER TARGET"
+    print(f"ratio 2000/100: {ratio:.2f}x (target <= {TARGET_RATIO}x) {verdict}")
+    return 0 if ratio <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
