@@ -48,7 +48,9 @@ def previous_version(root: Path, ref_id: str) -> tuple[list[Path], int]:
     return paths, freed
 
 
-def account(root: Path, max_bytes: int, delta: int, *, keep: str, keep_generation: str) -> None:
+def account(
+    root: Path, max_bytes: int, delta: int, *, keep: str | None, keep_generation: str | None
+) -> None:
     """Track the total size in a small shared file so most commits need no directory scan;
     scan (and evict) when the total passes the cap, and every so often to correct drift
     (crashed writers, files removed by hand)."""

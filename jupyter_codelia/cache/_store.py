@@ -212,6 +212,22 @@ class ToolOutputCacheStore:
 
     # --- eviction --------------------------------------------------------------------------------
 
+    def delete(self, ref_id: str) -> bool:
+        """Remove one entry (the cache browser's delete button); False if there was none."""
+        ref_id = normalize_ref_id(ref_id)
+        if not ref_id or not self.root.is_dir():
+            return False
+        with self._lock():
+            meta_path = self._meta_path(ref_id)
+            data_files, freed = previous_version(self.root, ref_id)
+            if not meta_path.exists():
+                return False
+            unlink(meta_path)
+            for path in data_files:
+                unlink(path)
+            account(self.root, self.max_bytes, -freed, keep=None, keep_generation=None)
+        return True
+
     def disk_usage(self) -> int:
         """Bytes used by all entries in the store directory."""
         if not self.root.is_dir():

@@ -355,3 +355,18 @@ def test_size_accounting_matches_the_disk(tmp_path: Path) -> None:
     (tmp_path / ".usage").write_text("garbage")
     store.save(tool_call_id="after", tool_name="t", content="x")
     assert int((tmp_path / ".usage").read_text().split()[0]) == store.disk_usage()
+
+
+def test_delete(store: ToolOutputCacheStore) -> None:
+    assert store.delete("none") is False
+    store.save(tool_call_id="keep", tool_name="t", content="k")
+    store.save(
+        tool_call_id="gone", tool_name="t", content=[ImagePart.from_bytes(_png(), "image/png")]
+    )
+    assert store.delete("gone") is True
+    assert store.delete("gone") is False
+    with pytest.raises(ToolOutputNotFoundError, match="Cached output gone not found"):
+        store.read_parts("gone")
+    assert [e.ref_id for e in store.list_entries()] == ["keep"]
+    assert not [p for p in store.root.iterdir() if p.name.startswith("gone.")]
+    assert int((store.root / ".usage").read_text().split()[0]) == store.disk_usage()
