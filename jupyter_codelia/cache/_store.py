@@ -63,9 +63,11 @@ class ToolOutputCacheStore:
     """Tool outputs saved under their ref id in ``root`` (created on demand).
 
     ``max_bytes`` caps the disk use (default 1 GB, env
-    ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_MAX_BYTES``): after each commit the least recently used
-    entries are evicted whole until the total fits. The entry just written is never evicted by
-    its own commit, so a single output larger than the cap stays readable until the next one.
+    ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_MAX_BYTES``): when a commit passes it, the least
+    recently used entries are evicted whole down to 90% of the cap. The entry just written is
+    never evicted by its own commit, so a single output larger than the cap stays readable until
+    the next one. ``limits`` bound what one read or grep returns (spec §5, env overrides);
+    ``use_ripgrep=False`` forces the pure-Python search.
     """
 
     def __init__(
@@ -83,6 +85,10 @@ class ToolOutputCacheStore:
             raise ValueError(
                 f"max_bytes must be a positive number of bytes (default 1_000_000_000), "
                 f"got {max_bytes!r}"
+            )
+        if isinstance(index_stride, bool) or not isinstance(index_stride, int) or index_stride < 1:
+            raise ValueError(
+                f"index_stride must be a positive number of bytes, got {index_stride!r}"
             )
         self.root = Path(root)
         self.max_bytes = max_bytes

@@ -161,6 +161,8 @@ def test_missing_and_invalid_arguments(store: ToolOutputCacheStore) -> None:
         store.save(tool_call_id="y", tool_name="t", content=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_bytes must be a positive number of bytes"):
         ToolOutputCacheStore(store.root, max_bytes=0)
+    with pytest.raises(ValueError, match="index_stride must be a positive number of bytes"):
+        ToolOutputCacheStore(store.root, index_stride=0)
 
 
 def test_invalid_regex_is_a_clear_error(store: ToolOutputCacheStore, tmp_path: Path) -> None:
