@@ -219,6 +219,16 @@ def test_missing_api_key_gives_instructions_not_a_traceback(start_kernel: Any) -
     assert "ANTHROPIC_API_KEY" in content["evalue"]
     assert "%codelia --demo" in content["evalue"]
     assert "Traceback" not in "".join(content["traceback"])
+    # The extension unloads cleanly: the magic and the comm target are gone.
+    assert kernel.execute("%unload_ext jupyter_codelia").status == "ok"
+    targets = kernel.execute(
+        "from comm import get_comm_manager\nprint('codelia' in get_comm_manager().targets)"
+    )
+    assert targets.stream_text().strip() == "False"
+    gone = kernel.execute("%codelia hi")
+    assert "Line magic function `%codelia` not found" in gone.stream_text() + json.dumps(
+        gone.reply["content"]
+    )
 
 
 def test_bad_options_and_config_errors_are_clear(start_kernel: Any) -> None:
