@@ -599,6 +599,12 @@ class NotebookAgent:
             f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
             "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
         )
+        kernel = getattr(self.shell, "kernel", None)
+        if ask is None and kernel is not None and not getattr(kernel, "_allow_stdin", True):
+            # The front end sent allow_stdin=False (nbclient, papermill): nobody can answer.
+            headless = "no one can answer approvals here (headless run: no stdin)"
+            self.respond(event.request_id, "deny", headless)
+            return
         reader = ask or input
         try:
             answer = reader(prompt)

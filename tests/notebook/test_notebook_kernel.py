@@ -130,7 +130,9 @@ def test_headless_blocking_run_denies_approvals(start_kernel: Any) -> None:
         run = kernel.execute("%%codelia\nset x", allow_stdin=False)
         assert run.status == "ok"
         (result,) = _tool_results(server)
-        assert result.startswith("Permission denied: no one can answer approvals here")
+        assert result == (
+            "Permission denied: no one can answer approvals here (headless run: no stdin)"
+        )
         assert "RunResult(status='completed'" in run.result_text()
 
 
