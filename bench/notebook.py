@@ -93,10 +93,10 @@ def bench_load_ext(rounds: int, home: str) -> None:
     print(f"ratio load_ext / import ipywidgets: {ours / base:.2f}x (target <= 1.5x)")
 
 
-def bench_streaming(tokens: int, home: str) -> None:
+def bench_streaming(tokens: int, home: str, delay_s: float) -> None:
     answer = "word " * tokens
-    # A small pause per SSE event spreads the stream over a few seconds, like a real model.
-    script = [reply(text(answer), delay_s=0.0002)]
+    # A pause per SSE event spreads the stream over time, like a real model does.
+    script = [reply(text(answer), delay_s=delay_s)]
     with ScriptedAnthropicServer(script) as server:
         km, kc = _kernel(_env(home, server.url), home)
         try:
@@ -111,7 +111,10 @@ def bench_streaming(tokens: int, home: str) -> None:
     comm_msgs = [m for m in seen if m["msg_type"] == "comm_msg"]
     sizes = [len(str(m["content"])) for m in comm_msgs]
     chunks = len(answer.split(" "))
-    print(f"streamed answer: {tokens} tokens (~{chunks} stream chunks) in {elapsed:.2f} s")
+    print(
+        f"streamed answer: {tokens} tokens (~{chunks} stream chunks) in {elapsed:.2f} s "
+        f"(server pause {delay_s * 1000:.1f} ms per event)"
+    )
     print(f"comm messages: {len(comm_msgs)} ({len(comm_msgs) / elapsed:.1f} per second)")
     print(f"ratio comm messages / stream chunks: {len(comm_msgs) / chunks:.4f}")
     print(f"largest comm message: {max(sizes)} chars; total {sum(sizes)} chars")
@@ -124,7 +127,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="codelia-bench-") as home:
         bench_load_ext(args.rounds, home)
-        bench_streaming(args.tokens, home)
+        # Same answer, two speeds: the message count follows the elapsed time, not the tokens.
+        bench_streaming(args.tokens, home, delay_s=0.0002)
+        bench_streaming(args.tokens, home, delay_s=0.0)
 
 
 if __name__ == "__main__":
