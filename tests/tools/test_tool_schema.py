@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -342,3 +343,17 @@ def test_instances_both_reject(model: type[BaseModel], instance: dict[str, Any])
     assert not Draft7Validator(tool.definition.parameters).is_valid(instance)
     with pytest.raises(Exception, match="Tool input validation failed for t"):
         tool.parse_args(json.dumps(instance))
+
+
+def test_every_built_in_tool_schema_is_anthropic_shaped(tmp_path: Path) -> None:
+    from jupyter_codelia.standard_tools import standard_tools
+
+    tools = list(standard_tools(tmp_path, cache_dir=tmp_path / "cache"))
+    assert {"done", "read", "write", "edit", "apply_patch", "todo_new", "shell"} <= {
+        t.name for t in tools
+    }
+    for built_in in tools:
+        parameters = built_in.definition.parameters
+        assert_anthropic_input_schema(parameters)
+        # Built-in tools reject unknown keys (design §2.1).
+        assert parameters.get("additionalProperties") is False, built_in.name
