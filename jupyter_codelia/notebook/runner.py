@@ -609,7 +609,8 @@ class NotebookAgent:
         try:
             answer = reader(prompt)
         except KeyboardInterrupt:
-            self.respond(event.request_id, "deny", None)
+            run.cancel("interrupted")
+            self.respond(event.request_id, "deny", "interrupted by the user")
             raise
         except Exception as exc:  # StdinNotImplementedError, EOFError: nobody can answer
             headless = f"no one can answer approvals here (headless run: {type(exc).__name__})"

@@ -82,7 +82,7 @@ class Kernel:
         *,
         timeout: float = 120,
         allow_stdin: bool = False,
-        on_input: Callable[[dict[str, Any]], str] | None = None,
+        on_input: Callable[[dict[str, Any]], str | None] | None = None,
         during: Callable[[Kernel], None] | None = None,
     ) -> Execution:
         """Run ``code`` until its reply and idle status; ``during`` is polled while it runs."""
@@ -96,7 +96,9 @@ class Kernel:
                 except queue.Empty:
                     pass
                 else:
-                    self.kc.input(on_input(request))
+                    answer = on_input(request)
+                    if answer is not None:  # None: leave the prompt unanswered
+                        self.kc.input(answer)
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.05)
             except queue.Empty:

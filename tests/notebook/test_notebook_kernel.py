@@ -384,3 +384,31 @@ def test_a_failed_model_call_is_shown_plainly_and_fails_the_cell(start_kernel: A
         assert "invalid x-api-key" in errors[0]
         last = kernel.execute("print(get_ipython()._codelia_notebook_agent.last_result.status)")
         assert last.stream_text().strip() == "error"
+
+
+def test_interrupt_at_the_approval_prompt_cancels_the_run(start_kernel: Any) -> None:
+    script = [reply(tool_use("python", {"code": "never_set = 1"})), reply(text("next turn"))]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+
+        def interrupt(_request: dict[str, Any]) -> None:
+            kernel.km.interrupt_kernel()
+            return None
+
+        run = kernel.execute("%%codelia\nset it", allow_stdin=True, on_input=interrupt)
+        assert run.reply["content"]["ename"] == "KeyboardInterrupt"
+        check = kernel.execute("print('never_set' in globals())")
+        assert check.stream_text().strip() == "False"
+        again = kernel.execute("%%codelia\ngo on")
+        assert "next turn" in again.result_text()
+        # No dangling call reached the model: every tool_use has its tool_result.
+        blocks = [
+            block
+            for message in server.requests[-1].messages
+            if isinstance(message["content"], list)
+            for block in message["content"]
+        ]
+        uses = {b["id"] for b in blocks if b["type"] == "tool_use"}
+        results = {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
+        assert uses == results
