@@ -12,7 +12,7 @@ from PIL import Image
 
 from jupyter_codelia.testing import reply, tool_use, usage
 
-from .conftest import NOTEBOOK_JS, Lab, TurnQueue, notebook_kernel, run_cell
+from .conftest import ARTIFACTS, NOTEBOOK_JS, Lab, TurnQueue, notebook_kernel, run_cell
 
 pytestmark = pytest.mark.browser
 
@@ -229,3 +229,103 @@ def test_resume_a_past_session_from_the_picker(
     assert "Remember the number 42" in sent
     assert "An unrelated question" not in sent
     assert first_session is not anthropic.requests[-1]
+
+
+def test_deny_with_a_reason_tells_the_agent(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("deny.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    anthropic.queue(
+        reply(tool_use("write", {"file_path": "denied.txt", "content": "no\n"})),
+        reply("Understood, I will use b.txt."),
+    )
+    send(page, "Write denied.txt")
+    card = page.locator(f"{PANEL} .jp-codelia-permission")
+    card.locator(".jp-codelia-deny").wait_for()
+    card.locator(".jp-codelia-permission-reason").fill("use b.txt instead")
+
+    card.locator(".jp-codelia-deny").click()
+
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="I will use b.txt").wait_for()
+    assert card.locator(".jp-codelia-permission-outcome").inner_text() == (
+        "Denied: use b.txt instead"
+    )
+    write_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="write")
+    assert write_card.get_attribute("data-status") == "denied"
+    assert "use b.txt instead" in json.dumps(anthropic.requests[-1].json["messages"])
+    assert not (lab.root / "denied.txt").exists()
+    wait_idle_panel(page)
+
+
+def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    Image.new("RGB", (16, 16), (30, 30, 220)).save(lab.root / "dot.png")
+    open_notebook("cache.ipynb")
+    run_cell(page, f"{LOAD}\n%config Codelia.approval_mode = 'full-access'")
+    open_panel(page)
+    code = "print('\\n'.join(f'row {i}' for i in range(450)))"
+    anthropic.queue(
+        reply(tool_use("python", {"code": code})),
+        reply(tool_use("view_image", {"file_path": "dot.png"})),
+        reply("Printed and looked."),
+    )
+    send(page, "Print rows and look at dot.png")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Printed and looked.").wait_for()
+    wait_idle_panel(page)
+
+    # A closed card builds its body when opened; its link opens the entry in the browser.
+    python_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="python")
+    python_card.locator("summary").first.click()
+    python_card.locator(".jp-codelia-link").click()
+    label = page.locator(f"{PANEL} .jp-codelia-cache-page")
+    page.wait_for_function(
+        "el => el.textContent.startsWith('lines 1–200 of')", arg=label.element_handle()
+    )
+    output = page.locator(f"{PANEL} .jp-codelia-cache-output")
+    page.wait_for_function("el => el.textContent.includes('row 10')", arg=output.element_handle())
+    assert "row 300" not in output.inner_text()
+
+    page.locator(f"{PANEL} .jp-codelia-cache-next").click()
+    page.wait_for_function(
+        "el => el.textContent.startsWith('lines 201–')", arg=label.element_handle()
+    )
+    page.wait_for_function("el => el.textContent.includes('row 300')", arg=output.element_handle())
+    assert page.locator(f"{PANEL} .jp-codelia-cache-prev").is_enabled()
+
+    page.locator(f"{PANEL} .jp-codelia-cache-pattern").fill("row 44")
+    page.locator(f"{PANEL} .jp-codelia-cache-pattern").press("Enter")
+    page.wait_for_function("el => el.textContent.includes('row 449')", arg=output.element_handle())
+    assert "row 300" not in output.inner_text()
+
+    entries = page.locator(f"{PANEL} .jp-codelia-cache-entry")
+    entries.filter(has_text="view_image").click()
+    image = page.locator(f"{PANEL} .jp-codelia-cache-images img")
+    image.wait_for()
+    assert image.get_attribute("src").startswith("data:image/")
+
+    # Colours come from JupyterLab's theme variables: switching theme restyles the panel.
+    light = page.evaluate(
+        "() => getComputedStyle(document.querySelector('#jp-codelia-panel')).backgroundColor"
+    )
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+        " { theme: 'JupyterLab Dark' })"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_function(
+        "light => getComputedStyle(document.querySelector('#jp-codelia-panel'))"
+        ".backgroundColor !== light",
+        arg=light,
+    )
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
+    page.screenshot(path=str(ARTIFACTS / "cache-browser-dark-theme.png"))
+    # The theme is a user setting shared by the lab of this test run: put it back.
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+        " { theme: 'JupyterLab Light' })"
+    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
