@@ -46,7 +46,7 @@ def describe_exc(exc: BaseException) -> str:
 
 
 def clip_utf8(text: str, max_bytes: int) -> str:
-    """The longest prefix of ``text`` whose UTF-8 encoding fits in ``max_bytes`` (whole code points)."""
+    """The longest prefix of ``text`` that fits in ``max_bytes`` UTF-8 bytes (whole code points)."""
     if max_bytes <= 0:
         return ""
     encoded = text.encode("utf-8", errors="surrogatepass")
@@ -56,7 +56,7 @@ def clip_utf8(text: str, max_bytes: int) -> str:
 
 
 def clip_utf8_tail(text: str, max_bytes: int) -> str:
-    """The longest suffix of ``text`` whose UTF-8 encoding fits in ``max_bytes`` (whole code points)."""
+    """The longest suffix of ``text`` that fits in ``max_bytes`` UTF-8 bytes (whole code points)."""
     if max_bytes <= 0:
         return ""
     encoded = text.encode("utf-8", errors="surrogatepass")
