@@ -19,96 +19,26 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
+from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import Settings
+from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
 
 if TYPE_CHECKING:
     from ..agent import Agent, ConfirmResponse
     from .panel import RunPanel
 
+__all__ = ["NotebookAgent", "RunHandle", "RunNotFinishedError", "RunResult", "parse_answer"]
+
 FLUSH_INTERVAL = 0.05
-RunStatus = Literal["completed", "cancelled", "error"]
-Envelope = dict[str, Any]
-Listener = Callable[[Envelope], None]
 _DONE = object()
-
-
-@dataclass
-class RunResult:
-    """What a finished turn returns: the value of a blocking ``%%codelia`` cell."""
-
-    final_text: str
-    status: RunStatus
-    session_id: str
-    run_id: str
-    usage: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-
-    def __repr__(self) -> str:
-        text = self.final_text if len(self.final_text) <= 60 else self.final_text[:59] + "…"
-        tokens = f"{self.usage.get('input_tokens', 0)} in/{self.usage.get('output_tokens', 0)} out"
-        extra = f", error={self.error!r}" if self.error else ""
-        return (
-            f"RunResult(status={self.status!r}, session_id={self.session_id!r}, "
-            f"tokens={tokens!r}, final_text={text!r}{extra})"
-        )
-
-    def __str__(self) -> str:
-        return self.final_text
-
-
-class RunNotFinishedError(RuntimeError):
-    """``RunHandle.result()`` was called while the background run is still going."""
-
-
-class RunHandle:
-    """A background run: awaitable (``await handle``), with ``.result()``, ``.cancel()``."""
-
-    def __init__(self, run: ActiveRun, task: asyncio.Task[RunResult]) -> None:
-        self._run = run
-        self._task = task
-
-    @property
-    def run_id(self) -> str:
-        return self._run.run_id
-
-    @property
-    def session_id(self) -> str:
-        return self._run.session_id
-
-    def done(self) -> bool:
-        return self._task.done()
-
-    def cancel(self) -> None:
-        """Stop the run (history is repaired and the session saved)."""
-        self._run.cancel("stopped by the user")
-
-    def add_done_callback(self, callback: Callable[[RunHandle], None]) -> None:
-        """Call ``callback(handle)`` on the kernel's loop once the run has finished."""
-        self._task.add_done_callback(lambda _task: callback(self))
-
-    def result(self) -> RunResult:
-        if not self._task.done():
-            raise RunNotFinishedError(
-                f"run {self.run_id} is still going; `await handle` in a cell, or call "
-                ".result() once the panel shows it finished"
-            )
-        return self._task.result()
-
-    def __await__(self) -> Generator[Any, None, RunResult]:
-        return self._task.__await__()
-
-    def __repr__(self) -> str:
-        state = "done" if self.done() else "running"
-        return f"<RunHandle {self.run_id} session={self.session_id} {state}>"
 
 
 @dataclass
@@ -120,118 +50,6 @@ class PendingApproval:
     future: concurrent.futures.Future[ConfirmResponse] = field(
         default_factory=concurrent.futures.Future
     )
-
-
-@dataclass
-class ActiveRun:
-    run_id: str
-    session_id: str
-    prompt: str
-    source: Literal["magic", "panel"]
-    signal: Any  # tools.CancelSignal (imported lazily with the agent)
-    mode: Literal["blocking", "background"]
-
-    def cancel(self, reason: str) -> None:
-        self.signal.cancel(reason)
-
-
-class _EventSink:
-    """Delivers one run's events to its panel and to the listeners, coalescing text deltas."""
-
-    def __init__(
-        self, owner: NotebookAgent, run: ActiveRun, panel: RunPanel | None, interval: float
-    ) -> None:
-        self.owner = owner
-        self.run = run
-        self.panel = panel
-        self.interval = interval
-        self.seq = 0
-        self._delta: list[str] = []
-        self._last_sent = float("-inf")
-
-    def event(self, event: Any) -> None:
-        if self.run.signal.is_set() and not isinstance(event, ev.FinalEvent):
-            return  # nothing is delivered for a run after its cancel (spec §3)
-        if self.panel is not None:
-            self.panel.handle(event)
-        if isinstance(event, ev.TextDeltaEvent):
-            self._delta.append(event.delta)
-            self.tick()
-            return
-        self._send_delta()
-        self._broadcast_event(event)
-
-    def tick(self) -> None:
-        """Called by the driver's clock: flush coalesced text to the panel and the listeners."""
-        if self.panel is not None:
-            self.panel.flush_pending()
-        if self._delta and time.monotonic() - self._last_sent >= self.interval:
-            self._send_delta()
-
-    def _send_delta(self) -> None:
-        if not self._delta:
-            return
-        merged = ev.TextDeltaEvent(delta="".join(self._delta))
-        self._delta = []
-        self._last_sent = time.monotonic()
-        self._broadcast_event(merged)
-
-    def _broadcast_event(self, event: Any) -> None:
-        if not self.owner.listeners:
-            return
-        payload = ev.event_to_json(event)
-        self.owner.broadcast(
-            {"type": "agent.event", "run_id": self.run.run_id, "seq": self.seq, "event": payload}
-        )
-        self.seq += 1
-        if isinstance(event, ev.PermissionRequestEvent):
-            self.owner.broadcast(
-                {
-                    "type": "permission.request",
-                    "run_id": self.run.run_id,
-                    "permission_request_id": event.request_id,
-                    "tool": event.tool,
-                    "tool_call_id": event.tool_call_id,
-                    "title": event.title,
-                    "message": event.message,
-                    "args": event.args,
-                    "remember_rules": event.remember_rules,
-                }
-            )
-            self.status("awaiting_ui", "waiting for confirmation")
-        elif isinstance(event, ev.PermissionResolvedEvent):
-            resolved: Envelope = {
-                "type": "permission.resolved",
-                "run_id": self.run.run_id,
-                "permission_request_id": event.request_id,
-                "decision": event.decision,
-            }
-            if event.reason:
-                resolved["reason"] = event.reason
-            self.owner.broadcast(resolved)
-            self.status("running")
-        elif isinstance(event, ev.TodosUpdatedEvent):
-            self.owner.broadcast(
-                {
-                    "type": "todos.updated",
-                    "session_id": event.session_id or self.run.session_id,
-                    "todos": payload["todos"],
-                }
-            )
-
-    def status(self, status: str, message: str | None = None) -> None:
-        envelope: Envelope = {"type": "run.status", "run_id": self.run.run_id, "status": status}
-        if message:
-            envelope["message"] = message
-        self.owner.broadcast(envelope)
-
-    def finish(self, status: RunStatus, message: str | None) -> None:
-        self._send_delta()
-        if self.panel is not None:
-            if message and status == "error":
-                self.panel.show_error(message)
-            self.panel.finish(status)
-        self.status(status, message)
 
 
 class NotebookAgent:
@@ -533,7 +351,7 @@ class NotebookAgent:
     ) -> RunResult:
         """Run a turn while the calling (cell) thread waits; KeyboardInterrupt cancels it."""
         run = self._begin(agent, prompt, "magic", "blocking")
-        sink = _EventSink(self, run, panel, self.flush_interval)
+        sink = EventSink(self, run, panel, self.flush_interval)
         inbox: queue.Queue[Any] = queue.Queue()
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
         outcome: list[Any] = []
@@ -630,11 +448,11 @@ class NotebookAgent:
         """Start the turn as a task on the running (kernel) event loop and return at once."""
         loop = asyncio.get_event_loop()
         run = self._begin(agent, prompt, source, "background")
-        sink = _EventSink(self, run, panel, self.flush_interval)
+        sink = EventSink(self, run, panel, self.flush_interval)
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
 
         async def main() -> RunResult:
-            ticker = asyncio.ensure_future(_tick_forever(sink, self.flush_interval))
+            ticker = asyncio.ensure_future(tick_forever(sink, self.flush_interval))
             try:
                 outcome = await self._drive(agent, prompt, run, sink.event)
             finally:
@@ -647,12 +465,6 @@ class NotebookAgent:
 
         task = loop.create_task(main())
         return RunHandle(run, task)
-
-
-async def _tick_forever(sink: _EventSink, interval: float) -> None:
-    while True:
-        await asyncio.sleep(interval)
-        sink.tick()
 
 
 def parse_answer(answer: str) -> tuple[str, str | None]:
