@@ -174,8 +174,6 @@ class CodeliaMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _run(self, options: MagicOptions, prompt: str) -> Any:
-        from .runner import RunResult  # noqa: F401 - imported here so the first run loads it
-
         nb = self.notebook_agent
         settings = nb.settings(
             model=options.model,
