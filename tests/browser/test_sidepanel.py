@@ -12,7 +12,15 @@ from PIL import Image
 
 from jupyter_codelia.testing import reply, tool_use, usage
 
-from .conftest import ARTIFACTS, NOTEBOOK_JS, Lab, TurnQueue, notebook_kernel, run_cell
+from .conftest import (
+    ARTIFACTS,
+    NOTEBOOK_JS,
+    Lab,
+    TurnQueue,
+    notebook_kernel,
+    run_cell,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -20,6 +28,10 @@ PANEL = "#jp-codelia-panel"
 LOAD = "%load_ext jupyter_codelia"
 
 
+TODOS = [
+    {"content": "Look at the chart", "status": "completed"},
+    {"content": "Fix the notes", "status": "in_progress", "active_form": "Fixing the notes"},
+]
 EDIT_ARGS = {"file_path": "notes.txt", "old_string": "hello", "new_string": "hello\nworld"}
 CELL_RUNNING = f"() => ({NOTEBOOK_JS}).content.activeCell.model.executionState === 'running'"
 
@@ -54,6 +66,7 @@ def test_prompt_streams_text_tool_cards_image_and_diff(
             usage=usage(1200, 40),
             delay_s=0.01,
         ),
+        reply(tool_use("todo_new", {"todos": TODOS})),
         reply(
             tool_use("edit", EDIT_ARGS),
             usage=usage(1500, 30),
@@ -100,8 +113,13 @@ def test_prompt_streams_text_tool_cards_image_and_diff(
     assert "+world" in added.all_inner_texts()[0]
     assert (lab.root / "notes.txt").read_text() == "hello\nworld\n"
 
+    todos = page.locator(f"{PANEL} .jp-codelia-todos")
+    assert todos.locator("summary").inner_text() == "Todos (1/2)"
+    assert todos.locator(".jp-codelia-todo-in_progress").inner_text().endswith("Fixing the notes")
+
     meter = page.locator(f"{PANEL} .jp-codelia-meter").inner_text()
-    assert meter.startswith("4.") and " in · " in meter, meter
+    assert " in · " in meter, meter
+    assert not meter.startswith("0 in"), meter
     wait_idle_panel(page)
 
 
@@ -329,3 +347,38 @@ def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
     )
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
     page.wait_for_selector("#jupyterlab-splash", state="detached")
+
+
+def test_the_panel_follows_the_active_notebook(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+
+    open_notebook("first.ipynb")
+    open_panel(page)
+    label = page.locator(f"{PANEL} .jp-codelia-kernel")
+    assert label.inner_text().startswith("first.ipynb · ")
+    anthropic.queue(reply("Answer in the first notebook."))
+    send(page, "Question in the first notebook")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Answer in the first").wait_for()
+    wait_idle_panel(page)
+
+    write_notebook(lab.root, "second.ipynb", [""])
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'second.ipynb'})"
+    )
+    page.wait_for_function(
+        "el => el.textContent.startsWith('second.ipynb · ') && el.dataset.state === 'ready'",
+        arg=label.element_handle(),
+    )
+    # Another kernel, another conversation: the first one's transcript is not shown here.
+    assert page.locator(f"{PANEL} .jp-codelia-item").count() == 0
+
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'first.ipynb'})"
+    )
+    page.wait_for_function(
+        "el => el.textContent.startsWith('first.ipynb · ') && el.dataset.state === 'ready'",
+        arg=label.element_handle(),
+    )
+    # Back on the first kernel, its session's history is loaded from the kernel.
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Answer in the first").wait_for()
