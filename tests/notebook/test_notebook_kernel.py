@@ -221,6 +221,16 @@ def test_missing_api_key_gives_instructions_not_a_traceback(start_kernel: Any) -
     assert "ANTHROPIC_API_KEY" in content["evalue"]
     assert "%codelia --demo" in content["evalue"]
     assert "Traceback" not in "".join(content["traceback"])
+    # The offline demo needs no key and is labelled as not being Claude.
+    demo = kernel.execute("%codelia --demo --approval-mode full-access")
+    assert demo.status == "ok", demo.reply["content"]
+    assert "RunResult(status='completed'" in demo.result_text()
+    kernel.drain()
+    assert "OFFLINE DEMO" in json.dumps([m["content"] for m in demo.messages])
+    assert kernel.widgets_of("ImageModel")
+    assert "codelia-diff" in kernel.html_text()
+    sales = kernel.execute("print(sorted(demo_sales))").stream_text().strip()
+    assert sales == "['Apr', 'Feb', 'Jan', 'Mar']"
     # The extension unloads cleanly: the magic and the comm target are gone.
     assert kernel.execute("%unload_ext jupyter_codelia").status == "ok"
     targets = kernel.execute(
