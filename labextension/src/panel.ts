@@ -116,8 +116,15 @@ export class CodeliaPanel extends Widget {
     this.stopButton = button(
       'Stop',
       'jp-mod-warn jp-codelia-stop',
-      () => void this.stop()
+      () => void this.stop(),
+      'Stop the run (Escape)'
     );
+    this.node.addEventListener('keydown', event => {
+      if (event.key === 'Escape' && this.transcript.activeRunId !== null) {
+        event.preventDefault();
+        void this.stop();
+      }
+    });
     this.stopButton.hidden = true;
     const actions = el('div', 'jp-codelia-composer-actions');
     actions.append(this.meter, this.stopButton, this.sendButton);

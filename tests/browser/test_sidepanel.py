@@ -175,7 +175,8 @@ def test_stop_mid_run(page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: 
     stop = page.locator(f"{PANEL} .jp-codelia-stop")
     assert stop.is_visible()
 
-    stop.click()
+    # From the keyboard: Escape anywhere in the panel stops the run.
+    page.locator(f"{PANEL} .jp-codelia-input").press("Escape")
 
     page.locator(f"{PANEL} .jp-codelia-notice-warning").wait_for()
     wait_idle_panel(page)
