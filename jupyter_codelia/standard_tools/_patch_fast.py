@@ -245,14 +245,14 @@ def _assemble(cursor: _Cursor, found: list[tuple[int, int, Chunk, int, int]]) ->
         if count == 0:
             cut = start
             insert = "".join([item + "\n" for item in new])
-            blocks.append(Block(line, line, new_line, new_line + new_count))
+            blocks.append((line, line, new_line, new_line + new_count))
         else:
             if new_count:
                 cut, insert = end, "\n".join(new)
             else:
                 cut, insert = end + 1, ""
             for o, oc, n, nc in chunk.changes:
-                blocks.append(Block(line + o, line + o + oc, new_line + n, new_line + n + nc))
+                blocks.append((line + o, line + o + oc, new_line + n, new_line + n + nc))
             old_anchors.append((line, start))
             old_segments.append((line, chunk.old))
         if new_count:

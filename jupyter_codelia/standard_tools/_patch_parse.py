@@ -108,6 +108,12 @@ class Chunk:
     def changes(self) -> list[tuple[int, int, int, int]]:
         if self._changes is None:
             marks = self.marks
+            changed = marks.strip(" ")
+            if " " not in changed:  # at most one run of changes: the usual chunk
+                at = len(marks) - len(marks.lstrip(" "))
+                removed = changed.count("-")
+                self._changes = [(at, removed, at, len(changed) - removed)] if changed else []
+                return self._changes
             runs = []
             for run in _CHANGE_RUN.finditer(marks):
                 at, stop = run.span()

@@ -18,7 +18,7 @@ import difflib
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
 from ..cache.protocol import ToolOutputStore
@@ -35,13 +35,12 @@ _PREVIEW_SPLIT = re.compile(r"\r?\n")
 _MATCHER_BUDGET = 250_000
 
 
-class Block(NamedTuple):
-    """A changed region: old lines ``[i1, i2)`` became new lines ``[j1, j2)``."""
+Block = tuple[int, int, int, int]
+"""A changed region ``(i1, i2, j1, j2)``: old lines ``[i1, i2)`` became new lines ``[j1, j2)``.
 
-    i1: int
-    i2: int
-    j1: int
-    j2: int
+A plain tuple rather than a NamedTuple: big patches make thousands of them, and a NamedTuple's
+constructor is a Python-level call.
+"""
 
 
 def to_lines(text: str) -> list[str]:
@@ -54,7 +53,7 @@ def to_lines(text: str) -> list[str]:
 def _matcher_blocks(a: Sequence[str], b: Sequence[str], a0: int, b0: int) -> list[Block]:
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return [
-        Block(a0 + i1, a0 + i2, b0 + j1, b0 + j2)
+        (a0 + i1, a0 + i2, b0 + j1, b0 + j2)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
         if tag != "equal"
     ]
@@ -116,7 +115,7 @@ def diff_blocks(a: Sequence[str], b: Sequence[str]) -> list[Block]:
         if a_lo == a_hi and b_lo == b_hi:
             continue
         if a_lo == a_hi or b_lo == b_hi:
-            blocks.append(Block(a_lo, a_hi, b_lo, b_hi))
+            blocks.append((a_lo, a_hi, b_lo, b_hi))
             continue
         if (a_hi - a_lo) * (b_hi - b_lo) <= _MATCHER_BUDGET:
             blocks.extend(_matcher_blocks(a[a_lo:a_hi], b[b_lo:b_hi], a_lo, b_lo))
@@ -125,7 +124,7 @@ def diff_blocks(a: Sequence[str], b: Sequence[str]) -> list[Block]:
         if not anchors:
             # No unique common line in a large region: report it as one replacement rather
             # than spending quadratic time on a prettier diff.
-            blocks.append(Block(a_lo, a_hi, b_lo, b_hi))
+            blocks.append((a_lo, a_hi, b_lo, b_hi))
             continue
         prev_i, prev_j = a_lo, b_lo
         for i, j in anchors:
@@ -140,11 +139,12 @@ def merge_blocks(blocks: Sequence[Block]) -> list[Block]:
     """Join blocks that touch (no equal line between them)."""
     merged: list[Block] = []
     for block in blocks:
-        if block.i1 == block.i2 and block.j1 == block.j2:
+        i1, i2, j1, j2 = block
+        if i1 == i2 and j1 == j2:
             continue
-        if merged and merged[-1].i2 == block.i1 and merged[-1].j2 == block.j1:
+        if merged and merged[-1][1] == i1 and merged[-1][3] == j1:
             last = merged[-1]
-            merged[-1] = Block(last.i1, block.i2, last.j1, block.j2)
+            merged[-1] = (last[0], i2, last[2], j2)
         else:
             merged.append(block)
     return merged
@@ -170,16 +170,16 @@ def render_hunks(
     index = 0
     while index < len(blocks):
         group_end = index
-        while (
-            group_end + 1 < len(blocks)
-            and blocks[group_end + 1].i1 - blocks[group_end].i2 <= 2 * context
+        while group_end + 1 < len(blocks) and (
+            blocks[group_end + 1][0] - blocks[group_end][1] <= 2 * context
         ):
             group_end += 1
-        first, last = blocks[index], blocks[group_end]
-        lead = min(context, first.i1)
-        trail = min(context, len_a - last.i2)
-        old_start, old_end = first.i1 - lead, last.i2 + trail
-        new_start, new_end = first.j1 - lead, last.j2 + trail
+        first_i1, _, first_j1, _ = blocks[index]
+        _, last_i2, _, last_j2 = blocks[group_end]
+        lead = min(context, first_i1)
+        trail = min(context, len_a - last_i2)
+        old_start, old_end = first_i1 - lead, last_i2 + trail
+        new_start, new_end = first_j1 - lead, last_j2 + trail
         out.append(
             f"@@ -{_range(old_start, old_end - old_start)} "
             f"+{_range(new_start, new_end - new_start)} @@"
@@ -187,13 +187,13 @@ def render_hunks(
         # One fetch per side and hunk: the sequences may be lazy views of a big text.
         old_hunk = a[old_start:old_end]
         new_hunk = b[new_start:new_end]
-        _add_run(out, " ", old_hunk[: first.i1 - old_start])
+        _add_run(out, " ", old_hunk[: first_i1 - old_start])
         for k in range(index, group_end + 1):
-            block = blocks[k]
-            _add_run(out, "-", old_hunk[block.i1 - old_start : block.i2 - old_start])
-            _add_run(out, "+", new_hunk[block.j1 - new_start : block.j2 - new_start])
-            stop = blocks[k + 1].i1 if k < group_end else old_end
-            _add_run(out, " ", old_hunk[block.i2 - old_start : stop - old_start])
+            i1, i2, j1, j2 = blocks[k]
+            _add_run(out, "-", old_hunk[i1 - old_start : i2 - old_start])
+            _add_run(out, "+", new_hunk[j1 - new_start : j2 - new_start])
+            stop = blocks[k + 1][0] if k < group_end else old_end
+            _add_run(out, " ", old_hunk[i2 - old_start : stop - old_start])
         index = group_end + 1
     return "\n".join(out)
 

@@ -210,11 +210,11 @@ def _apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Upda
 def _chunk_blocks(lines: list[str], rep: _Replacement, new_start: int) -> list[Block]:
     """Change blocks of one replacement, read off the chunk body (no diffing needed)."""
     if rep.old_count == 0:
-        return [Block(rep.start, rep.start, new_start, new_start + len(rep.new_lines))]
+        return [(rep.start, rep.start, new_start, new_start + len(rep.new_lines))]
     if rep.exact:
         start = rep.start
         return [
-            Block(start + o, start + o + oc, new_start + n, new_start + n + nc)
+            (start + o, start + o + oc, new_start + n, new_start + n + nc)
             for o, oc, n, nc in rep.chunk.changes
         ]
     # A lenient match: a context line may differ from the file line it matched (it is written
@@ -230,14 +230,14 @@ def _chunk_blocks(lines: list[str], rep: _Replacement, new_start: int) -> list[B
                 old_at += 1
                 new_at += 1
                 continue
-            blocks.append(Block(old_at, old_at + 1, new_at, new_at + 1))
+            blocks.append((old_at, old_at + 1, new_at, new_at + 1))
             old_at += 1
             new_at += 1
         elif marker == "-":
-            blocks.append(Block(old_at, old_at + 1, new_at, new_at))
+            blocks.append((old_at, old_at + 1, new_at, new_at))
             old_at += 1
         else:
-            blocks.append(Block(old_at, old_at, new_at, new_at + 1))
+            blocks.append((old_at, old_at, new_at, new_at + 1))
             new_at += 1
     return blocks
 
