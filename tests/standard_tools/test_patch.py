@@ -12,14 +12,10 @@ from _file_tools_helpers import FileTools, make_store
 from test_write_edit import apply_unified
 
 from jupyter_codelia.standard_tools._patch_fast import apply_exact
+from jupyter_codelia.standard_tools._patch_lines import apply_update_lines
 from jupyter_codelia.standard_tools._patch_parse import Chunk, PatchParseError, parse_patch
 from jupyter_codelia.standard_tools.diff import to_lines
-from jupyter_codelia.standard_tools.patch import (
-    PatchApplyError,
-    _apply_update_lines,
-    apply_update,
-    update_diff,
-)
+from jupyter_codelia.standard_tools.patch import PatchApplyError, apply_update, update_diff
 
 E = "Error executing tool: "
 
@@ -579,7 +575,7 @@ def test_fast_path_equals_the_line_algorithm() -> None:
     for _ in range(3000):
         text, chunks = random_patch_case(rng)
         try:
-            slow = _apply_update_lines(text, chunks, "f")
+            slow = apply_update_lines(text, chunks, "f")
         except PatchApplyError:
             slow = None
         fast = apply_exact(text, chunks)

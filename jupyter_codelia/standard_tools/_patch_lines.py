@@ -1,0 +1,236 @@
+"""The line algorithm of an Update section (spec/file-tools.md §7.2), with lenient matching.
+
+The file is split into lines; each chunk's anchor and old lines are sought from a cursor in four
+passes (exact, ``rstrip``, ``strip``, ``strip`` plus folding of typographic punctuation), and the
+replacements are spliced in order. ``_patch_fast`` handles the all-exact case on the text itself;
+this module is the general path and the reference it must agree with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import overload
+
+from ._fileio import is_crlf_text
+from ._patch_parse import Chunk
+from .diff import Block, merge_blocks
+
+
+class PatchApplyError(ValueError):
+    """A section cannot be applied to the files as they are (nothing was written)."""
+
+
+@dataclass
+class UpdateResult:
+    """The new text of an updated file, the change blocks and line views for the diff."""
+
+    text: str
+    blocks: list[Block]
+    old_view: Sequence[str]
+    new_view: Sequence[str]
+
+
+_PUNCTUATION = str.maketrans(
+    {
+        **dict.fromkeys("\u2018\u2019\u201a\u201b", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f", '"'),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015", "-"),
+        "\u2026": "...",
+        "\u00a0": " ",
+    }
+)
+
+
+def _loose(line: str) -> str:
+    return line.strip().translate(_PUNCTUATION)
+
+
+_PASSES: tuple[Callable[[str], str] | None, ...] = (None, str.rstrip, str.strip, _loose)
+
+
+class _Haystack:
+    """The file's lines plus, computed on first use, their forms for each lenient pass."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._forms: dict[int, list[str]] = {0: lines}
+
+    def form(self, level: int) -> list[str]:
+        if level not in self._forms:
+            transform = _PASSES[level]
+            assert transform is not None
+            self._forms[level] = [transform(line) for line in self.lines]
+        return self._forms[level]
+
+    def seek(self, pattern: list[str], start: int, eof: bool) -> tuple[int, int]:
+        """(first index >= ``start`` where ``pattern`` matches, pass number) or (-1, -1).
+
+        The passes are tried in order: exact, rstrip, strip, strip + punctuation folding.
+        """
+        count = len(self.lines)
+        size = len(pattern)
+        for level, transform in enumerate(_PASSES):
+            hay = self.form(level)
+            wanted = pattern if transform is None else [transform(p) for p in pattern]
+            if eof:
+                at = count - size
+                if at >= start and hay[at : at + size] == wanted:
+                    return at, level
+            found = _scan(hay, wanted, start)
+            if found >= 0:
+                return found, level
+        return -1, -1
+
+
+def _scan(hay: list[str], wanted: list[str], start: int) -> int:
+    size = len(wanted)
+    limit = len(hay) - size + 1
+    head = wanted[0]
+    position = start
+    while position < limit:
+        try:
+            position = hay.index(head, position, limit)
+        except ValueError:
+            return -1
+        if size == 1 or hay[position : position + size] == wanted:
+            return position
+        position += 1
+    return -1
+
+
+@dataclass
+class _Replacement:
+    start: int
+    old_count: int
+    new_lines: list[str]
+    chunk: Chunk
+    exact: bool  # matched by the exact pass: context lines equal the file's lines
+
+
+def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
+    """The line algorithm of spec §7.2 with the four matching passes."""
+    had_newline = before.endswith("\n")
+    lines = before.split("\n")
+    if had_newline:
+        lines.pop()
+    hay = _Haystack(lines)
+    crlf = "\r\n" in before and is_crlf_text(before)
+    cursor = 0
+    replacements: list[_Replacement] = []
+    for chunk in chunks:
+        if chunk.anchor is not None:
+            found, _ = hay.seek([chunk.anchor], cursor, False)
+            if found < 0:
+                raise PatchApplyError(
+                    f"Patch apply failed: context '{chunk.anchor}' not found in {path}"
+                )
+            cursor = found + 1
+        old, new = chunk.old, chunk.new
+        if crlf:
+            new = [line + "\r" for line in new]
+        if not old:
+            at = len(lines) if chunk.eof else cursor
+            replacements.append(_Replacement(at, 0, new, chunk, True))
+            cursor = at
+            continue
+        found, level = hay.seek(old, cursor, chunk.eof)
+        if found < 0:
+            raise PatchApplyError(f"Patch apply failed: expected lines not found in {path}")
+        replacements.append(_Replacement(found, len(old), new, chunk, level == 0))
+        cursor = found + len(old)
+    result: list[str] = []
+    blocks: list[Block] = []
+    position = 0
+    for rep in replacements:
+        result.extend(lines[position : rep.start])
+        blocks.extend(_chunk_blocks(lines, rep, len(result)))
+        result.extend(rep.new_lines)
+        position = rep.start + rep.old_count
+    result.extend(lines[position:])
+    if (
+        crlf
+        and not had_newline
+        and result
+        and lines
+        and result[-1].endswith("\r")
+        and not lines[-1].endswith("\r")
+    ):
+        result[-1] = result[-1][:-1]
+    text = "\n".join(result)
+    if had_newline and text:
+        text += "\n"
+    elif not result:
+        text = ""
+    if "\r" in before or "\r" in text:
+        old_view: Sequence[str] = _DiffLines(lines, had_newline)
+        new_view: Sequence[str] = _DiffLines(result, had_newline)
+    else:
+        tail = [""] if had_newline else []
+        old_view, new_view = lines + tail, result + tail
+    return UpdateResult(text, merge_blocks(blocks), old_view, new_view)
+
+
+def _chunk_blocks(lines: list[str], rep: _Replacement, new_start: int) -> list[Block]:
+    """Change blocks of one replacement, read off the chunk body (no diffing needed)."""
+    if rep.old_count == 0:
+        return [(rep.start, rep.start, new_start, new_start + len(rep.new_lines))]
+    if rep.exact:
+        start = rep.start
+        return [
+            (start + o, start + o + oc, new_start + n, new_start + n + nc)
+            for o, oc, n, nc in rep.chunk.changes
+        ]
+    # A lenient match: a context line may differ from the file line it matched (it is written
+    # as the patch has it), which is a change too.
+    blocks: list[Block] = []
+    old_at, new_at = rep.start, new_start
+    for marker, text in rep.chunk.body:
+        if marker == " ":
+            actual = lines[old_at]
+            if actual.endswith("\r"):
+                actual = actual[:-1]
+            if actual == text:
+                old_at += 1
+                new_at += 1
+                continue
+            blocks.append((old_at, old_at + 1, new_at, new_at + 1))
+            old_at += 1
+            new_at += 1
+        elif marker == "-":
+            blocks.append((old_at, old_at + 1, new_at, new_at))
+            old_at += 1
+        else:
+            blocks.append((old_at, old_at, new_at, new_at + 1))
+            new_at += 1
+    return blocks
+
+
+class _DiffLines(Sequence[str]):
+    """A file's lines as the diff sees them: ``\\r`` dropped, the final empty line kept."""
+
+    def __init__(self, lines: list[str], had_newline: bool) -> None:
+        self._lines = lines
+        self._len = len(lines) + (1 if had_newline else 0)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._line(i) for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(index)
+        return self._line(index)
+
+    def _line(self, index: int) -> str:
+        if index >= len(self._lines):
+            return ""
+        line = self._lines[index]
+        return line[:-1] if line.endswith("\r") else line
