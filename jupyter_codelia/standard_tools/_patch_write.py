@@ -23,6 +23,8 @@ Action = Literal["add", "delete", "update", "move"]
 
 @dataclass
 class Planned:
+    """One validated section: the action, its paths as given and resolved, new content, diff."""
+
     action: Action
     path: str
     source: Path
