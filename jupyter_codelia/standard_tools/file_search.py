@@ -153,7 +153,7 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
         process = await _start_rg(args, cwd)
         assert process.stdout is not None
         assert process.stderr is not None
-        out: list[str] = []
+        out: list[tuple[str, str]] = []  # (path, entry); path "" for a "--" separator
         used = 0
         matches = 0
         files: set[str] = set()
@@ -165,12 +165,13 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
                     break
                 line = raw.rstrip(b"\n").decode("utf-8", errors="replace")
                 if line == "--":
-                    entry = "--"
+                    shown, entry = "", "--"
                 elif "\0" not in line:
                     # ripgrep's note for a binary file given explicitly: "<path>: binary file
                     # matches (...)"; shown with the path as the tools print paths.
                     name, colon, note = line.partition(": ")
-                    entry = f"{sandbox.display(_join(cwd, name))}{colon}{note}"
+                    shown = sandbox.display(_join(cwd, name))
+                    entry = f"{shown}{colon}{note}"
                 else:
                     name, _, rest = line.partition("\0")
                     number, separator, text = _split_number(rest)
@@ -186,7 +187,7 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
                 if used + size > GREP_MAX_OUTPUT_BYTES:
                     truncated = True
                     break
-                out.append(entry)
+                out.append((shown, entry))
                 used += size
             if truncated:
                 await _stop(process)
@@ -198,22 +199,44 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
             await _stop(process)
         if not truncated and process.returncode == 2 and not matches:
             raise ValueError(_rg_error(stderr, params))
-        while out and out[-1] == "--":
-            out.pop()
+        lines = _ordered(out, separate=params.context > 0)
         where = compact_json(params.path)
-        if not out:
+        if not lines:
             return f"No matches for {compact_json(params.pattern)} in {where}."
         if truncated:
-            out.append(
+            lines.append(
                 f"\n[Output truncated after {matches} matches in {len(files)} files. Narrow the "
                 "search: a more specific pattern, a sub-directory as path, a glob filter "
                 '(e.g. "*.py"), or a higher max_matches (up to 1000).]'
             )
         else:
-            out.append(f"\n[{matches} matches in {len(files)} files]")
-        return "\n".join(out)
+            lines.append(f"\n[{matches} matches in {len(files)} files]")
+        return "\n".join(lines)
 
     return define_tool(name="grep", description=GREP_DESCRIPTION, input=GrepInput, execute=grep)
+
+
+def _ordered(entries: list[tuple[str, str]], *, separate: bool) -> list[str]:
+    """The output lines with files in path order (ripgrep's threads finish in any order).
+
+    Entries come in runs of one file, split by ``--`` where context is not contiguous; runs are
+    stably sorted by path and, with context, separated by ``--`` again.
+    """
+    runs: list[tuple[str, list[str]]] = []
+    for path, entry in entries:
+        if not path:  # "--"
+            runs.append(("", []))
+        elif runs and runs[-1][0] == path:
+            runs[-1][1].append(entry)
+        else:
+            runs.append((path, [entry]))
+    runs = sorted((run for run in runs if run[1]), key=lambda run: run[0])
+    lines: list[str] = []
+    for _path, run_lines in runs:
+        if separate and lines:
+            lines.append("--")
+        lines.extend(run_lines)
+    return lines
 
 
 def _split_number(rest: str) -> tuple[str, str, str]:

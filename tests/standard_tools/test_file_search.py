@@ -40,7 +40,8 @@ def tree(tmp_path: Path) -> FileTools:
 async def test_grep_regex_format_and_gitignore(tree: FileTools) -> None:
     text = await tree.text("grep", pattern=r"def \w+\(")
     lines = text.splitlines()
-    assert sorted(lines[:-2]) == ["src/main.py:3: def main():", "src/pkg/util.py:1: def helper():"]
+    # files in path order, whatever order ripgrep's threads finished in
+    assert lines[:-2] == ["src/main.py:3: def main():", "src/pkg/util.py:1: def helper():"]
     assert lines[-2] == ""
     assert lines[-1] == "[2 matches in 2 files]"
     assert "build" not in text  # .gitignore'd, and no git repository is needed
@@ -196,3 +197,31 @@ async def test_grep_binary_files(tree: FileTools) -> None:
     assert text == 'No matches for "needle_in_binary" in ".".'  # skipped while walking
     text = await tree.text("grep", pattern="needle_in_binary", path="blob.bin")
     assert text.startswith("blob.bin: binary file matches")
+
+
+@pytest.mark.asyncio
+async def test_grep_orders_files_by_path_and_separates_context_groups(tree: FileTools) -> None:
+    for name in ("b.txt", "a.txt", "c.txt"):
+        (tree.root / name).write_text("x\nhit\ny\n" + "z\n" * 10 + "hit\n")
+    text = await tree.text("grep", pattern="hit", context=1, glob="*.txt")
+    lines = text.splitlines()
+    assert lines[:7] == [
+        "a.txt-1- x",
+        "a.txt:2: hit",
+        "a.txt-3- y",
+        "--",
+        "a.txt-13- z",
+        "a.txt:14: hit",
+        "--",
+    ]
+    assert lines[7] == "b.txt-1- x"
+    assert lines[-1] == "[6 matches in 3 files]"
+    text = await tree.text("grep", pattern="hit", glob="*.txt")
+    assert text.splitlines()[:6] == [
+        "a.txt:2: hit",
+        "a.txt:14: hit",
+        "b.txt:2: hit",
+        "b.txt:14: hit",
+        "c.txt:2: hit",
+        "c.txt:14: hit",
+    ]
