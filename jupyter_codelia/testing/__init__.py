@@ -12,6 +12,7 @@
 process and prints its URL (for a kernel in another process to reach).
 """
 
+from ._offline import OFFLINE_API_KEY, OFFLINE_BANNER, by_prompt, last_tool_use_id, offline_demo
 from ._script import (
     Fault,
     Reply,
@@ -33,6 +34,8 @@ from ._script import (
 from ._server import RecordedRequest, ScriptedAnthropicServer, wait_for
 
 __all__ = [
+    "OFFLINE_API_KEY",
+    "OFFLINE_BANNER",
     "Fault",
     "RecordedRequest",
     "Reply",
@@ -40,8 +43,11 @@ __all__ = [
     "ScriptUsage",
     "ScriptedAnthropicServer",
     "Turn",
+    "by_prompt",
     "fault",
+    "last_tool_use_id",
     "load_script",
+    "offline_demo",
     "parse_script",
     "parse_turn",
     "redacted_thinking",
