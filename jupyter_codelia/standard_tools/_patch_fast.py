@@ -106,6 +106,7 @@ class FastResult:
     blocks: list[Block]
     old_view: TextLines
     new_view: TextLines
+    hunks: str | None = None  # the diff's hunks when they could be read off the chunks
 
 
 class _NoExactMatchError(Exception):
@@ -238,10 +239,12 @@ def _assemble(cursor: _Cursor, found: list[tuple[int, int, Chunk, int, int]]) ->
     new_anchors: list[tuple[int, int]] = [(0, 0)]
     old_segments: list[tuple[int, list[str]]] = []
     new_segments: list[tuple[int, list[str]]] = []
+    placed: list[tuple[int, int, Chunk]] = []  # (old line, new line, chunk)
     for line, count, chunk, start, end in found:
         new = chunk.new
         new_count = len(new)
         new_line = line + delta
+        placed.append((line, new_line, chunk))
         if count == 0:
             cut = start
             insert = "".join([item + "\n" for item in new])
@@ -276,4 +279,41 @@ def _assemble(cursor: _Cursor, found: list[tuple[int, int, Chunk, int, int]]) ->
         blocks,
         TextLines(text, old_anchors, old_length, old_segments),
         TextLines(result, new_anchors, old_length + delta, new_segments),
+        _hunks_from_chunks(placed),
     )
+
+
+def _hunks_from_chunks(placed: list[tuple[int, int, Chunk]], context: int = 3) -> str | None:
+    """The diff hunks copied from the chunk bodies, when that is exactly what
+    :func:`~.diff.render_hunks` would print; else None.
+
+    That holds when every chunk has one run of changes written as all ``-`` lines then all ``+``
+    lines, at least ``context`` context lines on both sides, and no other chunk's change within
+    ``2 * context`` lines (which would merge the hunks). A chunk body's lines are then the hunk's
+    lines verbatim: the exact match guarantees its context lines are the file's.
+    """
+    if not placed:
+        return None
+    shapes: list[tuple[int, int, int, int, int]] = []  # (first, after, at, removed, added)
+    for line, _, chunk in placed:
+        marks = chunk.marks
+        run = marks.strip(" ")
+        if not run or " " in run or "+-" in run:
+            return None
+        at = len(marks) - len(marks.lstrip(" "))
+        removed = run.count("-")
+        if at < context or len(marks) - at - len(run) < context:
+            return None
+        shapes.append((line + at, line + at + removed, at, removed, len(run) - removed))
+    for k in range(1, len(shapes)):
+        if shapes[k][0] - shapes[k - 1][1] <= 2 * context:
+            return None
+    out: list[str] = []
+    for (line, new_line, chunk), (_, _, at, removed, added) in zip(placed, shapes, strict=True):
+        old_start = line + at - context
+        new_start = new_line + at - context
+        out.append(
+            f"@@ -{old_start + 1},{removed + 2 * context} +{new_start + 1},{added + 2 * context} @@"
+        )
+        out.append("\n".join(chunk.lines[at - context : at + removed + added + context]))
+    return "\n".join(out)

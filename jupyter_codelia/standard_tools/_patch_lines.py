@@ -29,6 +29,7 @@ class UpdateResult:
     blocks: list[Block]
     old_view: Sequence[str]
     new_view: Sequence[str]
+    hunks: str | None = None  # pre-rendered diff hunks (the fast path), or None
 
 
 _PUNCTUATION = str.maketrans(

@@ -47,13 +47,17 @@ def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResul
     """
     fast = apply_exact(before, chunks)
     if fast is not None:
-        return UpdateResult(fast.text, merge_blocks(fast.blocks), fast.old_view, fast.new_view)
+        return UpdateResult(
+            fast.text, merge_blocks(fast.blocks), fast.old_view, fast.new_view, fast.hunks
+        )
     return apply_update_lines(before, chunks, path)
 
 
 def update_diff(old_path: str, new_path: str, before: str, update: UpdateResult) -> str:
     if before == "" or update.text == "":
         return unified_diff(old_path, before, update.text, new_path=new_path)
+    if update.hunks is not None:
+        return f"--- {old_path}\n+++ {new_path}\n{update.hunks}"
     return render_hunks(old_path, new_path, update.old_view, update.new_view, update.blocks)
 
 

@@ -12,7 +12,7 @@ from _file_tools_helpers import FileTools, make_store
 from test_write_edit import apply_unified
 
 from jupyter_codelia.standard_tools._patch_fast import apply_exact
-from jupyter_codelia.standard_tools._patch_lines import apply_update_lines
+from jupyter_codelia.standard_tools._patch_lines import UpdateResult, apply_update_lines
 from jupyter_codelia.standard_tools._patch_parse import Chunk, PatchParseError, parse_patch
 from jupyter_codelia.standard_tools.diff import to_lines
 from jupyter_codelia.standard_tools.patch import PatchApplyError, apply_update, update_diff
@@ -588,3 +588,41 @@ def test_fast_path_equals_the_line_algorithm() -> None:
         assert apply_unified(text, update_diff("f", "f", text, fast_result)) == to_lines(slow.text)
         compared += 1
     assert compared > 1000
+
+
+def test_hunks_read_off_the_chunks_equal_the_rendered_diff() -> None:
+    """Well-formed chunks (3+ context lines, one '-' then '+' run) take the copy shortcut."""
+    rng = random.Random(5)
+    shortcut = 0
+    for _ in range(300):
+        lines = [f"line {i} {rng.randint(0, 9)}" for i in range(rng.randint(20, 80))]
+        text = "\n".join(lines) + "\n"
+        chunks: list[Chunk] = []
+        position = rng.randint(0, 5)
+        while position + 8 < len(lines):
+            chunk = Chunk(anchor=None)
+            lead, removed, trail = rng.randint(3, 4), rng.randint(0, 2), rng.randint(3, 4)
+            for item in lines[position : position + lead]:
+                chunk.add(" ", item)
+            for item in lines[position + lead : position + lead + removed]:
+                chunk.add("-", item)
+            for k in range(rng.randint(0 if removed else 1, 2)):
+                chunk.add("+", f"new {k}")
+            for item in lines[position + lead + removed : position + lead + removed + trail]:
+                chunk.add(" ", item)
+            chunks.append(chunk)
+            position += lead + removed + trail + rng.randint(0, 6)
+        if not chunks or position > len(lines):
+            continue
+        result = apply_update(text, chunks, "f")
+        if result.hunks is not None:
+            shortcut += 1
+        rendered = update_diff(
+            "f",
+            "f",
+            text,
+            UpdateResult(result.text, result.blocks, result.old_view, result.new_view),
+        )
+        assert update_diff("f", "f", text, result) == rendered
+        assert rendered == update_diff("f", "f", text, apply_update_lines(text, chunks, "f"))
+    assert shortcut > 20
