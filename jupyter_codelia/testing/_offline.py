@@ -97,8 +97,11 @@ def _show_banner(url: str, approval_mode: str | None) -> None:
         "Set ANTHROPIC_API_KEY and restart the kernel to use Claude."
     )
     try:
+        from IPython import get_ipython
         from IPython.display import HTML, display
-    except ImportError:  # plain Python: the banner is still visible
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:  # plain Python: print the banner
         print(f"{OFFLINE_BANNER}\n{detail}")
         return
     display(
