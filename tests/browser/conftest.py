@@ -59,6 +59,35 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# A real ipykernel started without its shell-channel thread, which is how a kernel without
+# JEP 91 subshells behaves (older ipykernel, other kernels): no "kernel subshells" feature.
+NO_SUBSHELL_KERNEL = "python3-no-subshells"
+_NO_SUBSHELL_LAUNCHER = """\
+from ipykernel.kernelapp import IPKernelApp
+
+
+class NoSubshellsApp(IPKernelApp):
+    def init_sockets(self):
+        super().init_sockets()
+        self.shell_channel_thread = None
+
+
+NoSubshellsApp.launch_instance()
+"""
+
+
+def _write_kernel_without_subshells(directory: Path) -> None:
+    directory.mkdir(parents=True)
+    launcher = directory / "launch.py"
+    launcher.write_text(_NO_SUBSHELL_LAUNCHER)
+    spec = {
+        "argv": [sys.executable, str(launcher), "-f", "{connection_file}"],
+        "display_name": "Python 3 (no subshells)",
+        "language": "python",
+    }
+    (directory / "kernel.json").write_text(json.dumps(spec))
+
+
 @dataclass
 class Lab:
     url: str
@@ -89,6 +118,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
     )
+    _write_kernel_without_subshells(data / "kernels" / NO_SUBSHELL_KERNEL)
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_codelia": True}}})
     )
@@ -258,7 +288,9 @@ def page(
     assert console.errors == [], f"the page logged errors: {console.errors}"
 
 
-def write_notebook(root: Path, name: str, cells: list[str]) -> None:
+def write_notebook(
+    root: Path, name: str, cells: list[str], kernel: str = "python3", display: str = "Python 3"
+) -> None:
     notebook = {
         "cells": [
             {
@@ -270,13 +302,7 @@ def write_notebook(root: Path, name: str, cells: list[str]) -> None:
             }
             for source in cells or [""]
         ],
-        "metadata": {
-            "kernelspec": {
-                "name": "python3",
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-            }
-        },
+        "metadata": {"kernelspec": {"name": kernel, "display_name": display, "language": "python"}},
         "nbformat": 4,
         "nbformat_minor": 5,
     }
@@ -310,8 +336,8 @@ WAIT_KERNEL_IDLE = (
 
 @pytest.fixture
 def open_notebook(page: Any, lab: Lab) -> Callable[..., None]:
-    def open_it(name: str, cells: list[str] | None = None) -> None:
-        write_notebook(lab.root, name, cells or [""])
+    def open_it(name: str, cells: list[str] | None = None, kernel: str = "python3") -> None:
+        write_notebook(lab.root, name, cells or [""], kernel)
         open_lab(page, lab, name)
         page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
 

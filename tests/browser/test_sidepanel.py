@@ -14,6 +14,7 @@ from jupyter_codelia.testing import reply, tool_use, usage
 
 from .conftest import (
     ARTIFACTS,
+    NO_SUBSHELL_KERNEL,
     NOTEBOOK_JS,
     Lab,
     TurnQueue,
@@ -319,8 +320,10 @@ def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
     page.wait_for_function("el => el.textContent.includes('row 449')", arg=output.element_handle())
     assert "row 300" not in output.inner_text()
 
-    entries = page.locator(f"{PANEL} .jp-codelia-cache-entry")
-    entries.filter(has_text="view_image").click()
+    # The cache outlives kernels (other tests' entries are listed too): open this run's image
+    # output from its card.
+    image_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="view_image")
+    image_card.locator(".jp-codelia-link").click()
     image = page.locator(f"{PANEL} .jp-codelia-cache-images img")
     image.wait_for()
     assert image.get_attribute("src").startswith("data:image/")
@@ -383,3 +386,45 @@ def test_the_panel_follows_the_active_notebook(
     )
     # Back on the first kernel, its session's history is loaded from the kernel.
     page.locator(f"{PANEL} .jp-codelia-final", has_text="Answer in the first").wait_for()
+
+
+def test_without_subshells_answers_wait_for_the_busy_cell_and_the_panel_says_so(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("nosub.ipynb", kernel=NO_SUBSHELL_KERNEL)
+    run_cell(page, LOAD)
+    open_panel(page)
+    assert notebook_kernel(page, "supportsSubshells") is False
+    anthropic.queue(
+        reply(tool_use("write", {"file_path": "late.txt", "content": "late\n"})),
+        reply("Wrote late.txt."),
+    )
+    send(page, "Write late.txt")
+    card = page.locator(f"{PANEL} .jp-codelia-permission")
+    card.locator(".jp-codelia-allow").wait_for()
+    run_cell(
+        page,
+        "import os, time\nwhile not os.path.exists('release-late.flag'):\n    time.sleep(0.05)",
+        wait=False,
+    )
+    page.wait_for_function(CELL_RUNNING)
+    page.wait_for_function(f"() => ({NOTEBOOK_JS}).sessionContext.session.kernel.status === 'busy'")
+
+    card.locator(".jp-codelia-allow").click()
+
+    status = page.locator(f"{PANEL} .jp-codelia-status")
+    page.wait_for_function(
+        "el => el.textContent === "
+        "'The kernel is busy; the answer is delivered when the current cell finishes.'",
+        arg=status.element_handle(),
+    )
+    assert card.locator(".jp-codelia-permission-outcome").inner_text() == "Sending…"
+
+    (lab.root / "release-late.flag").write_text("go")
+    page.wait_for_function(
+        "el => el.textContent === 'Allowed'",
+        arg=card.locator(".jp-codelia-permission-outcome").element_handle(),
+    )
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Wrote late.txt.").wait_for()
+    assert (lab.root / "late.txt").read_text() == "late\n"
+    wait_idle_panel(page)
