@@ -273,7 +273,8 @@ EDIT_DESCRIPTION = (
     'old_string "" replaces the whole file (creating it if missing). match_mode "auto" '
     "(default) tries exact, then line_trimmed (whole lines, ignoring leading/trailing whitespace "
     "and CRLF), then block_anchor (first and last lines anchor a block of 3+ lines). new_string "
-    "is inserted as written. expected_replacements guards the count; dry_run previews the diff "
+    "is inserted as written (in a CRLF file its line breaks become CRLF). expected_replacements "
+    "guards the count; dry_run previews the diff "
     "without writing; expected_hash (from read) guards against concurrent changes."
 )
 
