@@ -596,3 +596,13 @@ async def test_write_is_atomic_keeps_mode_and_follows_links(write_tools: FileToo
     assert script.read_text() == "echo 3\n"
     assert stat.S_IMODE(script.stat().st_mode) == 0o750
     assert sorted(p.name for p in root.iterdir()) == ["alias.sh", "run.sh"]  # no temp files
+
+
+def test_unified_diff_on_reordered_files_is_still_a_correct_diff() -> None:
+    """Large regions with few common unique lines go through the patience split (bounded)."""
+    old = [f"line {i}" for i in range(20_000)]
+    shuffled = list(old)
+    random.Random(3).shuffle(shuffled)
+    for new in (old[::-1], shuffled, old[10_000:] + old[:10_000], ["same"] * 3000 + old[:5]):
+        before, after = "\n".join(old), "\n".join(new)
+        assert apply_unified(before, unified_diff("f", before, after)) == new
