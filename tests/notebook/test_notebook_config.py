@@ -141,3 +141,38 @@ def test_parse_answer() -> None:
     assert parse_answer("") == ("deny", None)
     assert parse_answer("n") == ("deny", None)
     assert parse_answer("use pandas instead") == ("deny", "use pandas instead")
+
+
+@pytest.mark.asyncio
+async def test_run_handle_result_before_the_end_says_what_to_do() -> None:
+    import asyncio
+
+    from jupyter_codelia.notebook._sink import ActiveRun
+    from jupyter_codelia.notebook.results import RunHandle, RunNotFinishedError, RunResult
+    from jupyter_codelia.tools import CancelSignal
+
+    run = ActiveRun("run-1", "session-1", "p", "magic", CancelSignal(), "background")
+    release = asyncio.Event()
+
+    async def turn() -> RunResult:
+        await release.wait()
+        status = "cancelled" if run.signal.is_set() else "completed"
+        return RunResult(final_text="ok", status=status, session_id="session-1", run_id="run-1")
+
+    handle = RunHandle(run, asyncio.ensure_future(turn()))
+    with pytest.raises(RunNotFinishedError) as info:
+        handle.result()
+    assert str(info.value) == (
+        "run run-1 is still going; `await handle` in a cell, or call .result() once the panel "
+        "shows it finished"
+    )
+    assert repr(handle) == "<RunHandle run-1 session=session-1 running>"
+    finished: list[str] = []
+    handle.add_done_callback(lambda h: finished.append(h.run_id))
+    handle.cancel()
+    release.set()
+    result = await handle
+    assert result.status == "cancelled"
+    assert handle.result() is result
+    await asyncio.sleep(0)
+    assert finished == ["run-1"]
