@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,10 +19,13 @@ from .._text import compact_json, line_prefix
 
 MatchMode = Literal["exact", "line_trimmed", "block_anchor", "auto"]
 
+_WORD = re.compile(r"\w+")
 _MAX_SHOWN_LINES = 12
 _MAX_SHOWN_CHARS = 200
 _CANDIDATE_WINDOWS = 12
-_FUZZY_LINE_LIMIT = 20_000
+_FUZZY_LINE_LIMIT = 50_000
+_FUZZY_NEEDLE_LINES = 3
+_FUZZY_CANDIDATES = 20
 
 
 @dataclass(frozen=True)
@@ -137,24 +141,32 @@ def _closest_window(trimmed: list[str], wanted: list[str]) -> tuple[int, float] 
                 start = min(max(index - offset, 0), last_start)
                 votes[start] = votes.get(start, 0) + 1
     if not votes and len(trimmed) <= _FUZZY_LINE_LIMIT:
-        # No line is equal even after trimming: look for lines similar to any needle line.
-        for offset, line in enumerate(wanted[:_CANDIDATE_WINDOWS]):
-            if not line:
+        # No line is equal even after trimming: find lines sharing most words with the first
+        # few needle lines (Jaccard similarity of lowercased \w+ tokens: cheap, robust to edits).
+        fuzzy = [(offset, line) for offset, line in enumerate(wanted) if line][:_FUZZY_NEEDLE_LINES]
+        file_words = [frozenset(_WORD.findall(line.lower())) for line in trimmed]
+        for offset, line in fuzzy:
+            words = frozenset(_WORD.findall(line.lower()))
+            if not words:
                 continue
-            for index, candidate in enumerate(trimmed):
-                if not candidate:
-                    continue
-                matcher = difflib.SequenceMatcher(None, line, candidate)
-                if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
-                    start = min(max(index - offset, 0), last_start)
-                    votes[start] = votes.get(start, 0) + 1
+            scored: list[tuple[float, int]] = []
+            for index, candidate in enumerate(file_words):
+                shared = len(words & candidate)
+                if shared:
+                    score = shared / len(words | candidate)
+                    if score >= 0.5:
+                        scored.append((score, -index))
+            for _, negative_index in heapq.nlargest(_FUZZY_CANDIDATES, scored):
+                start = min(max(-negative_index - offset, 0), last_start)
+                votes[start] = votes.get(start, 0) + 1
     if not votes:
         return None
     target = "\n".join(wanted)
     best: tuple[int, float] | None = None
     for start in heapq.nlargest(_CANDIDATE_WINDOWS, votes, key=lambda s: (votes[s], -s)):
         window = "\n".join(trimmed[start : start + count])
-        ratio = difflib.SequenceMatcher(None, target, window).ratio()
+        # autojunk off: in long texts it would junk every common letter and see no similarity
+        ratio = difflib.SequenceMatcher(None, target, window, autojunk=False).ratio()
         if best is None or ratio > best[1] or (ratio == best[1] and start < best[0]):
             best = (start, ratio)
     if best is None or best[1] < 0.3:

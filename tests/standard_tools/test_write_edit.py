@@ -606,3 +606,19 @@ def test_unified_diff_on_reordered_files_is_still_a_correct_diff() -> None:
     for new in (old[::-1], shuffled, old[10_000:] + old[:10_000], ["same"] * 3000 + old[:5]):
         before, after = "\n".join(old), "\n".join(new)
         assert apply_unified(before, unified_diff("f", before, after)) == new
+
+
+@pytest.mark.asyncio
+async def test_edit_not_found_finds_near_misses_without_equal_lines(write_tools: FileTools) -> None:
+    path = write_tools.root / "calc.py"
+    body = "".join(f"total_{i} = add(first_{i}, second_{i})\n" for i in range(3000))
+    path.write_text(body.replace("total_1500 = add(first_1500, second_1500)", "total_1500 = 0"))
+    text = await write_tools.error(
+        "edit",
+        file_path="calc.py",
+        old_string="total_1501 = add(first_1501, second)\ntotal_1502 = add(first_1502, second)",
+        new_string="x",
+    )
+    assert "Closest candidate: lines 1502-1503" in text
+    assert " 1502  total_1501 = add(first_1501, second_1501)" in text
+    assert 'First difference at line 1502: the file has "total_1501 = add(first_1501, ' in text
