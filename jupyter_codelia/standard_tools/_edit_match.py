@@ -10,6 +10,7 @@ endings, case), so the model can fix its ``old_string`` instead of guessing.
 from __future__ import annotations
 
 import difflib
+import math
 import heapq
 import re
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ _MAX_SHOWN_LINES = 12
 _MAX_SHOWN_CHARS = 200
 _CANDIDATE_WINDOWS = 12
 _FUZZY_LINE_LIMIT = 50_000
+_CHAR_RATIO_LIMIT = 2_000
 _FUZZY_NEEDLE_LINES = 3
 _FUZZY_CANDIDATES = 20
 
@@ -163,10 +165,16 @@ def _closest_window(trimmed: list[str], wanted: list[str]) -> tuple[int, float] 
         return None
     target = "\n".join(wanted)
     best: tuple[int, float] | None = None
+    by_chars = len(target) <= _CHAR_RATIO_LIMIT
     for start in heapq.nlargest(_CANDIDATE_WINDOWS, votes, key=lambda s: (votes[s], -s)):
-        window = "\n".join(trimmed[start : start + count])
-        # autojunk off: in long texts it would junk every common letter and see no similarity
-        ratio = difflib.SequenceMatcher(None, target, window, autojunk=False).ratio()
+        if by_chars:
+            # autojunk off: it would junk every common letter and see no similarity
+            window = "\n".join(trimmed[start : start + count])
+            ratio = difflib.SequenceMatcher(None, target, window, autojunk=False).ratio()
+        else:  # a long old_string: compare whole lines (character matching is quadratic)
+            ratio = difflib.SequenceMatcher(
+                None, wanted, trimmed[start : start + count], autojunk=False
+            ).ratio()
         if best is None or ratio > best[1] or (ratio == best[1] and start < best[0]):
             best = (start, ratio)
     if best is None or best[1] < 0.3:
@@ -217,7 +225,7 @@ def explain_no_match(content: str, needle: str, mode: MatchMode) -> str:
         shown.append(f"... ({count - _MAX_SHOWN_LINES} more lines)")
     end_line = start + count
     notes.append(
-        f"Closest candidate: lines {start + 1}-{end_line} ({round(ratio * 100)}% similar):"
+        f"Closest candidate: lines {start + 1}-{end_line} ({math.floor(ratio * 100)}% similar):"
     )
     notes.append("\n".join(shown))
     window = lines.trimmed[start : start + count]
