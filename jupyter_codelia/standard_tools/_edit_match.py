@@ -10,8 +10,8 @@ endings, case), so the model can fix its ``old_string`` instead of guessing.
 from __future__ import annotations
 
 import difflib
-import math
 import heapq
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
