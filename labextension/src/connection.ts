@@ -7,7 +7,7 @@
 
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage as JupyterMessage } from '@jupyterlab/services';
-import { PromiseDelegate, UUID } from '@lumino/coreutils';
+import { JSONObject as JSONMessage, PromiseDelegate, UUID } from '@lumino/coreutils';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -196,7 +196,8 @@ export class CodeliaConnection implements IDisposable {
     const requestId = UUID.uuid4();
     const delegate = new PromiseDelegate<JSONObject>();
     this._pending.set(requestId, delegate);
-    comm.send({ type, request_id: requestId, ...fields } as JSONObject as never);
+    // Requests are plain JSON (strings, numbers, booleans): the cast only narrows `unknown`.
+    comm.send({ type, request_id: requestId, ...fields } as JSONMessage);
     return delegate.promise;
   }
 
