@@ -428,3 +428,26 @@ def test_without_subshells_answers_wait_for_the_busy_cell_and_the_panel_says_so(
     page.locator(f"{PANEL} .jp-codelia-final", has_text="Wrote late.txt.").wait_for()
     assert (lab.root / "late.txt").read_text() == "late\n"
     wait_idle_panel(page)
+
+
+def test_reconnects_after_a_kernel_restart(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("restart.ipynb")
+    open_panel(page)
+    anthropic.queue(reply("Before the restart."), reply("After the restart."))
+    send(page, "First question")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Before the restart.").wait_for()
+    wait_idle_panel(page)
+
+    page.evaluate(
+        f"async () => {{ await ({NOTEBOOK_JS}).sessionContext.session.kernel.restart(); }}"
+    )
+
+    # A fresh kernel: the panel loads the extension into it again and starts clean.
+    page.locator(f"{PANEL} .jp-codelia-final").wait_for(state="detached")
+    page.wait_for_selector(f'{PANEL} .jp-codelia-kernel[data-state="ready"]')
+    send(page, "Second question")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="After the restart.").wait_for()
+    assert page.locator(f"{PANEL} .jp-codelia-user").count() == 1
+    wait_idle_panel(page)
