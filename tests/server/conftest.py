@@ -12,8 +12,6 @@ import pytest
 
 from jupyter_codelia.session import SessionState, SessionStore
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
 
 @pytest.fixture
 def jp_server_config() -> dict[str, Any]:
