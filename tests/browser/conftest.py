@@ -189,7 +189,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
 
 
 @contextmanager
-def launch_browser() -> Iterator[Any]:
+def launch_browser(extra_args: list[str] | None = None) -> Iterator[Any]:
     """Debian Chromium through Playwright (never a Playwright-downloaded browser)."""
     if not Path(CHROMIUM).exists():
         raise RuntimeError(
@@ -198,7 +198,9 @@ def launch_browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *(extra_args or [])]
+        )
         try:
             yield browser
         finally:
