@@ -1,5 +1,6 @@
-"""Fixtures for the server-extension tests: a jupyter server (pytest-jupyter) with
-jupyter_codelia enabled, and a session store in a temporary JUPYTER_CODELIA_HOME."""
+"""Fixtures for the server-extension tests: a jupyter server with jupyter_codelia enabled
+(pytest-jupyter, whose plugin tests/conftest.py declares) and a session store in a temporary
+JUPYTER_CODELIA_HOME."""
 
 from __future__ import annotations
 
