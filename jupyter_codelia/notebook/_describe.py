@@ -103,8 +103,11 @@ def is_user_variable(name: str, value: Any, hidden: set[str] | frozenset[str]) -
     return not isinstance(value, types.ModuleType)
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+def clip_chars(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
 def inspect_value(value: Any, *, rows: int, max_chars: int) -> str:
@@ -127,22 +130,22 @@ def inspect_value(value: Any, *, rows: int, max_chars: int) -> str:
             keys = list(value.keys())
             lines.append(f"length: {len(value)}")
             lines.append(f"first keys: {_short_repr.repr(keys[:rows])}")
-            lines.append(f"repr: {_clip(repr(value), max_chars)}")
+            lines.append(f"repr: {clip_chars(repr(value), max_chars)}")
         elif isinstance(value, (list, tuple, set, frozenset)):
             lines.append(f"length: {len(value)}")
             kinds = sorted({type(v).__name__ for v in list(value)[:100]})
             lines.append(f"element types (first 100): {', '.join(kinds) or '-'}")
-            lines.append(f"repr: {_clip(repr(value), max_chars)}")
+            lines.append(f"repr: {clip_chars(repr(value), max_chars)}")
         elif isinstance(value, str):
             lines.append(f"length: {len(value)} chars")
-            lines.append(f"value: {_clip(repr(value), max_chars)}")
+            lines.append(f"value: {clip_chars(repr(value), max_chars)}")
         elif callable(value):
             lines.append(f"signature: {_signature(value)}")
             doc = inspect.getdoc(value)
             if doc:
-                lines.append("doc: " + _clip(doc, max_chars))
+                lines.append("doc: " + clip_chars(doc, max_chars))
         else:
-            lines.append(f"repr: {_clip(repr(value), max_chars)}")
+            lines.append(f"repr: {clip_chars(repr(value), max_chars)}")
             attrs = [a for a in dir(value) if not a.startswith("_")][:40]
             if attrs:
                 lines.append(f"public attributes: {', '.join(attrs)}")

@@ -206,12 +206,6 @@ def _png_bytes(payload: Any) -> bytes | None:
     return None
 
 
-def _clip(text: str) -> str:
-    if len(text) <= MAX_STREAM_CHARS:
-        return text
-    return text[:MAX_STREAM_CHARS] + f"\n... [{len(text) - MAX_STREAM_CHARS} more chars]"
-
-
 def _python_result(capture: Capture, images: list[bytes], shell: Any, timeout: float) -> Any:
     sections: list[str] = []
     if capture.stdout:
@@ -226,12 +220,14 @@ def _python_result(capture: Capture, images: list[bytes], shell: Any, timeout: f
         if png is not None:
             pngs.append(png)
         elif "text/plain" in display:
-            sections.append("[display]\n" + _clip(str(display["text/plain"])))
+            sections.append(
+                "[display]\n" + _describe.clip_chars(str(display["text/plain"]), MAX_STREAM_CHARS)
+            )
     if capture.has_result:
         text, png = _format_value(capture.result, shell)
         if png is not None and not images:
             pngs.append(png)
-        sections.append("[result]\n" + _clip(text))
+        sections.append("[result]\n" + _describe.clip_chars(text, MAX_STREAM_CHARS))
     if capture.error:
         sections.append("[error]\n" + capture.error)
     if capture.timed_out:

@@ -23,6 +23,7 @@ import ipywidgets as widgets
 
 from ..agent import events as ev
 from . import renderers
+from ._describe import clip_chars
 
 FLUSH_INTERVAL = 0.05
 """Seconds between streamed-text widget updates (about 20 per second at most)."""
@@ -124,7 +125,7 @@ class RunPanel:
             children.append(
                 widgets.HTML(
                     value=f'<div style="color:#555;font-size:12px">▶ '
-                    f"{renderers.escape(_clip(prompt, 300))}</div>"
+                    f"{renderers.escape(clip_chars(prompt, 300))}</div>"
                 )
             )
         children += [self.todos, self.body, self.error, footer]
@@ -207,7 +208,7 @@ class RunPanel:
             self._append(
                 widgets.HTML(
                     value='<div style="color:#777;font-style:italic;font-size:12px">'
-                    f"{renderers.escape(_clip(event.content, 2000))}</div>"
+                    f"{renderers.escape(clip_chars(event.content, 2000))}</div>"
                 )
             )
         elif isinstance(event, ev.ToolCallEvent):
@@ -359,7 +360,7 @@ class RunPanel:
             extra.append(widgets.HTML(value=renderers.diff_to_html(diff)))
         for image in _images_of(event.parts or []):
             extra.append(image)
-        text = _clip(event.result, MAX_RESULT_CHARS)
+        text = clip_chars(event.result, MAX_RESULT_CHARS)
         if event.output_ref:
             text += f"\n\n[output ref: {event.output_ref}]"
         result_view = widgets.Accordion(children=[widgets.HTML(value=renderers.pre(text))])
@@ -515,9 +516,3 @@ def _paragraph_cut(text: str) -> int | None:
         space = text.rfind(" ", 0, len(text) - 1)
         return space + 1 if space > 0 else None
     return None
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… [{len(text) - limit} more characters]"

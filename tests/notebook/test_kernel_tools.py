@@ -233,3 +233,16 @@ async def test_user_prints_outside_the_tool_thread_are_not_captured(
     result = await task
     assert "from the main thread" not in result.text
     assert "from the main thread" in capsys.readouterr().out
+
+
+@pytest.mark.asyncio
+async def test_python_output_is_bounded() -> None:
+    from jupyter_codelia.notebook._execute import MAX_STREAM_CHARS
+
+    result = await _call(
+        _tools({})["python"],
+        code=f"print('x' * {MAX_STREAM_CHARS + 10})\n'y' * {MAX_STREAM_CHARS + 7}",
+    )
+    assert f"[note] output cut at {MAX_STREAM_CHARS} characters per stream" in result.text
+    assert result.text.endswith("… [9 more characters]")  # 7 + the repr's two quotes
+    assert len(result.text) < 3 * MAX_STREAM_CHARS
