@@ -36,8 +36,12 @@ TurnLike = Reply | Fault | dict[str, Any]
 TurnSource = TurnLike | Callable[[RecordedRequest], TurnLike]
 """A scripted turn, or a function of the request that builds one (e.g. to echo a tool id)."""
 
+_DEMO_VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", APPROVAL_MODE_ENV)
+
 _lock = threading.Lock()
 _running: ScriptedAnthropicServer | None = None
+_saved_env: dict[str, str | None] = {}
+"""The values the demo replaced, put back once real credentials appear."""
 
 
 def has_real_credentials(environ: Mapping[str, str] | None = None) -> bool:
@@ -61,11 +65,13 @@ def offline_demo(
     ``approval_mode``: set for the demo through ``JUPYTER_CODELIA_APPROVAL_MODE`` (default
     ``full-access``: the scripted tool calls run without prompts, and a headless run cannot
     answer prompts); None leaves the configuration alone. Returns the running server, or None
-    when real credentials are set (then nothing changes). Calling it again (a re-run cell)
-    replaces the previous demo server.
+    when real credentials are set. Calling it again (a re-run cell) replaces the previous demo
+    server; calling it once a real key is set stops the demo and restores the variables it
+    changed, so the next turn goes to Claude.
     """
     global _running
     if has_real_credentials():
+        _end_demo()
         return None
     if isinstance(script, Mapping):
         script = by_prompt(script)
@@ -74,6 +80,9 @@ def offline_demo(
         previous, _running = _running, None
         if previous is not None:
             previous.stop()
+        else:
+            _saved_env.clear()
+            _saved_env.update({name: os.environ.get(name) for name in _DEMO_VARIABLES})
         server.start()
         _running = server
     os.environ["ANTHROPIC_BASE_URL"] = server.url
@@ -83,6 +92,24 @@ def offline_demo(
     if banner:
         _show_banner(server.url, approval_mode)
     return server
+
+
+def _end_demo() -> None:
+    """Stop a running demo server and put back what it changed (the real key stays)."""
+    global _running
+    with _lock:
+        previous, _running = _running, None
+        if previous is None:
+            return
+        previous.stop()
+        for name, value in _saved_env.items():
+            if name == "ANTHROPIC_API_KEY" and os.environ.get(name) != OFFLINE_API_KEY:
+                continue  # the person's real key
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _saved_env.clear()
 
 
 def _show_banner(url: str, approval_mode: str | None) -> None:

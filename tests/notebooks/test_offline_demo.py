@@ -26,7 +26,7 @@ from jupyter_codelia.testing import (
     text,
     tool_use,
 )
-from jupyter_codelia.testing._offline import has_real_credentials, latest_prompt
+from jupyter_codelia.testing._offline import _end_demo, has_real_credentials, latest_prompt
 
 VARIABLES = (
     "ANTHROPIC_API_KEY",
@@ -41,14 +41,10 @@ def clean_env() -> Iterator[None]:
     """No Anthropic variables during the test; the previous values come back afterwards."""
     saved = {name: os.environ.pop(name) for name in VARIABLES if name in os.environ}
     yield
+    _end_demo()  # stop a server the test left running
     for name in VARIABLES:
         os.environ.pop(name, None)
     os.environ.update(saved)
-    import jupyter_codelia.testing._offline as offline
-
-    if offline._running is not None:
-        offline._running.stop()
-        offline._running = None
 
 
 def request_with(messages: list[dict[str, Any]]) -> RecordedRequest:
@@ -199,3 +195,20 @@ def test_a_second_call_replaces_the_first_server(clean_env: None) -> None:
     assert os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] == "trusted"
     with pytest.raises(urllib.error.URLError):  # the old server is gone, not leaking a thread
         urllib.request.urlopen(f"{old_url}/v1/messages", timeout=5)
+
+
+def test_a_real_key_set_later_ends_the_demo_and_restores_the_environment(
+    clean_env: None,
+) -> None:
+    os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] = "trusted"  # the person's own setting
+    server = offline_demo({"x": [reply(text("x"))]}, banner=False)
+    assert server is not None
+    url = server.url
+    assert os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] == "full-access"
+    os.environ["ANTHROPIC_API_KEY"] = "sk-ant-the-real-one"  # e.g. set with getpass in a cell
+    assert offline_demo({"x": [reply(text("x"))]}, banner=False) is None
+    assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-the-real-one"
+    assert "ANTHROPIC_BASE_URL" not in os.environ  # back to the real endpoint
+    assert os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] == "trusted"
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{url}/v1/messages", timeout=5)
