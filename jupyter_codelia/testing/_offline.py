@@ -121,7 +121,7 @@ def _show_banner(url: str, approval_mode: str | None) -> None:
     detail = (
         f"No ANTHROPIC_API_KEY is set, so the %%codelia cells below talk to a scripted server "
         f"on {url}. Its tool calls are real (they run here); its words are canned.{approvals} "
-        "Set ANTHROPIC_API_KEY and restart the kernel to use Claude."
+        "To use Claude, set ANTHROPIC_API_KEY and run this cell again (or restart the kernel)."
     )
     try:
         from IPython import get_ipython

@@ -174,6 +174,7 @@ def test_without_a_key_the_sdk_reaches_the_scripted_server(
     assert os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] == "full-access"
     banner = capsys.readouterr().out  # no IPython display here: the banner is printed
     assert OFFLINE_BANNER in banner and server.url in banner and "full-access" in banner
+    assert "set ANTHROPIC_API_KEY and run this cell again" in banner
     assert OFFLINE_API_KEY not in banner
 
     chat = AnthropicChat(model="claude-sonnet-5-5")  # key and URL from the environment
