@@ -19,10 +19,13 @@ import html
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ._script import Fault, Reply, ScriptError, parse_turn, reply, text
 from ._server import RecordedRequest, Script, ScriptedAnthropicServer
+
+if TYPE_CHECKING:  # the standard tools are not needed at run time here
+    from ..standard_tools import ApprovalMode
 
 OFFLINE_API_KEY = "offline-demo-not-a-real-key"
 """The fake key an offline demo puts in ``ANTHROPIC_API_KEY`` (the scripted server wants one)."""
@@ -31,7 +34,6 @@ OFFLINE_BANNER = "OFFLINE DEMO — scripted replies, not Claude"
 
 APPROVAL_MODE_ENV = "JUPYTER_CODELIA_APPROVAL_MODE"
 
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
 TurnLike = Reply | Fault | dict[str, Any]
 TurnSource = TurnLike | Callable[[RecordedRequest], TurnLike]
 """A scripted turn, or a function of the request that builds one (e.g. to echo a tool id)."""
