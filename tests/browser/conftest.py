@@ -228,6 +228,20 @@ class TurnQueue:
         return self.server.requests
 
 
+# pytest-jupyter's plugin is declared suite-wide (for tests/server) and brings two autouse
+# fixtures: one adopts and then closes the current event loop, which here is the loop
+# Playwright's sync API runs, and one cleans up in-process servers on that loop. Browser tests
+# run their server in a subprocess, so they opt out of both.
+@pytest.fixture(autouse=True)
+def jp_asyncio_loop() -> None:
+    return None
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup() -> None:
+    return None
+
+
 @pytest.fixture(scope="session")
 def anthropic() -> Iterator[TurnQueue]:
     turns = TurnQueue()
