@@ -256,6 +256,9 @@ def test_bad_options_and_config_errors_are_clear(start_kernel: Any) -> None:
     assert "--resume needs a value" in run.reply["content"]["evalue"]
     run = kernel.execute("%codelia")
     assert "Give a prompt" in run.reply["content"]["evalue"]
+    usage = kernel.execute("%codelia help").stream_text()
+    assert "--background" in usage
+    assert "%codelia sessions" in usage
     # traitlets refuses a bad %config value (IPython logs the reason); the default stays.
     kernel.execute("%config Codelia.approval_mode = 'yolo'")
     ok = kernel.execute("%config Codelia.model = 'claude-haiku-5-5'\n%codelia config")
