@@ -79,7 +79,9 @@ class OtherPart(_Data):
     payload: Any = None
 
 
-ContentPart = Annotated[TextPart | ImagePart | DocumentPart | OtherPart, Field(discriminator="type")]
+ContentPart = Annotated[
+    TextPart | ImagePart | DocumentPart | OtherPart, Field(discriminator="type")
+]
 content_parts_adapter: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
 
 
