@@ -161,9 +161,8 @@ class NotebookAgent:
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
-            # The python tool (under approval) already reaches the OS through subprocess; a
-            # second shell path would only add another permission surface in a notebook.
-            include_shell=False,
+            # The shell's read-only commands (ls, rg, git status, ...) run without approval in
+            # every mode; everything else it runs asks first, like the python tool.
             extra=extra,
         )
         policy = PermissionPolicy(
