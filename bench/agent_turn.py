@@ -80,6 +80,7 @@ async def measure(server: ScriptedAnthropicServer, n: int, turns: int, home: Pat
     for _ in range(turns):  # interleave so machine noise hits both alike
         bare.append(await bare_turn(client, dicts))
         ours.append(await agent_turn(agent, base))
+    await agent.flush()  # session writes run on a worker thread; finish them before cleanup
     b, a = statistics.median(bare), statistics.median(ours)
     print(
         f"history={n:>5} msgs  bare={b * 1000:7.2f} ms  agent={a * 1000:7.2f} ms  "
