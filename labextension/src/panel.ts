@@ -22,6 +22,9 @@ export const PANEL_ID = 'jp-codelia-panel';
 export const BUSY_FALLBACK_MESSAGE =
   'the kernel is busy; Stop will take effect when the current cell finishes';
 
+const NO_KEY_WARNING =
+  'The kernel has no Anthropic API key: set ANTHROPIC_API_KEY in the environment that starts Jupyter.';
+
 const STATE_LABELS: { [state in ConnectionState]: string } = {
   'no-kernel': 'no kernel',
   connecting: 'connecting…',
@@ -503,10 +506,9 @@ export class CodeliaPanel extends Widget {
     this.kernelLabel.title = `Attached to the kernel of ${context.path}`;
     this.kernelLabel.dataset.state = state;
     if (this.transcript.kernel.apiKeyConfigured === false) {
-      this.setStatus(
-        'The kernel has no Anthropic API key: set ANTHROPIC_API_KEY in the environment that starts Jupyter.',
-        'warning'
-      );
+      this.setStatus(NO_KEY_WARNING, 'warning');
+    } else if (this.statusLine.textContent === NO_KEY_WARNING) {
+      this.setStatus('', 'info');
     }
   }
 

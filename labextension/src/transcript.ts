@@ -252,13 +252,20 @@ export class Transcript {
           ];
         }
         return [{ op: 'kernel', kernel: this.kernel }];
-      case 'run.started':
-        return this.startRun(
+      case 'run.started': {
+        const started = this.startRun(
           message.run_id,
           message.session_id,
           message.prompt,
           message.source
         );
+        if (this.kernel.apiKeyConfigured === false) {
+          // A run could start, so a key was set after the hello (in a cell, or an offline demo).
+          this.kernel = { ...this.kernel, apiKeyConfigured: true };
+          return [{ op: 'kernel', kernel: this.kernel }, ...started];
+        }
+        return started;
+      }
       case 'agent.event': {
         const last = this.lastSeq.get(message.run_id);
         if (typeof message.seq === 'number') {

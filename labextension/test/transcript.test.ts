@@ -502,6 +502,22 @@ describe('todos, usage and runs', () => {
     expect(kinds(t.items)).toEqual(['user']);
   });
 
+  it('takes a started run as proof that a key was set after the hello', () => {
+    const t = Transcript.from([
+      { type: 'hello', protocol: 1, session_id: null, api_key_configured: false }
+    ]);
+    expect(t.kernel.apiKeyConfigured).toBe(false);
+    const changes = t.apply({
+      type: 'run.started',
+      run_id: 'k',
+      session_id: 's',
+      prompt: 'hi',
+      source: 'magic'
+    });
+    expect(changes[0]).toEqual({ op: 'kernel', kernel: t.kernel });
+    expect(t.kernel.apiKeyConfigured).toBe(true);
+  });
+
   it('closes streaming text when the run completes, and reset empties everything', () => {
     const t = Transcript.from([
       started(),
