@@ -209,10 +209,15 @@ def to_anthropic_messages(
     tool_results: list[Block] = []
     pending_reasoning: list[Block] = []
     blocks_of = cache.blocks if cache is not None else _uncached
+    # ids of the turns that hold tool_use / tool_result blocks: the pairing passes look only
+    # at those (and their neighbours), not at every block of a long history.
+    tooly: set[int] = set()
 
     def flush_tool_results() -> None:
         if tool_results:
-            result.append({"role": "user", "content": list(tool_results)})
+            turn = {"role": "user", "content": list(tool_results)}
+            tooly.add(id(turn))
+            result.append(turn)
             tool_results.clear()
 
     for message in messages:
@@ -238,11 +243,14 @@ def to_anthropic_messages(
             blocks = [*pending_reasoning, *blocks_of(message, _assistant_blocks)]
             pending_reasoning = []
             if blocks:
-                result.append({"role": "assistant", "content": blocks})
+                turn = {"role": "assistant", "content": blocks}
+                if message.tool_calls:
+                    tooly.add(id(turn))
+                result.append(turn)
     flush_tool_results()
     if cache is not None:
         cache.sweep()
-    return _drop_orphans(_merge_tool_use_turns(result))
+    return _drop_orphans(_merge_tool_use_turns(result, tooly), tooly)
 
 
 _MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool", "reasoning"})
@@ -252,18 +260,19 @@ def _has_tool_use(message: ApiMessage) -> bool:
     return any(block.get("type") == "tool_use" for block in message["content"])
 
 
-def _merge_tool_use_turns(messages: list[ApiMessage]) -> list[ApiMessage]:
+def _merge_tool_use_turns(messages: list[ApiMessage], tooly: set[int]) -> list[ApiMessage]:
     """Join consecutive assistant messages when the later one calls tools (one turn per reply)."""
     merged: list[ApiMessage] = []
     for message in messages:
         previous = merged[-1] if merged else None
         if (
             previous is not None
+            and id(message) in tooly
             and previous["role"] == "assistant"
             and message["role"] == "assistant"
-            and _has_tool_use(message)
         ):
             previous["content"] = previous["content"] + message["content"]
+            tooly.add(id(previous))
         else:
             merged.append(message)  # built fresh by to_anthropic_messages: no copy needed
     return merged
@@ -274,10 +283,15 @@ def _is_empty(message: ApiMessage) -> bool:
     return all(b.get("type") in _REPLAYED_REASONING_TYPES for b in message["content"])
 
 
-def _drop_orphans(messages: list[ApiMessage]) -> list[ApiMessage]:
-    """Keep only tool_use / tool_result pairs that meet in adjacent messages."""
+def _drop_orphans(messages: list[ApiMessage], tooly: set[int]) -> list[ApiMessage]:
+    """Keep only tool_use / tool_result pairs that meet in adjacent messages.
+
+    ``tooly``: ids of the messages that may hold tool_use / tool_result blocks.
+    """
     dropped: set[int] = set()
-    for index, message in enumerate(messages):
+    marked = [i for i, m in enumerate(messages) if id(m) in tooly]
+    for index in marked:
+        message = messages[index]
         if message["role"] != "assistant" or not _has_tool_use(message):
             continue
         following = messages[index + 1] if index + 1 < len(messages) else None
@@ -301,7 +315,8 @@ def _drop_orphans(messages: list[ApiMessage]) -> list[ApiMessage]:
             if not following["content"]:
                 dropped.add(index + 1)
     # A tool_result with no tool_use right before it is an orphan too.
-    for index, message in enumerate(messages):
+    for index in marked:
+        message = messages[index]
         if message["role"] != "user" or index in dropped:
             continue
         previous = messages[index - 1] if index > 0 else None
@@ -312,6 +327,8 @@ def _drop_orphans(messages: list[ApiMessage]) -> list[ApiMessage]:
             message["content"] = kept
             if not kept:
                 dropped.add(index)
+    if not dropped:
+        return messages
     return [m for i, m in enumerate(messages) if i not in dropped]
 
 
