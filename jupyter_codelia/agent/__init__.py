@@ -8,6 +8,7 @@ from typing import Any
 
 from ..llm.base import ChatModel
 from ._agent import Agent, AgentRunError, SessionStateHook, UsageTotals
+from ._compaction import CompactionConfig
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, ConfirmResponse
 from ._retry import RetryConfig
@@ -16,6 +17,7 @@ __all__ = [
     "Agent",
     "AgentRunError",
     "ChatModel",
+    "CompactionConfig",
     "ConfirmCallback",
     "ConfirmResponse",
     "PermissionPolicy",

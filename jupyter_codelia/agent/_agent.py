@@ -44,6 +44,7 @@ from ..llm.messages import (
 )
 from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_call
 from . import events as ev
+from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder
 from ._persistence import RunLogHandle, SessionWriter
@@ -63,6 +64,7 @@ MAX_ITERATIONS_PROMPT = (
     "a concise summary for the user: what was done, what is still pending, any blockers, and "
     "(optionally) short next steps. Do not mention internal agent mechanics."
 )
+CONTINUE_PROMPT = "Continue the task from where you left off, using the summary above."
 _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
@@ -138,6 +140,7 @@ class Agent:
         dependency_overrides: dict[str, Callable[[], Any]] | None = None,
         state_hooks: Sequence[SessionStateHook] = (),
         retry: RetryConfig | None = None,
+        compaction: CompactionConfig | None = _DEFAULT,
         client_name: str = "jupyter-codelia",
     ) -> None:
         if max_iterations < 1:
@@ -160,6 +163,9 @@ class Agent:
             *state_hooks,
         ]
         self.retry = retry or RetryConfig()
+        self.compaction: CompactionConfig | None = (
+            CompactionConfig() if compaction is _DEFAULT else compaction
+        )
         self.client_name = client_name
         self.history: list[Any] = []
         self.usage = UsageTotals()
@@ -384,6 +390,7 @@ class Agent:
                 for text in texts:
                     self._emit(run, ev.TextEvent(content=text))
             if not calls:
+                await self._maybe_compact(run, mid_turn=self.require_done_tool)
                 if not self.require_done_tool:
                     final = "\n".join(texts).strip()
                     self._emit(run, ev.FinalEvent(content=final))
@@ -395,6 +402,7 @@ class Agent:
                     final = finished if finished else "\n".join(texts).strip()
                     self._emit(run, ev.FinalEvent(content=final))
                     return final
+            await self._maybe_compact(run, mid_turn=True)
             if time.monotonic() - run.last_save >= _SAVE_INTERVAL_S:
                 self._save_state(run)
         final = MAX_ITERATIONS_PREFIX + await self._summary(run)
@@ -540,7 +548,13 @@ class Agent:
         return completion
 
     async def _invoke_with_retries(
-        self, run: _Run, messages: list[Any], tools: list[Any] | None, choice: str | None
+        self,
+        run: _Run,
+        messages: list[Any],
+        tools: list[Any] | None,
+        choice: str | None,
+        *,
+        stream: bool = True,
     ) -> ChatInvokeCompletion:
         attempts = max(1, self.retry.max_attempts)
         for attempt in range(1, attempts + 1):
@@ -549,8 +563,12 @@ class Agent:
                     list(messages),
                     tools=tools,
                     tool_choice=choice,
-                    on_text_delta=lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)),
-                    on_reasoning_delta=lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)),
+                    on_text_delta=(lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)))
+                    if stream
+                    else None,
+                    on_reasoning_delta=(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
+                    if stream
+                    else None,
                     signal=run.signal,
                 )
             except LlmError as exc:
@@ -612,6 +630,42 @@ class Agent:
                 context_left_percent=left,
             ),
         )
+
+    async def _maybe_compact(self, run: _Run, *, mid_turn: bool) -> None:
+        """Summarise the history when the last call filled the context window (see _compaction)."""
+        config = self.compaction
+        if config is None or not config.should_compact(
+            self.usage.last_total_tokens, self.llm.context_limit()
+        ):
+            return
+        self._emit(run, ev.CompactionStartEvent())
+        request = prepare_request(repair_history(self.history), config)
+        compacted = False
+        if request is not None:
+            try:
+                completion = await self._invoke_with_retries(
+                    run, request, None, "none", stream=False
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("compaction failed; keeping the full history")
+            else:
+                self._account(run, completion)
+                reply = "\n".join(
+                    text_projection(m.content)
+                    for m in completion.messages
+                    if isinstance(m, AssistantMessage) and m.content
+                )
+                retain, summary = parse_reply(reply)
+                if summary:
+                    self.history = rebuild(self.history, retain, summary, config)
+                    if mid_turn and not isinstance(self.history[-1], UserMessage):
+                        self.history.append(UserMessage(content=CONTINUE_PROMPT))
+                    self._logged_upto = len(self.history)
+                    self.usage.last_total_tokens = 0
+                    compacted = True
+        self._emit(run, ev.CompactionCompleteEvent(compacted=compacted))
 
     async def _summary(self, run: _Run) -> str:
         messages = [*repair_history(self.history), UserMessage(content=MAX_ITERATIONS_PROMPT)]
