@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
@@ -165,25 +166,30 @@ def _subshell(kernel: Any) -> str:
     return str(reply_msg["content"]["subshell_id"])
 
 
-def _execute_on_subshell(kernel: Any, subshell_id: str, code: str) -> str:
-    content = {"code": code, "silent": False, "store_history": False, "allow_stdin": False}
+def _control_on_subshell(kernel: Any, subshell_id: str, request: dict[str, Any], out: Any) -> Any:
+    """Call bridge.control() in a silent execute_request on a subshell; returns its response.
+
+    The response is written to a file rather than read from an execute_result: IPython's
+    display machinery is shared with the busy main cell, so results from a second thread are not
+    reliably parented to the subshell's request, while the call itself is what is under test.
+    """
+    control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+    code = f"open({str(out)!r}, 'w').write({control}({json.dumps(request)!r}))"
+    content = {"code": code, "silent": True, "store_history": False, "allow_stdin": False}
     msg = kernel.kc.session.msg("execute_request", content)
     msg["header"]["subshell_id"] = subshell_id
     kernel.kc.shell_channel.send(msg)
-    msg_id = msg["header"]["msg_id"]
     deadline = time.monotonic() + 90  # generous: shared CI machines can be slow
     while time.monotonic() < deadline:
         kernel.drain(0.02)
-        for item in kernel.iopub:
-            if (
-                item["parent_header"].get("msg_id") == msg_id
-                and item["msg_type"] == "execute_result"
-            ):
-                return str(item["content"]["data"]["text/plain"])
-    raise AssertionError("no result from the subshell")
+        if out.exists() and out.read_text():
+            return json.loads(out.read_text())
+    raise AssertionError(f"control() on the subshell did not answer {request['type']}")
 
 
-def test_control_on_a_subshell_cancels_a_busy_blocking_cell(start_kernel: Any) -> None:
+def test_control_on_a_subshell_cancels_a_busy_blocking_cell(
+    start_kernel: Any, tmp_path: Path
+) -> None:
     slow = reply(text("chunk " * 6000), delay_s=0.02)  # minutes long: cancelled well before
     with ScriptedAnthropicServer([slow]) as server:
         kernel = start_kernel(server.url)
@@ -195,14 +201,12 @@ def test_control_on_a_subshell_cancels_a_busy_blocking_cell(start_kernel: Any) -
         def cancel_when_streaming(k: Any) -> None:
             if responses or "chunk chunk" not in k.html_text():
                 return
-            state_json = json.dumps({"type": "state.get", "request_id": "s1"})
-            state = json.loads(
-                eval(_execute_on_subshell(k, subshell, f"{control}({state_json!r})"))
+            state = _control_on_subshell(
+                k, subshell, {"type": "state.get", "request_id": "s1"}, tmp_path / "state.json"
             )
             run_id = state["result"]["active_run"]["run_id"]
-            cancel_json = json.dumps({"type": "run.cancel", "request_id": "c1", "run_id": run_id})
-            raw = _execute_on_subshell(k, subshell, f"{control}({cancel_json!r})")
-            responses.append(json.loads(eval(raw)))
+            cancel = {"type": "run.cancel", "request_id": "c1", "run_id": run_id}
+            responses.append(_control_on_subshell(k, subshell, cancel, tmp_path / "cancel.json"))
 
         run = kernel.execute("%%codelia\nwrite a lot", during=cancel_when_streaming)
         assert responses == [{"type": "response", "request_id": "c1", "ok": True, "result": {}}]
