@@ -344,36 +344,36 @@ export class CodeliaConnection implements IDisposable {
     kernel: Kernel.IKernelConnection,
     payload: JSONObject
   ): Promise<JSONObject> {
-    let response: KernelMessage | null = null;
-    let failure: string | null = null;
+    // The call goes in user_expressions, answered in the execute_reply of this very request:
+    // an execute_result from a subshell thread is not reliably parented while a cell is busy.
     const future = kernel.requestExecute(
       {
-        code: controlCode(payload),
-        silent: false,
+        code: '',
+        silent: true,
         store_history: false,
         allow_stdin: false,
-        stop_on_error: false
+        stop_on_error: false,
+        user_expressions: { response: controlCode(payload) }
       },
       true
     );
-    future.onIOPub = msg => {
-      if (JupyterMessage.isExecuteResultMsg(msg)) {
-        response = parseControlResult(msg.content.data as JSONObject);
-      } else if (JupyterMessage.isErrorMsg(msg)) {
-        failure = `${msg.content.ename}: ${msg.content.evalue}`;
+    const reply = await future.done;
+    const expressions = (reply.content as { user_expressions?: JSONObject })
+      .user_expressions;
+    const outcome = expressions?.response as
+      { status?: string; data?: JSONObject; ename?: string; evalue?: string } | undefined;
+    if (outcome?.status === 'ok' && outcome.data) {
+      const answer = parseControlResult(outcome.data);
+      if (answer && answer.type === 'response') {
+        if (answer.ok) {
+          return answer.result ?? {};
+        }
+        throw new CodeliaRequestError(answer.error ?? 'request failed');
       }
-    };
-    await future.done;
-    const answer = response as KernelMessage | null;
-    if (answer && answer.type === 'response') {
-      if (answer.ok) {
-        return answer.result ?? {};
-      }
-      throw new CodeliaRequestError(answer.error ?? 'request failed');
     }
     throw new CodeliaRequestError(
-      failure
-        ? `the kernel could not run the control request (${failure})`
+      outcome?.status === 'error'
+        ? `the kernel could not run the control request (${outcome.ename}: ${outcome.evalue})`
         : 'the kernel returned no response to the control request'
     );
   }
