@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import platform
@@ -26,7 +25,7 @@ from pydantic import BaseModel
 
 from .. import __version__
 from .._redact import redact_secrets
-from .._text import js_round, utf8_len
+from .._text import clip_utf8, js_round
 from ..llm.base import ChatModel, LlmError
 from ..llm.messages import (
     AssistantMessage,
@@ -46,7 +45,7 @@ from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_
 from . import events as ev
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
-from ._permission_hook import ConfirmCallback, PermissionHookBuilder
+from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import RunLogHandle, SessionWriter
 from ._retry import RetryConfig
 
@@ -176,7 +175,6 @@ class Agent:
         self._restored = session_id is None
         self._system_added = False
         self._running = False
-        self._last_context_left: int | None = None
         self._logged_upto = 0
         self._writer = SessionWriter(session_store) if session_store is not None else None
         for hook in self.state_hooks:
@@ -443,20 +441,14 @@ class Agent:
             run,
             ev.ToolCallEvent(
                 tool=name,
-                args=_parse_args(call.function.arguments),
+                args=_event_args(call.function.arguments),
                 raw_args=call.function.arguments,
                 tool_call_id=call.id,
             ),
         )
         started = time.monotonic()
-        try:
-            execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a failure outside the tool itself (e.g. in a hook helper)
-            from ..tools._executor import ERROR_PREFIX, ToolExecution, error_message
-
-            execution = ToolExecution(error_message(call, f"{ERROR_PREFIX}{exc}"))
+        # The executor turns every failure, the permission hook's included, into a message.
+        execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
         raw = _redact_message(execution.message)
         processed = self.output_cache.process(raw) if self.output_cache is not None else raw
         self.history.append(processed)
@@ -472,8 +464,8 @@ class Agent:
             output_ref=processed.output_ref.dump() if processed.output_ref else None,
         )
         parts = (
-            [p.dump() for p in processed.content if not isinstance(p, str)]
-            if has_non_text_part(processed.content) and isinstance(processed.content, list)
+            [p.dump() for p in processed.content]
+            if isinstance(processed.content, list) and has_non_text_part(processed.content)
             else None
         )
         self._emit(
@@ -613,7 +605,6 @@ class Agent:
                 100 if usage.total_tokens <= 0 else js_round((1 - usage.total_tokens / limit) * 100)
             )
             left = min(100, max(0, left))
-        self._last_context_left = left
         self._emit(
             run,
             ev.UsageEvent(
@@ -717,18 +708,15 @@ def _redact_message(message: ToolMessage) -> ToolMessage:
     return message if clean == content else message.model_copy(update={"content": clean})
 
 
-def _parse_args(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_raw": raw}
+def _event_args(raw: str) -> dict[str, Any]:
+    """The ``tool_call`` event's args: the parsed object, else ``{"_raw": raw}``."""
+    args = parse_tool_args(raw)
+    return args if args is not None else {"_raw": raw}
 
 
 def _clip_for_log(text: str) -> str:
-    if utf8_len(text) <= _RAW_LOG_LIMIT:
-        return text
-    return text.encode("utf-8")[:_RAW_LOG_LIMIT].decode("utf-8", errors="ignore") + "\n[clipped]"
+    clipped = clip_utf8(text, _RAW_LOG_LIMIT)
+    return clipped if clipped is text else clipped + "\n[clipped]"
 
 
 def _title_of(history: list[Any]) -> str | None:

@@ -65,7 +65,7 @@ class PermissionHookBuilder:
 
     async def _decide(self, call: ToolCall, raw_args: str, ctx: ToolContext) -> PermissionDecision:
         name = call.function.name
-        args = _args_dict(raw_args)
+        args = parse_tool_args(raw_args)
         evaluation = self.policy.evaluate(name, args)
         if evaluation.kind == "allow":
             return PermissionDecision.allow()
@@ -156,7 +156,8 @@ class PermissionHookBuilder:
         )
 
 
-def _args_dict(raw: str) -> dict[str, Any] | None:
+def parse_tool_args(raw: str) -> dict[str, Any] | None:
+    """A call's raw JSON arguments as an object (``""`` → ``{}``), or None when they are not one."""
     try:
         value = json.loads(raw) if raw.strip() else {}
     except ValueError:
