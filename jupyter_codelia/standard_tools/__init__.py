@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..tools import Tool, done_tool
+from .todos import TODO_SESSION_KEY
 
 if TYPE_CHECKING:
     from ..cache import ToolOutputCacheStore
@@ -29,7 +30,7 @@ ApprovalMode = Literal["minimal", "trusted", "full-access"]
 class TodoSessionHook:
     """Keeps the todo list of the agent's current session and saves it in snapshot meta."""
 
-    META_KEY = "codelia_todos"
+    META_KEY = TODO_SESSION_KEY
 
     def __init__(self, store: TodoStore) -> None:
         self.store = store
