@@ -443,3 +443,8 @@ async def test_a_second_concurrent_run_is_refused(
         await agent.run("two")
     async for _ in stream:
         pass
+
+
+def test_max_iterations_below_one_is_refused(chat: AnthropicChat) -> None:
+    with pytest.raises(ValueError, match="max_iterations must be at least 1"):
+        Agent(chat, [], max_iterations=0)
