@@ -1,8 +1,8 @@
 """The ``%codelia`` / ``%%codelia`` magics: option parsing, subcommands and running turns.
 
 ``%load_ext jupyter_codelia`` calls :func:`register`, which only defines the magics, the
-``Codelia`` configurable and the ``codelia`` comm target; the agent, the SDK and the widgets
-load on the first run.
+``Codelia`` configurable and the ``codelia`` comm target, then starts loading the agent, the SDK
+and the widgets on a background thread (``_warmup``) so the first run does not pay for them.
 """
 
 from __future__ import annotations
@@ -174,6 +174,9 @@ class CodeliaMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _run(self, options: MagicOptions, prompt: str) -> Any:
+        from . import _warmup
+
+        _warmup.wait()
         nb = self.notebook_agent
         settings = nb.settings(
             model=options.model,
@@ -215,8 +218,6 @@ def run_with_panel(
     nb: NotebookAgent, agent: Any, prompt: str, model: str, *, background: bool
 ) -> Any:
     """Show a panel in the cell output and run the turn blocking or in the background."""
-    from IPython.display import display
-
     from .panel import RunPanel
 
     mode: Literal["blocking", "background"] = "background" if background else "blocking"
@@ -233,7 +234,7 @@ def run_with_panel(
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
     )
-    display(panel.widget)
+    panel.show()
     if background:
         return nb.start_background(agent, prompt, panel)
     result = nb.run_blocking(agent, prompt, panel)
@@ -284,9 +285,11 @@ def _traits(shell: Any) -> Codelia:
 def register(shell: Any) -> None:
     traits = _traits(shell)
     shell.register_magics(CodeliaMagics(shell, traits))
+    from . import _warmup
     from .bridge import register_comm_target
 
     register_comm_target(shell)
+    _warmup.start()
 
 
 def unregister(shell: Any) -> None:

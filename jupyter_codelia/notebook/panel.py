@@ -7,6 +7,10 @@ button. Streaming text is coalesced: at most one widget update per ``flush_inter
 (``flush_pending`` is called by the driver's clock), and long answers are sealed into paragraph
 chunks so every update stays small.
 
+When the run ends (:meth:`finish`), a panel shown with :meth:`show` turns into static rich
+output (see ``_static``) and closes all its widgets, so the saved notebook keeps the run and
+the kernel keeps nothing of it.
+
 The panel never touches the agent: Stop and approval clicks go to the callbacks it was given.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,7 +27,7 @@ from typing import Any, Literal
 import ipywidgets as widgets
 
 from ..agent import events as ev
-from . import renderers
+from . import _static, renderers
 from ._describe import clip_chars
 
 FLUSH_INTERVAL = 0.05
@@ -100,6 +105,12 @@ class RunPanel:
         self._cards: dict[str, _ToolCard] = {}
         self._approvals: dict[str, _ApprovalCard] = {}
         self._previews: dict[str, str] = {}
+        self._transcript: list[str] = []
+        self._todos_markdown = ""
+        """The run as markdown, for the static output's ``text/markdown`` fallback."""
+        self._final_text = ""
+        self._display_id: str | None = None
+        self._frame: widgets.Output | None = None
 
         self.header = widgets.HTML(value=self._header_html())
         self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
@@ -142,6 +153,23 @@ class RunPanel:
 
         display(self.widget)
 
+    def show(self) -> None:
+        """Display the live panel so that :meth:`finish` can replace it with static output.
+
+        A blocking run replaces its output by display id while the cell is still executing. A
+        background run ends after its cell finished, when front ends no longer route output
+        updates to that cell, so its panel sits in an ``Output`` widget whose content is swapped.
+        """
+        from IPython.display import display
+
+        if self.mode == "blocking":
+            self._display_id = uuid.uuid4().hex
+            display(self.widget, display_id=self._display_id)
+        else:
+            self._frame = widgets.Output()
+            display(self._frame)
+            self._frame.append_display_data(self.widget)
+
     def _header_html(self) -> str:
         return renderers.header_html(
             model=self.model,
@@ -178,6 +206,7 @@ class RunPanel:
 
     def show_error(self, message: str) -> None:
         self.flush_pending(force=True)
+        self._transcript.append(f"**Error:** {message}")
         self.error.value = (
             '<div style="color:#d93025;white-space:pre-wrap"><b>Error:</b> '
             f"{renderers.escape(message)}</div>"
@@ -194,6 +223,36 @@ class RunPanel:
             for button in card.buttons:
                 button.disabled = True
         self.set_status(status)
+        if self._display_id is not None or self._frame is not None:
+            self._become_static()
+
+    def static_bundle(self) -> dict[str, Any]:
+        """The panel as a display bundle (HTML, first image, markdown, text) at this moment."""
+        header = (
+            f"**codelia** · {self.model} · {self.status} · "
+            f"{renderers.format_tokens(self.input_tokens)} in / "
+            f"{renderers.format_tokens(self.output_tokens)} out"
+        )
+        todos = [] if self.todos.layout.display == "none" else [self._todos_markdown]
+        markdown = "\n\n".join([header, *todos, *self._transcript])
+        plain = f"codelia run {self.status}: {clip_chars(self._final_text, 300)}".rstrip(": ")
+        return _static.mime_bundle(_static.to_static(self.widget), markdown=markdown, plain=plain)
+
+    def _become_static(self) -> None:
+        """Swap the live widgets for static output, close them all and drop their content."""
+        bundle = self.static_bundle()
+        if self._display_id is not None:
+            _static.display_static(self._display_id, bundle)
+        if self._frame is not None:
+            self._frame.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+        _static.close_tree(self.widget)
+        self.body.children = ()
+        self.widget.children = ()
+        self._cards.clear()
+        self._approvals.clear()
+        self._previews.clear()
+        self._transcript.clear()
+        self._segment = None
 
     # ------------------------------------------------------------------ events
 
@@ -203,6 +262,8 @@ class RunPanel:
             self._stream(event.delta)
         elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
             self._complete_text(event.content)
+            if isinstance(event, ev.FinalEvent):
+                self._final_text = event.content
         elif isinstance(event, ev.ReasoningEvent):
             self._end_segment()
             self._append(
@@ -244,9 +305,11 @@ class RunPanel:
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.value = renderers.todos_to_html(todos)
         self.todos.layout.display = None
+        self._todos_markdown = renderers.todos_to_markdown(todos)
 
     def _notice(self, text: str) -> None:
         self._end_segment()
+        self._transcript.append(f"_{text}_")
         self._append(
             widgets.HTML(
                 value=f'<div style="color:#777;font-size:12px">{renderers.escape(text)}</div>'
@@ -302,6 +365,8 @@ class RunPanel:
         self._append(segment.live)
 
     def _complete_text(self, content: str) -> None:
+        if content.strip():
+            self._transcript.append(content)
         segment = self._segment
         streamed = "" if segment is None else "".join(segment.sealed_text) + segment.live_text
         if segment is not None and streamed.strip() == content.strip():
@@ -309,10 +374,11 @@ class RunPanel:
             self.flush_pending(force=True)
         elif content.strip():
             if segment is not None:
-                gone = {id(w) for w in segment.sealed}
-                if segment.live is not None:
-                    gone.add(id(segment.live))
+                removed = [*segment.sealed, *([segment.live] if segment.live is not None else [])]
+                gone = {id(w) for w in removed}
                 self.body.children = tuple(c for c in self.body.children if id(c) not in gone)
+                for widget in removed:
+                    _static.close_tree(widget)
             self._append(widgets.HTML(value=renderers.markdown_to_html(content)))
         self._segment = None
         self._dirty = False
@@ -341,6 +407,7 @@ class RunPanel:
         box.add_class("codelia-tool-card")
         card = _ToolCard(tool=event.tool, box=box, header=header, summary=summary)
         header.value = _card_header(card)
+        self._transcript.append(f"- **{event.tool}**" + (f" `{summary}`" if summary else ""))
         self._cards[event.tool_call_id] = card
         self._append(box)
 
@@ -358,6 +425,7 @@ class RunPanel:
         diff = renderers.diff_of_result(event.tool, event.result)
         if diff is not None:
             extra.append(widgets.HTML(value=renderers.diff_to_html(diff)))
+            self._transcript.append(f"```diff\n{diff.rstrip()}\n```")
         for image in _images_of(event.parts or []):
             extra.append(image)
         text = clip_chars(event.result, MAX_RESULT_CHARS)
@@ -441,6 +509,7 @@ class RunPanel:
             text += f": {event.reason}"
         colour = "#d93025" if event.decision == "deny" else "#188038"
         card.outcome.value = f'<b style="color:{colour}">{renderers.escape(text)}</b>'
+        self._transcript.append(f"- approval: {text}")
         if self.status == "awaiting approval":
             self.set_status("running")
 

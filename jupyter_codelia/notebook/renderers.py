@@ -92,6 +92,19 @@ def todos_to_html(todos: list[dict[str, Any]]) -> str:
     )
 
 
+def todos_to_markdown(todos: list[dict[str, Any]]) -> str:
+    """The todo list as a markdown checklist (the static output's text fallback)."""
+    if not todos:
+        return "Todos: none."
+    lines = ["**Todos**"]
+    for todo in todos:
+        status = str(todo.get("status", "pending"))
+        box = "[x]" if status == "completed" else "[ ]"
+        suffix = " (in progress)" if status == "in_progress" else ""
+        lines.append(f"- {box} {todo.get('content', '')}{suffix}")
+    return "\n".join(lines)
+
+
 def args_summary(tool: str, args: dict[str, Any], *, limit: int = 90) -> str:
     """A one-line summary of a call's arguments for the card header."""
     for key in ("file_path", "path", "url", "query", "pattern", "name", "command"):

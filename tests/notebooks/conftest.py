@@ -93,3 +93,19 @@ def run_notebook(tmp_path: Path) -> Any:
         return execute_notebook(name, tmp_path)
 
     return run
+
+
+@pytest.fixture
+def run_cells(tmp_path: Path) -> Any:
+    """``run_cells("%load_ext jupyter_codelia", ...)`` executes new code cells offline in
+    ``tmp_path`` (nbclient, a real kernel) and returns the executed notebook."""
+
+    def run(*sources: str) -> Any:
+        home = tmp_path / "home"
+        home.mkdir(exist_ok=True)
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+        client = NotebookClient(nb, timeout=240, kernel_name="python3")
+        client.execute(env=offline_env(home), cwd=str(tmp_path))
+        return nb
+
+    return run

@@ -1,0 +1,161 @@
+"""A working day in one kernel: 150 ``%%codelia`` runs headless, and what they leave behind.
+
+Each run is a small exchange with a scripted model (one short ``python`` call, then an answer),
+executed cell by cell with nbclient as a front end would. It prints, from the same run:
+
+* kernel RSS after the first run (imports paid), after run 60 and after run 150, and the growth
+  (target: at most 30 MB over the 150 runs);
+* live ipywidgets in the kernel after the last run (target: at most 10);
+* the saved notebook's size, with the widget state a front end saves (the models still open)
+  and with every model ever opened (nbclient's own store), target: at most 1 MB;
+* time per run around run 10 and around run 150 (medians of ten runs) and their ratio (target:
+  at most 1.3x);
+* the first run after ``%load_ext`` (with a 3 s pause, as a person typing) against a warm run
+  (target: at most 1.5x);
+* the agent's history (messages and JSON size) after runs 60 and 150.
+
+    python bench/long_session.py [--runs 150]
+
+To measure another checkout, put it first on PYTHONPATH (the kernel inherits it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+from jupyter_codelia.testing import RecordedRequest, ScriptedAnthropicServer, reply, text, tool_use
+
+MB = 1024 * 1024
+PROBE = (
+    "import gc as _gc, json as _json, psutil as _ps, ipywidgets as _w\n"
+    "_gc.collect()\n"
+    "_nb = getattr(get_ipython(), '_codelia_notebook_agent', None)\n"
+    "_agent = _nb.agent if _nb is not None else None\n"
+    "_hist = list(_agent.history) if _agent is not None else []\n"
+    "print(_json.dumps({'rss': _ps.Process().memory_info().rss,\n"
+    "    'widgets': len(_w.widgets.widget._instances), 'history': len(_hist),\n"
+    "    'history_bytes': sum(len(m.model_dump_json()) for m in _hist)}))\n"
+    "del _hist, _agent, _nb"
+)
+
+
+def answer(request: RecordedRequest) -> Any:
+    """Call python once per prompt, then answer; the prompt number comes back in the answer."""
+    last = request.messages[-1] if request.messages else {}
+    content = last.get("content")
+    if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
+        return reply(text("Done: the value is **2**."))
+    return reply(text("Let me check."), tool_use("python", {"code": "x = 1 + 1\nprint(x)"}))
+
+
+class FrontEndClient(NotebookClient):
+    """nbclient that also forgets closed widget models, as JupyterLab's widget manager does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.closed_state: dict[str, Any] = {}
+
+    def handle_comm_msg(self, outs: list[Any], msg: dict[str, Any], cell_index: int) -> None:
+        super().handle_comm_msg(outs, msg, cell_index)
+        if msg["msg_type"] == "comm_close":
+            comm_id = msg["content"]["comm_id"]
+            state = self.widget_state.pop(comm_id, None)
+            self.widget_buffers.pop(comm_id, None)
+            if state is not None:
+                self.closed_state[comm_id] = state
+
+
+def run_seconds(cell: Any) -> float:
+    timing = cell.metadata["execution"]
+    start = datetime.fromisoformat(timing["iopub.execute_input"].replace("Z", "+00:00"))
+    end = datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+    return (end - start).total_seconds()
+
+
+def probe_of(cell: Any) -> dict[str, int]:
+    out = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=150)
+    args = parser.parse_args()
+    runs = args.runs
+    checkpoints = {1, 60, runs}
+    with (
+        tempfile.TemporaryDirectory(prefix="codelia-long-") as tmp,
+        ScriptedAnthropicServer(answer) as server,
+    ):
+        home = Path(tmp) / "home"
+        home.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(
+            JUPYTER_CODELIA_HOME=str(home),
+            ANTHROPIC_API_KEY="bench-key",
+            ANTHROPIC_BASE_URL=server.url,
+            MPLBACKEND="Agg",
+        )
+        cells = [nbformat.v4.new_code_cell(PROBE)]  # a fresh kernel
+        cells.append(nbformat.v4.new_code_cell("%load_ext jupyter_codelia"))
+        cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)  # a person typing"))
+        run_cells: list[int] = []
+        probe_cells: dict[int, int] = {0: 0}
+        for i in range(1, runs + 1):
+            run_cells.append(len(cells))
+            prompt = f"%%codelia --approval-mode full-access\nrun {i}: compute 1 + 1"
+            cells.append(nbformat.v4.new_code_cell(prompt))
+            if i in checkpoints:
+                probe_cells[i] = len(cells)
+                cells.append(nbformat.v4.new_code_cell(PROBE))
+        nb = nbformat.v4.new_notebook(cells=cells)
+        client = FrontEndClient(nb, timeout=120, kernel_name="python3", record_timing=True)
+        client.execute(env=env, cwd=tmp)
+        saved = Path(tmp) / "long.ipynb"
+        nbformat.write(nb, saved)
+        live_bytes = saved.stat().st_size
+        client.widget_state.update(client.closed_state)
+        client.set_widgets_metadata()
+        nbformat.write(nb, saved)
+        every_bytes = saved.stat().st_size
+
+    probes = {i: probe_of(nb.cells[index]) for i, index in probe_cells.items()}
+    times = [run_seconds(nb.cells[index]) for index in run_cells]
+    early = statistics.median(times[5:15])
+    late = statistics.median(times[-10:])
+    first = times[0]
+    rss = {i: p["rss"] / MB for i, p in probes.items()}
+    print(f"{runs} runs (one python call each, scripted model, nbclient headless)")
+    print(f"kernel RSS: fresh {rss[0]:.0f} MB, after run 1 {rss[1]:.0f} MB, ", end="")
+    print(f"after run 60 {rss.get(60, float('nan')):.0f} MB, after run {runs} {rss[runs]:.0f} MB")
+    growth = rss[runs] - rss[1]
+    print(f"RSS growth runs 1..{runs}: {growth:.1f} MB ({growth / max(runs - 1, 1):.2f} MB/run)")
+    print("  target <= 30 MB")
+    print(f"live ipywidgets after run {runs}: {probes[runs]['widgets']} (target <= 10)")
+    print(f"saved notebook, front-end widget state (open models): {live_bytes / MB:.2f} MB")
+    print(f"saved notebook, every model ever opened (nbclient store): {every_bytes / MB:.2f} MB")
+    print("  target <= 1 MB")
+    print(f"time per run: runs 6-15 median {early * 1000:.0f} ms, ", end="")
+    print(f"last 10 median {late * 1000:.0f} ms")
+    print(f"ratio late / early: {late / early:.2f}x (target <= 1.3x)")
+    print(f"first run after %load_ext + 3 s pause: {first * 1000:.0f} ms")
+    print(f"ratio first / warm: {first / early:.2f}x (target <= 1.5x)")
+    for i in sorted(probes):
+        if i:
+            p = probes[i]
+            print(f"agent history after run {i}: {p['history']} messages, ", end="")
+            print(f"{p['history_bytes'] / 1024:.0f} KiB as JSON")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Paying the first run's cold start early: heavy imports on a background thread.
+
+``%load_ext`` must stay fast, so it imports nothing heavy; but a person then spends seconds
+typing the first prompt, and without this the first ``%%codelia`` would pay for the Anthropic
+SDK, the pydantic models, the widgets, markdown and pygments inside the run. :func:`start`
+loads them on a daemon thread right after the extension is loaded; :func:`wait` is called
+before a run, so a run never imports concurrently with the warm-up (no half-initialised
+modules seen from two threads).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+
+log = logging.getLogger("jupyter_codelia.notebook")
+
+WARM_MODULES = (
+    "anthropic",
+    "jupyter_codelia.llm.anthropic",
+    "jupyter_codelia.agent",
+    "jupyter_codelia.agent.permissions",
+    "jupyter_codelia.session",
+    "jupyter_codelia.cache",
+    "jupyter_codelia.standard_tools",
+    "jupyter_codelia.standard_tools.files",
+    "jupyter_codelia.standard_tools.output_cache",
+    "jupyter_codelia.standard_tools.todos",
+    "jupyter_codelia.standard_tools.web",
+    "jupyter_codelia.standard_tools.shell",
+    "jupyter_codelia.notebook.kernel_tools",
+    "jupyter_codelia.notebook.runner",
+    "jupyter_codelia.notebook.panel",
+    "pygments.lexers.diff",
+    "pygments.lexers.python",
+    "pygments.formatters.html",
+)
+
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+def start() -> None:
+    """Begin warming on a daemon thread (once per process)."""
+    global _thread
+    with _lock:
+        if _thread is not None:
+            return
+        _thread = threading.Thread(target=_warm, name="codelia-warmup", daemon=True)
+        _thread.start()
+
+
+def wait(timeout: float | None = None) -> None:
+    """Block until the warm-up (if started) has finished."""
+    thread = _thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout)
+
+
+def _warm() -> None:
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # a broken optional import shows up, with its message, in the run
+            log.debug("warm-up import of %s failed", name, exc_info=True)
+            return
+    try:
+        from . import renderers
+
+        renderers.markdown_to_html("*warm*")  # builds the markdown parser once
+        renderers.diff_to_html("+warm\n")
+        _warm_sdk_client()
+        _warm_tool_schemas()
+    except Exception:
+        log.debug("warm-up of the renderers or the SDK failed", exc_info=True)
+
+
+def _warm_tool_schemas() -> None:
+    """Build (and drop) the standard tools once: pydantic caches the schema pieces they share."""
+    import tempfile
+
+    from ..standard_tools import standard_tools
+
+    with tempfile.TemporaryDirectory(prefix="codelia-warmup-") as scratch:
+        standard_tools(scratch, cache_dir=scratch)
+
+
+def _warm_sdk_client() -> None:
+    """Build (and drop) an SDK client: its lazily loaded resources are imported now."""
+    from anthropic import AsyncAnthropic
+
+    client = AsyncAnthropic(api_key="warm-up-only", base_url="http://127.0.0.1:9")
+    _ = client.messages
