@@ -1,0 +1,73 @@
+"""A finished run leaves static output and no live widgets, panel or event list in the kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+LEFTOVERS = (
+    "import gc, ipywidgets\n"
+    "from jupyter_codelia.notebook.panel import RunPanel\n"
+    "from jupyter_codelia.agent import events\n"
+    "gc.collect()\n"
+    "panels = sum(isinstance(o, RunPanel) for o in gc.get_objects())\n"
+    "evs = sum(isinstance(o, events.ToolResultEvent) for o in gc.get_objects())\n"
+    "print(len(ipywidgets.widgets.widget._instances), panels, evs)"
+)
+
+
+def _script() -> list[Any]:
+    return [
+        reply(text("Checking."), tool_use("python", {"code": "print(40 + 2)"})),
+        reply(text("The answer is **42**.")),
+    ]
+
+
+def test_blocking_run_is_replaced_by_static_output_and_closes_its_widgets(
+    start_kernel: Any,
+) -> None:
+    with ScriptedAnthropicServer(_script() * 2) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --approval-mode full-access\nwhat is 40 + 2?")
+        assert run.status == "ok", run.reply["content"]
+        shown = [m for m in run.messages if m["msg_type"] == "display_data"]
+        display_id = shown[-1]["content"]["transient"]["display_id"]
+        (update,) = [m for m in run.messages if m["msg_type"] == "update_display_data"]
+        assert update["content"]["transient"]["display_id"] == display_id
+        data = update["content"]["data"]
+        assert "<p>The answer is <strong>42</strong>.</p>" in data["text/html"]
+        assert "<b>python</b>" in data["text/html"] and "completed" in data["text/html"]
+        assert "The answer is **42**." in data["text/markdown"]
+        assert "- **python** `print(40 + 2)`" in data["text/markdown"]
+        assert data["text/plain"] == "codelia run completed: The answer is **42**."
+        opened = {m["content"]["comm_id"] for m in run.messages if m["msg_type"] == "comm_open"}
+        closed = {m["content"]["comm_id"] for m in run.messages if m["msg_type"] == "comm_close"}
+        assert opened and opened == closed
+        # The static output replaces the panel before its widgets go away.
+        kinds = [m["msg_type"] for m in run.messages]
+        assert kinds.index("update_display_data") < kinds.index("comm_close")
+        kernel.execute("%%codelia --approval-mode full-access\nand again?")
+        check = kernel.execute(LEFTOVERS)
+        assert check.stream_text().split() == ["0", "0", "0"]
+        result = kernel.execute("print(sorted(vars(Out[2])))")
+        assert result.stream_text().strip() == (
+            "['error', 'final_text', 'run_id', 'session_id', 'status', 'usage']"
+        )
+
+
+def test_background_run_keeps_only_its_output_frame(start_kernel: Any) -> None:
+    with ScriptedAnthropicServer(_script()) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        kernel.execute("h = %codelia --background --approval-mode full-access what is 40 + 2?")
+        done = kernel.execute("r = await h\nprint(r.status)")
+        assert done.stream_text().strip() == "completed"
+        kernel.drain()
+        (frame,) = kernel.widgets_of("OutputModel").values()
+        (output,) = frame["outputs"]
+        assert "<strong>42</strong>" in output["data"]["text/html"]
+        check = kernel.execute(LEFTOVERS)
+        # The Output widget and its layout stay: they hold the static output in the page.
+        assert check.stream_text().split() == ["2", "0", "0"]
