@@ -129,6 +129,16 @@ class AnthropicChat:
 
     # --- ChatModel ---------------------------------------------------------------------------
 
+    async def aclose(self) -> None:
+        """Close the HTTP client this model made; the next call makes a new one.
+
+        A client passed in by the caller is theirs to close. Closing on the loop the client ran
+        on spares its sockets a "Event loop is closed" error when they are collected later.
+        """
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None and self._given_client is None:
+            await client.close()
+
     def context_limit(self, model: str | None = None) -> int | None:
         return pricing.context_limit(model or self.model, self.provider)
 

@@ -222,6 +222,15 @@ class RunPanel:
         for card in self._approvals.values():
             for button in card.buttons:
                 button.disabled = True
+            if not card.outcome.value:
+                card.outcome.value = (
+                    f'<b style="color:#777">Not answered: the run ended ({status}).</b>'
+                )
+        for tool_card in self._cards.values():
+            if tool_card.status == "running":
+                # Events after a Stop are not delivered, so no result will ever arrive.
+                tool_card.status = "cancelled" if status == "cancelled" else "error"
+                tool_card.header.value = _card_header(tool_card)
         self.set_status(status)
         if self._display_id is not None or self._frame is not None:
             self._become_static()
@@ -521,8 +530,10 @@ class RunPanel:
 
 
 def _card_header(card: _ToolCard) -> str:
-    icons = {"running": "⏳", "done": "✔", "error": "✖"}
-    colour = {"running": "#1a73e8", "done": "#188038", "error": "#d93025"}[card.status]
+    icons = {"running": "⏳", "done": "✔", "error": "✖", "cancelled": "■"}
+    colour = {"running": "#1a73e8", "done": "#188038", "error": "#d93025", "cancelled": "#777"}[
+        card.status
+    ]
     duration = (
         f" · {renderers.format_duration(card.duration_ms)}" if card.duration_ms is not None else ""
     )

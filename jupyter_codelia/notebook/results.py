@@ -38,6 +38,24 @@ class RunResult:
         return self.final_text
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """The kernel interrupt stopped a blocking run; shown as one line, not a traceback.
+
+    It stays a KeyboardInterrupt so *Run All* stops at this cell.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            "codelia run stopped by the kernel interrupt: history repaired and session "
+            f"{session_id} saved; the next %%codelia cell continues it."
+        )
+        self.session_id = session_id
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of a traceback through the magic and the runner.
+        return [f"{type(self).__name__}: {self}"]
+
+
 class RunNotFinishedError(RuntimeError):
     """``RunHandle.result()`` was called while the background run is still going."""
 
@@ -79,6 +97,14 @@ class RunHandle:
     def __await__(self) -> Generator[Any, None, RunResult]:
         return self._task.__await__()
 
+    @property
+    def status(self) -> str:
+        """``running``, ``stopping`` (Stop requested), or the finished run's status."""
+        if self._task.done():
+            if self._task.cancelled() or self._task.exception() is not None:
+                return "error"
+            return self._task.result().status
+        return "stopping" if self._run.signal.is_set() else "running"
+
     def __repr__(self) -> str:
-        state = "done" if self.done() else "running"
-        return f"<RunHandle {self.run_id} session={self.session_id} {state}>"
+        return f"<RunHandle {self.run_id} session={self.session_id} {self.status}>"

@@ -29,7 +29,7 @@ from .._text import describe_exc
 from ..agent import events as ev
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import Settings
-from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
+from .results import RunHandle, RunInterrupted, RunNotFinishedError, RunResult, RunStatus
 
 if TYPE_CHECKING:
     from ..agent import Agent, ConfirmResponse
@@ -69,6 +69,8 @@ class NotebookAgent:
         self.flush_interval = FLUSH_INTERVAL
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
+        self.last_agent: Agent | None = None
+        """The agent of the latest run (the notebook's, or a detached one such as the demo's)."""
 
     # ------------------------------------------------------------------ configuration
 
@@ -203,9 +205,9 @@ class NotebookAgent:
         return ToolOutputCacheStore(default_home() / "cache" / "tool-output")
 
     def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
-        """(session id, todo items) of the current session; empty before the first run."""
-        agent = self.agent
-        todo_store = getattr(self.tools, "todo_store", None)
+        """(session id, todo items) of the latest run's session; empty before the first run."""
+        agent = self.last_agent or self.agent
+        todo_store = getattr(self._toolsets.get(agent), "todo_store", None) if agent else None
         if agent is None or todo_store is None:
             return (agent.session_id if agent is not None else None), []
         return agent.session_id, list(todo_store.get(agent.session_id))
@@ -272,6 +274,7 @@ class NotebookAgent:
             mode=mode,
         )
         self.active = run
+        self.last_agent = agent
         self.broadcast(
             {
                 "type": "run.started",
@@ -305,6 +308,7 @@ class NotebookAgent:
             return "error", final, describe_exc(exc)
         finally:
             self._deny_leftovers(run.run_id)
+            await _close_llm(agent.llm)
         if run.signal.is_set():
             return "cancelled", final, None
         return "completed", final, None
@@ -401,10 +405,7 @@ class NotebookAgent:
         self.last_result = result
         sink.finish(result.status, result.error)
         if interrupted:
-            raise KeyboardInterrupt(
-                "codelia run cancelled: history repaired and session saved "
-                f"(session {result.session_id})"
-            )
+            raise RunInterrupted(result.session_id)
         return result
 
     def _ask_on_stdin(
@@ -464,6 +465,19 @@ class NotebookAgent:
 
         task = loop.create_task(main())
         return RunHandle(run, task)
+
+
+async def _close_llm(llm: Any) -> None:
+    """Close the model's HTTP client on the loop it ran on (each turn makes a new one)."""
+    close = getattr(llm, "aclose", None)
+    if close is None:
+        return
+    try:
+        await close()
+    except Exception:  # closing is tidying up; the run's outcome is already decided
+        import logging
+
+        logging.getLogger("jupyter_codelia.notebook").debug("closing the model client failed")
 
 
 def parse_answer(answer: str) -> tuple[str, str | None]:

@@ -153,8 +153,12 @@ def test_kernel_interrupt_cancels_a_blocking_run_cleanly(
         run = kernel.execute("%%codelia\nwrite a lot", during=interrupt_once_streaming)
         assert interrupted
         assert run.status == "error"
-        assert run.reply["content"]["ename"] == "KeyboardInterrupt"
-        assert "history repaired and session saved" in run.reply["content"]["evalue"]
+        content = run.reply["content"]
+        assert content["ename"] == "RunInterrupted"
+        # One clear line: what was stopped and what was saved, no frames through our code.
+        (line,) = content["traceback"]
+        assert line.startswith("RunInterrupted: codelia run stopped by the kernel interrupt: ")
+        assert "history repaired and session" in line and "saved" in line
         kernel.drain()
         headers = [s.get("value", "") for s in kernel.widgets_of("HTMLModel").values()]
         assert any("cancelled" in h and "codelia-header" in h for h in headers)
@@ -209,6 +213,10 @@ def test_stop_button_cancels_a_background_run(start_kernel: Any) -> None:
         assert done.stream_text().strip() == "cancelled"
         again = kernel.execute("print(handle.result().status, handle.done())")
         assert again.stream_text().strip() == "cancelled True"
+        assert kernel.execute("handle").result_text().endswith(" cancelled>")
+        kernel.drain()
+        headers = [h for h in kernel.html_text().splitlines() if "codelia-header" in h]
+        assert "cancelled" in headers[-1]
 
 
 def test_missing_api_key_gives_instructions_not_a_traceback(start_kernel: Any) -> None:
@@ -410,7 +418,14 @@ def test_interrupt_at_the_approval_prompt_cancels_the_run(start_kernel: Any) -> 
             return None
 
         run = kernel.execute("%%codelia\nset it", allow_stdin=True, on_input=interrupt)
-        assert run.reply["content"]["ename"] == "KeyboardInterrupt"
+        assert run.reply["content"]["ename"] == "RunInterrupted"
+        assert len(run.reply["content"]["traceback"]) == 1
+        kernel.drain()
+        # The approval card and the python card show the ending, not "running".
+        html = kernel.html_text()
+        assert "Not answered: the run ended (cancelled)." in html
+        assert "<b>python</b>" in html and " · cancelled</span>" in html
+        assert "⏳" not in html  # no card is left "running"
         check = kernel.execute("print('never_set' in globals())")
         assert check.stream_text().strip() == "False"
         again = kernel.execute("%%codelia\ngo on")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
@@ -71,3 +72,15 @@ def test_background_run_keeps_only_its_output_frame(start_kernel: Any) -> None:
         check = kernel.execute(LEFTOVERS)
         # The Output widget and its layout stay: they hold the static output in the page.
         assert check.stream_text().split() == ["2", "0", "0"]
+
+
+def test_todos_after_the_demo_show_the_demo_todos(start_kernel: Any) -> None:
+    kernel = start_kernel(None, api_key=None)
+    kernel.execute("%load_ext jupyter_codelia")
+    demo = kernel.execute("%codelia --demo --approval-mode full-access")
+    assert demo.status == "ok", demo.reply["content"]
+    todos = kernel.execute("%codelia todos")
+    shown = json.dumps([m["content"] for m in todos.messages], ensure_ascii=False)
+    assert "No codelia session yet" not in shown
+    assert "☑ Plot the monthly sales" in shown
+    assert "☑ Lower the tax rate in analysis.py" in shown
