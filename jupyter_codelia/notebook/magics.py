@@ -233,6 +233,7 @@ def run_with_panel(
         prompt=prompt,
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
+        demo=nb.is_demo(agent),
     )
     panel.show()
     if background:

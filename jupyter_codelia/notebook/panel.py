@@ -86,6 +86,7 @@ class RunPanel:
         on_decision: DecisionCallback | None = None,
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        demo: bool = False,
     ) -> None:
         self.model = model
         self.session_id = session_id
@@ -94,6 +95,9 @@ class RunPanel:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost_usd: float | None = 0.0
+        self.session_input_tokens: int | None = None
+        self.session_output_tokens: int | None = None
+        self.demo = demo
         self.context_left_percent: int | None = None
         self.flush_interval = flush_interval
         self._clock = clock
@@ -179,6 +183,9 @@ class RunPanel:
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
             context_left_percent=self.context_left_percent,
+            session_input_tokens=self.session_input_tokens,
+            session_output_tokens=self.session_output_tokens,
+            demo=self.demo,
         )
 
     def _refresh_header(self) -> None:
@@ -295,9 +302,16 @@ class RunPanel:
         elif isinstance(event, ev.StepCompleteEvent):
             self._step_complete(event)
         elif isinstance(event, ev.UsageEvent):
-            self.input_tokens = event.total_input_tokens
-            self.output_tokens = event.total_output_tokens
-            self.cost_usd = event.total_cost_usd
+            # Each event is one model call: this run's figures add them up once each.
+            self.input_tokens += event.input_tokens
+            self.output_tokens += event.output_tokens
+            self.cost_usd = (
+                None
+                if self.cost_usd is None or event.cost_usd is None
+                else self.cost_usd + event.cost_usd
+            )
+            self.session_input_tokens = event.total_input_tokens
+            self.session_output_tokens = event.total_output_tokens
             if event.context_left_percent is not None:
                 self.context_left_percent = event.context_left_percent
             self._refresh_header()

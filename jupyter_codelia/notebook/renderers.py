@@ -151,7 +151,13 @@ def header_html(
     output_tokens: int,
     cost_usd: float | None,
     context_left_percent: int | None,
+    session_input_tokens: int | None = None,
+    session_output_tokens: int | None = None,
+    demo: bool = False,
 ) -> str:
+    """The panel header. Token and cost figures are this run's (each model call counted
+    once); the session's totals follow, labelled. A demo run shows no dollar figure: its
+    "model" is a scripted local server."""
     colours = {
         "running": "#1a73e8",
         "awaiting approval": "#e37400",
@@ -166,9 +172,16 @@ def header_html(
         f"<b>codelia</b> · {escape(model)}",
         f'session <code title="{escape(session_id or "")}">{session}</code>',
         f'<span style="color:{colour};font-weight:600">{escape(status)}</span>',
-        f"{format_tokens(input_tokens)} in / {format_tokens(output_tokens)} out",
-        escape(format_cost(cost_usd)),
+        f"this run {format_tokens(input_tokens)} in / {format_tokens(output_tokens)} out",
+        '<b style="color:#e37400">offline demo · no cost</b>'
+        if demo
+        else escape(format_cost(cost_usd)),
     ]
+    if session_input_tokens is not None and session_output_tokens is not None:
+        cells.append(
+            f"session {format_tokens(session_input_tokens)} in / "
+            f"{format_tokens(session_output_tokens)} out"
+        )
     if context:
         cells.append(context)
     joined = " &nbsp;|&nbsp; ".join(cells)

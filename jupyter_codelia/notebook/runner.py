@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import queue
 import threading
 import uuid
@@ -62,6 +63,7 @@ class NotebookAgent:
         self._agent_key: tuple[Any, ...] | None = None
         self.tools: Any = None  # the ToolSet of self.agent (output and todo stores)
         self._toolsets: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._detached: weakref.WeakSet[Any] = weakref.WeakSet()
         self.listeners: list[Listener] = []
         self.active: ActiveRun | None = None
         self.pending: dict[str, PendingApproval] = {}
@@ -147,7 +149,18 @@ class NotebookAgent:
             raise RuntimeError(
                 f"a codelia run is already active (run {self.active.run_id}); wait for it"
             )
-        return self._build(settings, None, llm)
+        agent = self._build(settings, None, llm)
+        self._detached.add(agent)
+        return agent
+
+    def is_demo(self, agent: Agent) -> bool:
+        """True for the offline demo's agent and while ``offline_demo()`` is in charge: their
+        "model" is a scripted local server, so no figure of theirs is a cost."""
+        if agent in self._detached:
+            return True
+        from ..testing import OFFLINE_API_KEY
+
+        return os.environ.get("ANTHROPIC_API_KEY") == OFFLINE_API_KEY
 
     def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
         from pathlib import Path
@@ -282,6 +295,7 @@ class NotebookAgent:
                 "session_id": run.session_id,
                 "prompt": prompt,
                 "source": source,
+                "demo": self.is_demo(agent),
             }
         )
         self.broadcast({"type": "run.status", "run_id": run.run_id, "status": "running"})

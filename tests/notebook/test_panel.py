@@ -82,6 +82,7 @@ def _events() -> list[Any]:
             output_tokens=300,
             total_input_tokens=2400,
             total_output_tokens=600,
+            cost_usd=0.0061,
             total_cost_usd=0.0123,
             context_left_percent=97,
         ),
@@ -119,8 +120,9 @@ def test_panel_draws_text_cards_image_diff_todos_and_header() -> None:
     assert "☐ Explain" in panel.todos.value
     assert "claude-sonnet-5-5" in panel.header.value
     assert "01234567" in panel.header.value
-    assert "2.4k in / 600 out" in panel.header.value
-    assert "$0.0123" in panel.header.value
+    assert "this run 1.2k in / 300 out" in panel.header.value
+    assert "$0.0061" in panel.header.value
+    assert "session 2.4k in / 600 out" in panel.header.value
     assert "97% context left" in panel.header.value
     assert "completed" in panel.header.value
     assert panel.stop_button.disabled

@@ -74,11 +74,15 @@ def test_background_run_keeps_only_its_output_frame(start_kernel: Any) -> None:
         assert check.stream_text().split() == ["2", "0", "0"]
 
 
-def test_todos_after_the_demo_show_the_demo_todos(start_kernel: Any) -> None:
+def test_demo_is_labelled_without_cost_and_its_todos_stay_listed(start_kernel: Any) -> None:
     kernel = start_kernel(None, api_key=None)
     kernel.execute("%load_ext jupyter_codelia")
     demo = kernel.execute("%codelia --demo --approval-mode full-access")
     assert demo.status == "ok", demo.reply["content"]
+    (static,) = [m for m in demo.messages if m["msg_type"] == "update_display_data"]
+    header = static["content"]["data"]["text/html"].split("codelia-header", 1)[1][:1200]
+    assert "offline demo · no cost" in header and "$" not in header
+    assert "this run " in header and "session " in header
     todos = kernel.execute("%codelia todos")
     shown = json.dumps([m["content"] for m in todos.messages], ensure_ascii=False)
     assert "No codelia session yet" not in shown
