@@ -15,7 +15,10 @@ import { HelloMessage, JSONObject, KernelMessage } from './protocol';
 
 export const COMM_TARGET = 'codelia';
 export const HELLO_TIMEOUT_MS = 5000;
-const LOAD_EXTENSION_CODE = '%load_ext jupyter_codelia';
+// Not `%load_ext`: that would mark the extension loaded, and the person's own
+// `%load_ext jupyter_codelia` cell would then print "already loaded" into their notebook.
+const LOAD_EXTENSION_CODE =
+  '__import__("jupyter_codelia").load_ipython_extension(get_ipython())';
 
 export type ConnectionState =
   'no-kernel' | 'connecting' | 'loading-extension' | 'ready' | 'failed' | 'closed';

@@ -23,7 +23,8 @@ export const BUSY_FALLBACK_MESSAGE =
   'the kernel is busy; Stop will take effect when the current cell finishes';
 
 const NO_KEY_WARNING =
-  'The kernel has no Anthropic API key: set ANTHROPIC_API_KEY in the environment that starts Jupyter.';
+  'The kernel has no Anthropic API key: set ANTHROPIC_API_KEY in the environment that ' +
+  'starts Jupyter, or try the offline demo (no key needed): run %codelia --demo in a cell.';
 
 const STATE_LABELS: { [state in ConnectionState]: string } = {
   'no-kernel': 'no kernel',
@@ -329,6 +330,10 @@ export class CodeliaPanel extends Widget {
       } else {
         this.setStatus('Stopping…', 'info');
       }
+      // The footer says "Stopping…" only until the run reports its end (renderRunState,
+      // which also clears it at once when the end arrived before this answer).
+      this.stopPendingFor = runId;
+      this.renderRunState();
       await result;
     } catch (error) {
       this.setStatus(`Stop failed: ${errorText(error)}`, 'error', run);
@@ -515,6 +520,10 @@ export class CodeliaPanel extends Widget {
   private renderRunState(): void {
     const runId = this.transcript.activeRunId;
     const running = runId !== null;
+    if (this.stopPendingFor !== null && runId !== this.stopPendingFor) {
+      this.stopPendingFor = null;
+      this.setStatus('', 'info');
+    }
     this.stopButton.hidden = !running;
     this.sendButton.disabled = running;
     this.node.dataset.running = running ? 'true' : 'false';
@@ -553,7 +562,14 @@ export class CodeliaPanel extends Widget {
   }
 
   private renderMeter(usage: UsageMeter): void {
-    const cost = usage.costUsd === null ? 'cost unknown' : `$${usage.costUsd.toFixed(4)}`;
+    const priced =
+      usage.costUsd === null ? 'cost unknown' : `$${usage.costUsd.toFixed(4)}`;
+    const onlyDemo = usage.demoCalls > 0 && usage.costUsd === 0;
+    const cost = onlyDemo
+      ? 'offline demo · no cost'
+      : usage.demoCalls > 0
+        ? `${priced} (+ offline demo, no cost)`
+        : priced;
     const context =
       usage.contextLeftPercent === null
         ? ''
@@ -623,6 +639,7 @@ export class CodeliaPanel extends Widget {
   private resumeSessionId: string | null = null;
   private startNewSession = false;
   private restarting = false;
+  private stopPendingFor: string | null = null;
   private readonly cache: CacheBrowser;
   private readonly kernelLabel = el('span');
   private readonly sessionsDrawer = el('div');

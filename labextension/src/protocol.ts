@@ -150,6 +150,8 @@ export type KernelMessage =
       session_id: string | null;
       prompt: string;
       source: RunSource;
+      /** The offline demo's scripted server answers this run: its usage costs nothing. */
+      demo?: boolean;
     }
   | { type: 'agent.event'; run_id: string; seq: number; event: AgentEvent }
   | { type: 'run.status'; run_id: string; status: RunStatus; message?: string }

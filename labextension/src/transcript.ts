@@ -98,8 +98,10 @@ export interface UsageMeter {
   inputTokens: number;
   outputTokens: number;
   cacheReadTokens: number;
-  /** Sum over runs; `null` when any run's cost is unknown (never a guess). */
+  /** Sum over model calls; `null` when any call's cost is unknown (never a guess). */
   costUsd: number | null;
+  /** Calls answered by the offline demo's scripted server (counted, never priced). */
+  demoCalls: number;
   contextLeftPercent: number | null;
   contextLimit: number | null;
 }
@@ -110,6 +112,7 @@ export interface RunState {
   source: RunSource;
   status: RunStatus;
   message: string | null;
+  demo: boolean;
 }
 
 export interface KernelInfo {
@@ -128,19 +131,13 @@ export type Change =
   | { op: 'kernel'; kernel: KernelInfo }
   | { op: 'reset' };
 
-interface RunTotals {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cost: number | null;
-}
-
 const EMPTY_USAGE: UsageMeter = {
   model: null,
   inputTokens: 0,
   outputTokens: 0,
   cacheReadTokens: 0,
   costUsd: 0,
+  demoCalls: 0,
   contextLeftPercent: null,
   contextLimit: null
 };
@@ -197,7 +194,6 @@ export class Transcript {
   private readonly byKey = new Map<string, TranscriptItem>();
   private readonly openText = new Map<string, TextItem>();
   private readonly lastSeq = new Map<string, number>();
-  private readonly runTotals = new Map<string, RunTotals>();
   private readonly openTools = new Map<string, Set<ToolItem>>();
   private readonly openPermissions = new Map<string, Set<PermissionItem>>();
   private counter = 0;
@@ -225,7 +221,6 @@ export class Transcript {
       this.byKey,
       this.openText,
       this.lastSeq,
-      this.runTotals,
       this.openTools,
       this.openPermissions
     ]) {
@@ -257,7 +252,8 @@ export class Transcript {
           message.run_id,
           message.session_id,
           message.prompt,
-          message.source
+          message.source,
+          message.demo ?? false
         );
         if (this.kernel.apiKeyConfigured === false) {
           // A run could start, so a key was set after the hello (in a cell, or an offline demo).
@@ -316,7 +312,14 @@ export class Transcript {
   private ensureRun(runId: string): RunState {
     let run = this.runs.get(runId);
     if (!run) {
-      run = { runId, sessionId: null, source: 'magic', status: 'running', message: null };
+      run = {
+        runId,
+        sessionId: null,
+        source: 'magic',
+        status: 'running',
+        message: null,
+        demo: false
+      };
       this.runs.set(runId, run);
     }
     return run;
@@ -326,13 +329,15 @@ export class Transcript {
     runId: string,
     sessionId: string | null,
     prompt: string,
-    source: RunSource
+    source: RunSource,
+    demo = false
   ): Change[] {
     const changes: Change[] = [];
     const known = this.runs.get(runId);
     const run = this.ensureRun(runId);
     run.sessionId = sessionId ?? run.sessionId;
     run.source = source ?? run.source;
+    run.demo = run.demo || demo;
     if (!known || !TERMINAL_RUN_STATUSES.has(run.status)) {
       this.activeRunId = runId;
     }
@@ -722,27 +727,17 @@ export class Transcript {
     runId: string,
     event: Extract<AgentEvent, { type: 'usage' }>
   ): Change[] {
-    const previous = this.runTotals.get(runId) ?? {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cost: 0
-    };
-    const cacheRead = previous.cacheRead + (event.cache_read_tokens ?? 0);
-    const next: RunTotals = {
-      input: event.total_input_tokens,
-      output: event.total_output_tokens,
-      cacheRead,
-      cost: event.total_cost_usd ?? null
-    };
-    this.runTotals.set(runId, next);
+    // Each usage event is one model call; its total_* fields are the kernel session's
+    // running totals (they span runs), so only the per-call figures are added up.
     const usage = this.usage;
     usage.model = event.model;
-    usage.inputTokens += next.input - previous.input;
-    usage.outputTokens += next.output - previous.output;
-    usage.cacheReadTokens += next.cacheRead - previous.cacheRead;
-    if (usage.costUsd !== null && previous.cost !== null && next.cost !== null) {
-      usage.costUsd += next.cost - previous.cost;
+    usage.inputTokens += event.input_tokens;
+    usage.outputTokens += event.output_tokens;
+    usage.cacheReadTokens += event.cache_read_tokens ?? 0;
+    if (this.runs.get(runId)?.demo) {
+      usage.demoCalls += 1;
+    } else if (usage.costUsd !== null && typeof event.cost_usd === 'number') {
+      usage.costUsd += event.cost_usd;
     } else {
       usage.costUsd = null;
     }

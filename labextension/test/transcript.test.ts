@@ -417,46 +417,61 @@ describe('todos, usage and runs', () => {
     ]);
   });
 
+  // One model call: its own figures, and the kernel session's running totals.
   const usage = (
-    totalIn: number,
-    totalOut: number,
+    input: number,
+    output: number,
     cost: number | null,
-    left: number
+    left: number,
+    sessionIn = 0,
+    sessionOut = 0
   ): AgentEvent => ({
     type: 'usage',
     model: 'claude-sonnet-5-5',
-    input_tokens: 0,
-    output_tokens: 0,
+    input_tokens: input,
+    output_tokens: output,
     cache_read_tokens: 10,
-    total_input_tokens: totalIn,
-    total_output_tokens: totalOut,
-    total_cost_usd: cost,
+    total_input_tokens: sessionIn,
+    total_output_tokens: sessionOut,
+    cost_usd: cost,
+    total_cost_usd: null,
     context_limit: 200000,
     context_left_percent: left
   });
 
-  it('sums the run totals across runs and shows the latest context left', () => {
+  it('counts each model call once across runs (session totals are not re-added)', () => {
     const t = Transcript.from([
       started(),
-      ...events([usage(100, 10, 0.001, 99), usage(300, 30, 0.003, 98)]),
+      ...events([usage(100, 10, 0.001, 99, 100, 10), usage(200, 20, 0.002, 98, 300, 30)]),
       { type: 'run.status', run_id: RUN, status: 'completed' },
       started('run-2', 'again'),
-      ...events([usage(50, 5, 0.0005, 97)], 'run-2')
+      // The second run's first call reports session totals that include the first run.
+      ...events([usage(50, 5, 0.0005, 97, 350, 35)], 'run-2')
     ]);
     expect(t.usage).toMatchObject({
       model: 'claude-sonnet-5-5',
       inputTokens: 350,
       outputTokens: 35,
       cacheReadTokens: 30,
+      demoCalls: 0,
       contextLeftPercent: 97,
       contextLimit: 200000
     });
     expect(t.usage.costUsd).toBeCloseTo(0.0035, 10);
   });
 
-  it('shows the cost as unknown once any run has no price', () => {
+  it('shows the cost as unknown once any call has no price', () => {
     const t = Transcript.from([started(), ...events([usage(100, 10, null, 99)])]);
     expect(t.usage.costUsd).toBeNull();
+  });
+
+  it('counts offline demo calls apart and never prices them', () => {
+    const t = Transcript.from([
+      { ...started(), demo: true },
+      ...events([usage(100, 10, 0.5, 99, 100, 10)])
+    ]);
+    expect(t.usage).toMatchObject({ inputTokens: 100, demoCalls: 1, costUsd: 0 });
+    expect(t.runs.get(RUN)?.demo).toBe(true);
   });
 
   it('tracks run status, source and the active run', () => {

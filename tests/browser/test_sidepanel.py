@@ -181,6 +181,11 @@ def test_stop_mid_run(page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: 
 
     page.locator(f"{PANEL} .jp-codelia-notice-warning").wait_for()
     wait_idle_panel(page)
+    # The footer shows the ending, not a "Stopping…" left over from the click.
+    page.wait_for_function(
+        f"() => !document.querySelector('{PANEL} .jp-codelia-status')"
+        ".textContent.includes('Stopping')"
+    )
     assert not stop.is_visible()
     assert page.locator(f"{PANEL} .jp-codelia-send").is_enabled()
     text = page.locator(f"{PANEL} .jp-codelia-assistant").inner_text()
@@ -199,6 +204,11 @@ def test_magic_runs_show_in_the_panel_which_loads_the_extension_itself(
     label = page.locator(f"{PANEL} .jp-codelia-kernel").inner_text()
     assert label.startswith("magic.ipynb · Python 3 (ipykernel)"), label
     assert page.evaluate("() => document.activeElement.classList.contains('jp-codelia-input')")
+
+    # The person's own %load_ext after the panel loaded it prints nothing into the notebook.
+    run_cell(page, "%load_ext jupyter_codelia\nprint('loaded-ok')")
+    page.locator(".jp-OutputArea-output", has_text="loaded-ok").wait_for()
+    assert "already loaded" not in page.locator(".jp-Notebook").inner_text()
 
     anthropic.queue(reply("Hi from the **magic** run."))
     run_cell(page, "%%codelia\nSay hi from the cell")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
 
+REPO = Path(__file__).resolve().parents[2]
 LEFTOVERS = (
     "import gc, ipywidgets\n"
     "from jupyter_codelia.notebook.panel import RunPanel\n"
@@ -88,3 +91,22 @@ def test_demo_is_labelled_without_cost_and_its_todos_stay_listed(start_kernel: A
     assert "No codelia session yet" not in shown
     assert "☑ Plot the monthly sales" in shown
     assert "☑ Lower the tax rate in analysis.py" in shown
+
+
+def _side_panel_load_code() -> str:
+    """The code the side panel runs to load the extension (from its TypeScript source)."""
+    source = (REPO / "labextension" / "src" / "connection.ts").read_text(encoding="utf-8")
+    match = re.search(r"const LOAD_EXTENSION_CODE =\s*'([^']+)';", source)
+    assert match is not None
+    return match.group(1)
+
+
+def test_side_panel_loading_leaves_no_already_loaded_line(start_kernel: Any) -> None:
+    kernel = start_kernel(None, api_key=None)
+    loaded = kernel.execute(_side_panel_load_code())
+    assert loaded.status == "ok" and loaded.stream_text() == ""
+    mine = kernel.execute("%load_ext jupyter_codelia")
+    assert mine.status == "ok"
+    assert mine.stream_text() == ""  # not "The jupyter_codelia extension is already loaded"
+    again = kernel.execute("%codelia help")
+    assert "--demo" in again.stream_text()
