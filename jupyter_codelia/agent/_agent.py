@@ -117,6 +117,8 @@ class _Run:
     run_log: RunLogHandle | None
     seq: int = 0
     last_save: float = field(default_factory=time.monotonic)
+    approval_waits: dict[str, float] = field(default_factory=dict)
+    """Seconds each tool call spent waiting for an approval (filled by the permission hook)."""
 
 
 class Agent:
@@ -479,9 +481,18 @@ class Agent:
                 output_ref=ref,
             ),
         )
-        duration = max(0, js_round((time.monotonic() - started) * 1000))
+        waited = run.approval_waits.pop(call.id, None)
+        elapsed = time.monotonic() - started - (waited or 0.0)
         status: Literal["completed", "error"] = "error" if raw.is_error else "completed"
-        self._emit(run, ev.StepCompleteEvent(step_id=call.id, status=status, duration_ms=duration))
+        self._emit(
+            run,
+            ev.StepCompleteEvent(
+                step_id=call.id,
+                status=status,
+                duration_ms=max(0, js_round(elapsed * 1000)),
+                approval_wait_ms=None if waited is None else max(0, js_round(waited * 1000)),
+            ),
+        )
         if execution.done:
             return execution.final_message or ""
         return None
@@ -494,6 +505,7 @@ class Agent:
             confirm=self.confirm,
             tools=tools,
             emit=lambda event: self._emit(run, event),
+            approval_waits=run.approval_waits,
         ).hook
 
     def _trim(self) -> None:

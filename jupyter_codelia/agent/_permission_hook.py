@@ -8,9 +8,10 @@ callback. No callback means deny: a headless run never waits for a person who is
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -58,6 +59,8 @@ class PermissionHookBuilder:
     confirm: ConfirmCallback | None
     tools: Sequence[Tool]
     emit: Callable[[Any], None]
+    approval_waits: dict[str, float] = field(default_factory=dict)
+    """Seconds each tool call (by id) spent waiting for the person's answer."""
 
     @property
     def hook(self) -> PermissionHook:
@@ -90,7 +93,11 @@ class PermissionHookBuilder:
             remember_rules=[_rule_text(r) for r in rules],
         )
         self.emit(request)
-        response = await self.confirm(request)
+        asked = time.monotonic()
+        try:
+            response = await self.confirm(request)
+        finally:
+            self.approval_waits[call.id] = time.monotonic() - asked
         reason = (response.reason or "").strip() or None
         self.emit(
             ev.PermissionResolvedEvent(

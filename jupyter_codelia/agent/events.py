@@ -135,6 +135,9 @@ class StepCompleteEvent(_Event):
     step_id: str
     status: Literal["completed", "error"]
     duration_ms: int
+    """The tool's own time: waiting for an approval is not part of it (see below)."""
+    approval_wait_ms: int | None = None
+    """How long the call waited for the person's answer; None when it asked nobody."""
 
 
 class CompactionStartEvent(_Event):

@@ -52,6 +52,7 @@ class _ToolCard:
     summary: str
     status: str = "running"
     duration_ms: int | None = None
+    approval_wait_ms: int | None = None
 
 
 @dataclass
@@ -464,6 +465,7 @@ class RunPanel:
         if card is None:
             return
         card.duration_ms = event.duration_ms
+        card.approval_wait_ms = event.approval_wait_ms
         if event.status == "error":
             card.status = "error"
         card.header.value = _card_header(card)
@@ -551,6 +553,8 @@ def _card_header(card: _ToolCard) -> str:
     duration = (
         f" · {renderers.format_duration(card.duration_ms)}" if card.duration_ms is not None else ""
     )
+    if card.approval_wait_ms is not None:
+        duration += f" (+ {renderers.format_duration(card.approval_wait_ms)} awaiting approval)"
     summary = f" <code>{renderers.escape(card.summary)}</code>" if card.summary else ""
     return (
         f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '

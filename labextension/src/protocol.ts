@@ -97,6 +97,8 @@ export type AgentEvent =
       step_id: string;
       status: 'completed' | 'error';
       duration_ms: number;
+      /** Time spent waiting for the person's approval (not part of duration_ms). */
+      approval_wait_ms?: number | null;
     }
   | { type: 'compaction_start'; timestamp?: number }
   | { type: 'compaction_complete'; timestamp?: number; compacted: boolean }

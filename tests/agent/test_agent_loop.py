@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from typing import Any
 
 import pytest
@@ -208,6 +209,28 @@ async def test_denial_with_reason_lets_the_model_continue(
     assert kinds.index("permission.resolved") < kinds.index("tool_result")
     assert events[-1].content == "OK, I will not add."
     assert len(server.requests) == 2
+
+
+@pytest.mark.asyncio
+async def test_tool_duration_excludes_the_wait_for_approval(
+    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+) -> None:
+    server.add(reply(tool_use("add", {"a": 1, "b": 2})), reply(tool_use("add", {"a": 2, "b": 2})))
+    server.add(reply(text("done")))
+
+    async def confirm(request: ev.PermissionRequestEvent) -> ConfirmResponse:
+        await asyncio.sleep(0.5)  # the person thinks it over
+        return ConfirmResponse(decision="allow_remember")
+
+    agent = make_agent(chat, [add], permissions=_write_policy(), confirm=confirm)
+    started = time.monotonic()
+    events = await collect(agent, "add twice")
+    elapsed_ms = (time.monotonic() - started) * 1000
+    first, second = [e for e in events if isinstance(e, ev.StepCompleteEvent)]
+    assert first.approval_wait_ms is not None and first.approval_wait_ms >= 500
+    # The tool's own time is what is left of the whole run once the wait is taken out.
+    assert first.duration_ms <= elapsed_ms - first.approval_wait_ms
+    assert second.approval_wait_ms is None  # "always allow": nobody was asked
 
 
 @pytest.mark.asyncio
