@@ -17,7 +17,6 @@ The panel never touches the agent: Stop and approval clicks go to the callbacks 
 from __future__ import annotations
 
 import base64
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -420,7 +419,7 @@ class RunPanel:
         summary = renderers.args_summary(event.tool, event.args)
         header = widgets.HTML()
         args_view = widgets.Accordion(
-            children=[widgets.HTML(value=renderers.pre(json.dumps(event.args, indent=2)))]
+            children=[widgets.HTML(value=renderers.args_html(event.tool, event.args))]
         )
         args_view.set_title(0, "Arguments")
         args_view.selected_index = None
@@ -475,11 +474,13 @@ class RunPanel:
     def _permission_request(self, event: ev.PermissionRequestEvent) -> None:
         self._end_segment()
         request_id = event.request_id
+        preview = self._previews.get(event.tool_call_id or "")
         parts = [
             f"<b>{renderers.escape(event.title)}</b>",
             renderers.pre(event.message, max_height="10em"),
+            # What will run, readable: the code, the command, the path and its diff, the URL.
+            renderers.args_html(event.tool, event.args, diff_shown=bool(preview)),
         ]
-        preview = self._previews.get(event.tool_call_id or "")
         if preview:
             parts.append(renderers.diff_to_html(preview))
         if self.mode == "blocking":

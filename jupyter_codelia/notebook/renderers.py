@@ -186,3 +186,103 @@ def header_html(
         cells.append(context)
     joined = " &nbsp;|&nbsp; ".join(cells)
     return f'<div class="codelia-header" style="font-size:12px">{joined}</div>'
+
+
+# ---------------------------------------------------------------------- tool arguments
+
+_CODE_KEYS = {"code": "python", "command": "bash", "patch": "diff"}
+"""Argument names whose value is code, with the lexer to colour it."""
+
+
+def code_to_html(code: str, language: str, *, max_height: str = "24em", prompt: str = "") -> str:
+    """Source code coloured by pygments with inline styles, in a scrolling block.
+
+    ``prompt`` (e.g. ``"$ "`` for a shell command) is shown before the code, uncoloured."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_by_name(language)
+    except ClassNotFound:
+        return pre(code, max_height=max_height)
+    formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
+    body = highlight(code, lexer, formatter)
+    if prompt:
+        body = f'<span class="codelia-prompt" style="color:#777">{escape(prompt)}</span>{body}'
+    style = (
+        f"white-space:pre-wrap;word-break:break-word;max-height:{max_height};overflow:auto;"
+        "margin:0;padding:2px 4px;font-family:var(--jp-code-font-family,monospace);"
+        "font-size:12px;background:var(--jp-cell-editor-background,#f7f7f7);"
+    )
+    return f'<pre class="codelia-code" style="{style}">{body}</pre>'
+
+
+def _language_of_path(path: str) -> str:
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    try:
+        return str(get_lexer_for_filename(path).aliases[0])
+    except (ClassNotFound, IndexError):
+        return "text"
+
+
+def _edit_diff(path: str, old: str, new: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), path, path, n=2
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def args_html(tool: str, args: dict[str, Any], *, diff_shown: bool = False) -> str:
+    """A tool call's arguments as a person reads them, never as escaped JSON.
+
+    Code is coloured (python code, shell commands, patches), a file path is shown with the
+    edit as a diff (unless ``diff_shown``: an approval card already carries the preview), the
+    content of a write is coloured by the file's type, a URL is shown whole, and any other
+    argument is listed as ``name: value`` with its text kept as written.
+    """
+    parts: list[str] = []
+    rest = dict(args)
+    path = rest.pop("file_path", None)
+    if isinstance(path, str):
+        parts.append(f'<div style="font-size:12px">file <code>{escape(path)}</code></div>')
+    url = rest.pop("url", None)
+    if isinstance(url, str):
+        parts.append(
+            f'<div style="font-size:12px;word-break:break-all">url <code>{escape(url)}</code></div>'
+        )
+    old, new = rest.pop("old_string", None), rest.pop("new_string", None)
+    if isinstance(old, str) and isinstance(new, str):
+        if not diff_shown:
+            parts.append(diff_to_html(_edit_diff(str(path or "file"), old, new)))
+    else:
+        rest.update({k: v for k, v in (("old_string", old), ("new_string", new)) if v is not None})
+    content = rest.pop("content", None) if tool == "write" else None
+    if isinstance(content, str) and not diff_shown:
+        parts.append(code_to_html(content, _language_of_path(str(path or ""))))
+    for key, language in _CODE_KEYS.items():
+        value = rest.pop(key, None)
+        if isinstance(value, str):
+            prompt = "$ " if key == "command" else ""
+            parts.append(
+                diff_to_html(value)
+                if language == "diff"
+                else code_to_html(value, language, prompt=prompt)
+            )
+        elif value is not None:
+            rest[key] = value
+    if rest:
+        rows = "".join(f"<div><b>{escape(k)}</b>: {_value_html(v)}</div>" for k, v in rest.items())
+        parts.append(f'<div style="font-size:12px">{rows}</div>')
+    return "".join(parts)
+
+
+def _value_html(value: Any) -> str:
+    if isinstance(value, str):
+        return pre(value) if "\n" in value else escape(value)
+    return escape(compact_json(value))

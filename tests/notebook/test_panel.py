@@ -302,3 +302,45 @@ def test_one_endless_paragraph_is_still_chunked() -> None:
     assert max(sizes) < SEAL_CHARS * 6
     chunks = [w for w in panel.body.children if isinstance(w, widgets.HTML)]
     assert len(chunks) >= 2
+
+
+def _approval(panel: RunPanel, tool: str, args: dict[str, Any]) -> str:
+    panel.handle(ev.ToolCallEvent(tool=tool, args=args, tool_call_id=f"c-{tool}"))
+    panel.handle(
+        ev.PermissionRequestEvent(
+            request_id=f"p-{tool}",
+            tool=tool,
+            tool_call_id=f"c-{tool}",
+            title="Run tool?",
+            message=tool,
+            args=args,
+        )
+    )
+    card = next(
+        w for w in reversed(list(_walk(panel.widget))) if "codelia-approval" in w._dom_classes
+    )
+    return str(card.children[0].value)
+
+
+def test_approval_and_tool_cards_show_code_command_diff_and_url_readably() -> None:
+    panel = RunPanel(model="m", session_id=None, mode="background")
+    code = 'import pandas as pd\nprint("hi")\n'
+    python = _approval(panel, "python", {"code": code})
+    assert "codelia-code" in python
+    assert '<span style="color: #008000; font-weight: bold">import</span>' in python  # coloured
+    assert "\\n" not in python  # real lines, not a JSON string with escapes
+    assert '<span style="color: #BA2121">"hi"</span>' in python
+    shell = _approval(panel, "shell", {"command": "rm -rf build && ls", "timeout": 30})
+    assert '<span class="codelia-prompt" style="color:#777">$ </span>' in shell
+    assert "build" in shell and "&amp;&amp;" in shell and "<b>timeout</b>: 30" in shell
+    edit = _approval(
+        panel, "edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
+    )
+    assert "file <code>a.py</code>" in edit and "codelia-diff" in edit
+    assert "-x = 1" in edit and "+x = 2" in edit
+    fetch = _approval(panel, "webfetch", {"url": "https://example.org/a?b=1&c=2"})
+    assert "url <code>https://example.org/a?b=1&amp;c=2</code>" in fetch
+    # The tool card's arguments use the same rendering.
+    args_views = [w for w in _walk(panel.widget) if isinstance(w, widgets.Accordion)]
+    assert "codelia-code" in args_views[0].children[0].value
+    assert "<script>" not in renderers.args_html("python", {"code": "<script>x</script>"})
