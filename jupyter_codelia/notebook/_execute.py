@@ -221,9 +221,14 @@ def _inject(thread: threading.Thread) -> None:
     """Raise ExecutionAbandoned inside ``thread`` at its next bytecode."""
     if thread.ident is None or not thread.is_alive():
         return
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(thread.ident), ctypes.py_object(ExecutionAbandoned)
-    )
+    raise_in_thread(thread.ident, ExecutionAbandoned)
+
+
+def raise_in_thread(ident: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in the thread ``ident`` at its next bytecode; None withdraws one
+    that was set and has not been raised yet."""
+    exc = ctypes.py_object(exc_type) if exc_type is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), exc)
 
 
 async def run_code(

@@ -42,6 +42,13 @@ FLUSH_INTERVAL = 0.05
 _DONE = object()
 
 
+class _AnsweredElsewhere(BaseException):
+    """Raised in the cell's thread to leave its input prompt once another UI has answered.
+
+    A BaseException (not an Exception): ipykernel's input loop swallows Exceptions and turns
+    KeyboardInterrupt into a new one, so only this gets out of the waiting ``input()``."""
+
+
 @dataclass
 class PendingApproval:
     """An open permission request; answered from stdin, a button, or the comm bridge."""
@@ -425,8 +432,10 @@ class NotebookAgent:
     def _ask_on_stdin(
         self, event: ev.PermissionRequestEvent, run: ActiveRun, ask: Callable[[str], str] | None
     ) -> None:
-        """Ask the approval through the kernel's input prompt; no stdin (headless) → deny."""
-        self._pending_for(event, run.run_id)
+        """Ask the approval through the kernel's input prompt; no stdin (headless) → deny.
+
+        The side panel may answer the same request meanwhile: then the prompt is left."""
+        pending = self._pending_for(event, run.run_id)
         prompt = (
             f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
             "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
@@ -439,7 +448,11 @@ class NotebookAgent:
             return
         reader = ask or input
         try:
-            answer = reader(prompt)
+            answer = _read_unless_answered(reader, prompt, pending.future)
+        except _AnsweredElsewhere:
+            # The side panel (or a button) answered first; the prompt is abandoned.
+            print("codelia: answered in another window (the side panel).")
+            return
         except KeyboardInterrupt:
             run.cancel("interrupted")
             self.respond(event.request_id, "deny", "interrupted by the user")
@@ -479,6 +492,34 @@ class NotebookAgent:
 
         task = loop.create_task(main())
         return RunHandle(run, task)
+
+
+def _read_unless_answered(
+    reader: Callable[[str], str], prompt: str, answered: concurrent.futures.Future[Any]
+) -> str:
+    """``reader(prompt)`` on this thread, left with _AnsweredElsewhere when ``answered`` is
+    resolved meanwhile by someone else (one request, one answer, whichever UI is first)."""
+    from ._execute import raise_in_thread
+
+    ident = threading.get_ident()
+    lock = threading.Lock()
+    state = {"reading": True, "injected": False}
+
+    def on_answered(_future: Any) -> None:
+        with lock:
+            if state["reading"]:
+                state["injected"] = True
+                raise_in_thread(ident, _AnsweredElsewhere)
+
+    try:
+        answered.add_done_callback(on_answered)
+        return reader(prompt)
+    finally:
+        with lock:
+            state["reading"] = False
+            if state["injected"]:
+                # Withdraw it if it has not been raised yet; if it has, it is propagating.
+                raise_in_thread(ident, None)
 
 
 async def _close_llm(llm: Any) -> None:

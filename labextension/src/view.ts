@@ -8,6 +8,7 @@
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { argBlocks, fencedCode } from './args';
 import { button, el, formatDuration, renderDiff } from './dom';
 import { PermissionDecision } from './protocol';
 import {
@@ -129,11 +130,48 @@ class MarkdownView implements ItemView {
   }
 }
 
-function prettyJson(value: unknown): string {
-  try {
-    return JSON.stringify(value, null, 2);
-  } catch {
-    return String(value);
+/**
+ * A call's arguments, readable: code blocks go through the markdown renderer, which colours
+ * them like notebook code. The renderers made are pushed to `renderers` for disposal.
+ */
+function renderArgs(
+  tool: string,
+  args: { [name: string]: unknown },
+  rendermime: IRenderMimeRegistry,
+  renderers: IRenderMime.IRenderer[]
+): HTMLElement {
+  const node = el('div', 'jp-codelia-args');
+  for (const block of argBlocks(tool, args)) {
+    if (block.kind === 'field') {
+      const row = el('div', 'jp-codelia-arg');
+      row.appendChild(el('span', 'jp-codelia-arg-name', block.label));
+      row.appendChild(
+        block.value.includes('\n')
+          ? el('pre', 'jp-codelia-arg-value', block.value)
+          : el('code', 'jp-codelia-arg-value', block.value)
+      );
+      node.appendChild(row);
+    } else if (block.kind === 'diff') {
+      node.appendChild(renderDiff(block.diff));
+    } else {
+      const renderer = rendermime.createRenderer('text/markdown');
+      renderer.addClass('jp-codelia-code');
+      renderers.push(renderer);
+      void renderer.renderModel(
+        new MimeModel({
+          data: { 'text/markdown': fencedCode(block.code, block.language) },
+          trusted: false
+        })
+      );
+      node.appendChild(renderer.node);
+    }
+  }
+  return node;
+}
+
+function disposeAll(renderers: IRenderMime.IRenderer[]): void {
+  for (const renderer of renderers.splice(0)) {
+    renderer.dispose();
   }
 }
 
@@ -146,10 +184,12 @@ class ToolView implements ItemView {
   private item: ToolItem;
   /** Whether the body shows the latest item (it is built only while the card is open). */
   private bodyCurrent = false;
+  private readonly renderers: IRenderMime.IRenderer[] = [];
 
   constructor(
     item: ToolItem,
-    private readonly actions: TranscriptActions
+    private readonly actions: TranscriptActions,
+    private readonly rendermime: IRenderMimeRegistry
   ) {
     this.item = item;
     this.node = el('details', 'jp-codelia-item jp-codelia-tool');
@@ -197,9 +237,10 @@ class ToolView implements ItemView {
     const item = this.item;
     const body = this.body;
     body.textContent = '';
+    disposeAll(this.renderers);
     if (Object.keys(item.args).length > 0) {
       body.appendChild(el('div', 'jp-codelia-label', 'Arguments'));
-      body.appendChild(el('pre', 'jp-codelia-args', prettyJson(item.args)));
+      body.appendChild(renderArgs(item.tool, item.args, this.rendermime, this.renderers));
     }
     if (item.summary) {
       body.appendChild(el('div', 'jp-codelia-tool-summary', item.summary));
@@ -246,7 +287,9 @@ class ToolView implements ItemView {
     }
   }
 
-  dispose(): void {}
+  dispose(): void {
+    disposeAll(this.renderers);
+  }
 }
 
 const DECISION_LABELS: { [decision: string]: string } = {
@@ -262,10 +305,12 @@ class PermissionView implements ItemView {
   private readonly outcome: HTMLElement;
   private readonly reason: HTMLTextAreaElement;
   private item: PermissionItem;
+  private readonly renderers: IRenderMime.IRenderer[] = [];
 
   constructor(
     item: PermissionItem,
-    private readonly actions: TranscriptActions
+    private readonly actions: TranscriptActions,
+    rendermime: IRenderMimeRegistry
   ) {
     this.item = item;
     this.node = el('div', 'jp-codelia-item jp-codelia-permission');
@@ -273,6 +318,8 @@ class PermissionView implements ItemView {
     this.node.setAttribute('aria-label', item.title);
     this.node.appendChild(el('div', 'jp-codelia-permission-title', item.title));
     this.node.appendChild(el('pre', 'jp-codelia-permission-message', item.message));
+    // What will run, readable: the code, the command, the path and its diff, the URL.
+    this.node.appendChild(renderArgs(item.tool, item.args, rendermime, this.renderers));
     this.controls = el('div', 'jp-codelia-permission-controls');
     this.reason = el('textarea', 'jp-codelia-permission-reason');
     this.reason.rows = 1;
@@ -329,7 +376,9 @@ class PermissionView implements ItemView {
     }
   }
 
-  dispose(): void {}
+  dispose(): void {
+    disposeAll(this.renderers);
+  }
 }
 
 class NoticeView implements ItemView {
@@ -467,9 +516,9 @@ export class TranscriptView {
       case 'reasoning':
         return new MarkdownView(item, this.rendermime);
       case 'tool':
-        return new ToolView(item, this.actions);
+        return new ToolView(item, this.actions, this.rendermime);
       case 'permission':
-        return new PermissionView(item, this.actions);
+        return new PermissionView(item, this.actions, this.rendermime);
       case 'notice':
         return new NoticeView(item);
     }

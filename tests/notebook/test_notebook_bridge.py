@@ -174,7 +174,14 @@ def _control_on_subshell(kernel: Any, subshell_id: str, request: dict[str, Any],
     reliably parented to the subshell's request, while the call itself is what is under test.
     """
     control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
-    code = f"open({str(out)!r}, 'w').write({control}({json.dumps(request)!r}))"
+    return _json_on_subshell(
+        kernel, subshell_id, f"{control}({json.dumps(request)!r})", out, request["type"]
+    )
+
+
+def _json_on_subshell(kernel: Any, subshell_id: str, expression: str, out: Any, what: str) -> Any:
+    """Evaluate ``expression`` (a JSON string) on a subshell, through a file (see above)."""
+    code = f"open({str(out)!r}, 'w').write({expression})"
     content = {"code": code, "silent": True, "store_history": False, "allow_stdin": False}
     msg = kernel.kc.session.msg("execute_request", content)
     msg["header"]["subshell_id"] = subshell_id
@@ -184,7 +191,7 @@ def _control_on_subshell(kernel: Any, subshell_id: str, request: dict[str, Any],
         kernel.drain(0.02)
         if out.exists() and out.read_text():
             return json.loads(out.read_text())
-    raise AssertionError(f"control() on the subshell did not answer {request['type']}")
+    raise AssertionError(f"the subshell did not answer {what}")
 
 
 def test_control_on_a_subshell_cancels_a_busy_blocking_cell(
@@ -220,3 +227,52 @@ def test_control_on_a_subshell_cancels_a_busy_blocking_cell(
         )
         broken = kernel.execute(f"print({control}('{{nope'))")
         assert json.loads(broken.stream_text())["error"].startswith("invalid JSON:")
+
+
+def test_side_panel_answer_resolves_a_blocking_cells_pending_prompt(
+    start_kernel: Any, tmp_path: Path
+) -> None:
+    script = [reply(tool_use("python", {"code": "panel_answer = 5"})), reply(text("set it"))]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        subshell = _subshell(kernel)
+        prompts: list[str] = []
+        answered: list[dict[str, Any]] = []
+
+        def leave_unanswered(request: dict[str, Any]) -> None:
+            prompts.append(request["content"]["prompt"])  # the person never types here
+
+        def answer_in_the_side_panel(k: Any) -> None:
+            if not prompts or answered:
+                return
+            pending = _json_on_subshell(
+                k,
+                subshell,
+                "__import__('json').dumps(list(get_ipython()._codelia_notebook_agent.pending))",
+                tmp_path / "pending.json",
+                "the pending requests",
+            )
+            respond = {
+                "type": "permission.respond",
+                "request_id": "a1",
+                "permission_request_id": pending[0],
+                "decision": "allow",
+            }
+            answered.append(_control_on_subshell(k, subshell, respond, tmp_path / "answer.json"))
+
+        run = kernel.execute(
+            "%%codelia\nset it",
+            allow_stdin=True,
+            on_input=leave_unanswered,
+            during=answer_in_the_side_panel,
+        )
+        assert run.status == "ok", run.reply["content"]
+        assert len(prompts) == 1
+        assert answered == [{"type": "response", "request_id": "a1", "ok": True, "result": {}}]
+        assert "codelia: answered in another window (the side panel)." in run.stream_text()
+        assert "RunResult(status='completed'" in run.result_text()
+        kernel.drain()
+        assert "Allowed" in kernel.html_text()  # the cell's card shows the outcome
+        check = kernel.execute("print(panel_answer)")
+        assert check.stream_text().strip() == "5"
