@@ -261,6 +261,32 @@ def test_resume_a_past_session_from_the_picker(
     assert first_session is not anthropic.requests[-1]
 
 
+def test_approval_card_shows_the_code_that_will_run(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("code.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    code = "import math\nprint(math.pi)"
+    anthropic.queue(reply(tool_use("python", {"code": code})), reply("Printed pi."))
+    send(page, "Print pi")
+    card = page.locator(f"{PANEL} .jp-codelia-permission")
+    card.locator(".jp-codelia-allow").wait_for()
+    block = card.locator(".jp-codelia-code pre code")
+    block.wait_for()
+    # Real lines of code, coloured like notebook code, not an escaped JSON string.
+    assert block.inner_text().strip() == code
+    assert block.locator("span").count() > 0
+    assert "\\n" not in card.inner_text()
+    card.locator(".jp-codelia-allow").click()
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Printed pi.").wait_for()
+    tool = page.locator(f"{PANEL} .jp-codelia-tool", has_text="python")
+    if tool.get_attribute("open") is None:
+        tool.locator("summary").click()
+    assert tool.locator(".jp-codelia-code pre code").inner_text().strip() == code
+    wait_idle_panel(page)
+
+
 def test_deny_with_a_reason_tells_the_agent(
     page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
 ) -> None:
