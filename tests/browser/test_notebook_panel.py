@@ -53,7 +53,7 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
     image = panel.locator("img").first
     image.wait_for()
     assert image.evaluate("img => img.naturalWidth") > 50
-    diff = panel.locator(".codelia-diff")
+    diff = panel.locator(".codelia-diff").last  # the edit's result (its arguments show it too)
     assert "+rate = 2" in diff.inner_text()
     assert "-rate = 1" in diff.inner_text()
     # Pygments colours added and removed lines with inline styles.
@@ -61,6 +61,11 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
     assert "◐ Plot the data" in panel.locator(".codelia-todos").inner_text()
     assert "completed" in _header_status(page)
     assert (lab.root / "calc.py").read_text() == "rate = 2\nother = 3\n"
+    # The finished run is static output now: no widget view is left in the cell.
+    output = page.locator(".jp-OutputArea-output", has=page.locator(".codelia-static")).last
+    output.wait_for()
+    assert output.locator(".jupyter-widgets").count() == 0
+    assert output.locator("details summary", has_text="Arguments").count() == 3
 
 
 def test_background_run_allow_button_and_stop_button(
