@@ -49,6 +49,20 @@ PROBE = (
 )
 
 
+CPU_CLOCK = (
+    "import time\n"
+    "_cpu = []\n"
+    "def _cpu_pre(*_):\n"
+    "    _cpu.append(-time.process_time())\n"
+    "def _cpu_post(*_):\n"
+    "    if _cpu and _cpu[-1] < 0:  # not the cell that registers the clock\n"
+    "        _cpu[-1] += time.process_time()\n"
+    "get_ipython().events.register('pre_run_cell', _cpu_pre)\n"
+    "get_ipython().events.register('post_run_cell', _cpu_post)\n"
+)
+"""Kernel CPU seconds per cell: on a shared machine, wall time also measures the neighbours."""
+
+
 def answer(request: RecordedRequest) -> Any:
     """Call python once per prompt, then answer; the prompt number comes back in the answer."""
     last = request.messages[-1] if request.messages else {}
@@ -108,7 +122,7 @@ def main() -> None:
         )
         cells = [nbformat.v4.new_code_cell(PROBE)]  # a fresh kernel
         cells.append(nbformat.v4.new_code_cell("%load_ext jupyter_codelia"))
-        cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)  # a person typing"))
+        cells.append(nbformat.v4.new_code_cell(CPU_CLOCK + "time.sleep(3)  # a person typing"))
         run_cells: list[int] = []
         probe_cells: dict[int, int] = {0: 0}
         for i in range(1, runs + 1):
@@ -118,6 +132,8 @@ def main() -> None:
             if i in checkpoints:
                 probe_cells[i] = len(cells)
                 cells.append(nbformat.v4.new_code_cell(PROBE))
+        cpu_cell = len(cells)
+        cells.append(nbformat.v4.new_code_cell("print(_json.dumps(_cpu))"))
         nb = nbformat.v4.new_notebook(cells=cells)
         client = FrontEndClient(nb, timeout=120, kernel_name="python3", record_timing=True)
         client.execute(env=env, cwd=tmp)
@@ -131,6 +147,10 @@ def main() -> None:
 
     probes = {i: probe_of(nb.cells[index]) for i, index in probe_cells.items()}
     times = [run_seconds(nb.cells[index]) for index in run_cells]
+    cpu_out = "".join(o.get("text", "") for o in nb.cells[cpu_cell].outputs)
+    per_cell = json.loads(cpu_out.strip().splitlines()[-1])
+    # The clock starts with the cell after the one that registers it: cell i is entry i - 3.
+    cpu = [per_cell[index - 3] for index in run_cells]
     early = statistics.median(times[5:15])
     late = statistics.median(times[-10:])
     first = times[0]
@@ -150,6 +170,10 @@ def main() -> None:
     print(f"ratio late / early: {late / early:.2f}x (target <= 1.3x)")
     print(f"first run after %load_ext + 3 s pause: {first * 1000:.0f} ms")
     print(f"ratio first / warm: {first / early:.2f}x (target <= 1.5x)")
+    cpu_early, cpu_late = statistics.median(cpu[5:15]), statistics.median(cpu[-10:])
+    print(f"kernel CPU per run: runs 6-15 median {cpu_early * 1000:.0f} ms, ", end="")
+    print(f"last 10 median {cpu_late * 1000:.0f} ms, ratio {cpu_late / cpu_early:.2f}x; ", end="")
+    print(f"first run {cpu[0] * 1000:.0f} ms, ratio {cpu[0] / cpu_early:.2f}x")
     for i in sorted(probes):
         if i:
             p = probes[i]

@@ -32,8 +32,8 @@ WARM_MODULES = (
     "jupyter_codelia.notebook.kernel_tools",
     "jupyter_codelia.notebook.runner",
     "jupyter_codelia.notebook.panel",
-    "pygments.lexers.diff",
     "pygments.lexers.python",
+    "pygments.lexers.shell",
     "pygments.formatters.html",
 )
 
@@ -70,6 +70,8 @@ def _warm() -> None:
 
         renderers.markdown_to_html("*warm*")  # builds the markdown parser once
         renderers.diff_to_html("+warm\n")
+        for language in ("python", "bash"):  # compiling a lexer's rules costs ~0.1 s each
+            renderers.code_to_html("warm = 1", language)
         _warm_sdk_client()
         _warm_tool_schemas()
     except Exception:

@@ -133,20 +133,24 @@ class RunPanel:
             if mode == "blocking"
             else ""
         )
-        self.hint = widgets.HTML(value=f'<span style="color:#777;font-size:11px">{hint}</span>')
+        self.hint = widgets.HTML(
+            value=f'<span style="color:{renderers.MUTED};font-size:11px">{hint}</span>'
+        )
         footer = widgets.HBox([self.stop_button, self.hint])
         children: list[widgets.Widget] = [self.header]
         if prompt:
             children.append(
                 widgets.HTML(
-                    value=f'<div style="color:#555;font-size:12px">▶ '
+                    value=f'<div style="color:var(--jp-ui-font-color2,#555);font-size:12px">▶ '
                     f"{renderers.escape(clip_chars(prompt, 300))}</div>"
                 )
             )
         children += [self.todos, self.body, self.error, footer]
         self.widget = widgets.VBox(
             children,
-            layout=widgets.Layout(border="1px solid #ddd", padding="4px 8px", width="100%"),
+            layout=widgets.Layout(
+                border=f"1px solid {renderers.BORDER}", padding="4px 8px", width="100%"
+            ),
         )
         self.widget.add_class("codelia-panel")
 
@@ -215,7 +219,7 @@ class RunPanel:
         self.flush_pending(force=True)
         self._transcript.append(f"**Error:** {message}")
         self.error.value = (
-            '<div style="color:#d93025;white-space:pre-wrap"><b>Error:</b> '
+            '<div style="color:var(--jp-error-color1,#d93025);white-space:pre-wrap"><b>Error:</b> '
             f"{renderers.escape(message)}</div>"
         )
         self.error.layout.display = None
@@ -231,7 +235,8 @@ class RunPanel:
                 button.disabled = True
             if not card.outcome.value:
                 card.outcome.value = (
-                    f'<b style="color:#777">Not answered: the run ended ({status}).</b>'
+                    f'<b style="color:{renderers.MUTED}">'
+                    f"Not answered: the run ended ({status}).</b>"
                 )
         for tool_card in self._cards.values():
             if tool_card.status == "running":
@@ -284,7 +289,7 @@ class RunPanel:
             self._end_segment()
             self._append(
                 widgets.HTML(
-                    value='<div style="color:#777;font-style:italic;font-size:12px">'
+                    value=f'<div style="color:{renderers.MUTED};font-style:italic;font-size:12px">'
                     f"{renderers.escape(clip_chars(event.content, 2000))}</div>"
                 )
             )
@@ -335,7 +340,8 @@ class RunPanel:
         self._transcript.append(f"_{text}_")
         self._append(
             widgets.HTML(
-                value=f'<div style="color:#777;font-size:12px">{renderers.escape(text)}</div>'
+                value=f'<div style="color:{renderers.MUTED};font-size:12px">'
+                f"{renderers.escape(text)}</div>"
             )
         )
 
@@ -425,7 +431,11 @@ class RunPanel:
         args_view.selected_index = None
         box = widgets.VBox(
             [header, args_view],
-            layout=widgets.Layout(border="1px solid #e0e0e0", margin="4px 0", padding="2px 6px"),
+            layout=widgets.Layout(
+                border="1px solid var(--jp-border-color2,#e0e0e0)",
+                margin="4px 0",
+                padding="2px 6px",
+            ),
         )
         box.add_class("codelia-tool-card")
         card = _ToolCard(tool=event.tool, box=box, header=header, summary=summary)
@@ -485,7 +495,8 @@ class RunPanel:
             parts.append(renderers.diff_to_html(preview))
         if self.mode == "blocking":
             parts.append(
-                '<span style="color:#777;font-size:11px">Answer in the input box below '
+                f'<span style="color:{renderers.MUTED};font-size:11px">'
+                "Answer in the input box below "
                 "(y = allow, a = always allow, n or a reason = deny).</span>"
             )
         message = widgets.HTML(value="".join(parts))
@@ -501,7 +512,9 @@ class RunPanel:
         outcome = widgets.HTML(value="")
         box = widgets.VBox(
             [message, reason, widgets.HBox(buttons), outcome],
-            layout=widgets.Layout(border="2px solid #e37400", padding="4px", margin="4px 0"),
+            layout=widgets.Layout(
+                border="2px solid var(--jp-warn-color1,#e37400)", padding="4px", margin="4px 0"
+            ),
         )
         box.add_class("codelia-approval")
         card = _ApprovalCard(box=box, buttons=buttons, reason=reason, outcome=outcome)
@@ -533,7 +546,11 @@ class RunPanel:
         text = labels[event.decision]
         if event.reason:
             text += f": {event.reason}"
-        colour = "#d93025" if event.decision == "deny" else "#188038"
+        colour = (
+            "var(--jp-error-color1,#d93025)"
+            if event.decision == "deny"
+            else "var(--jp-success-color1,#188038)"
+        )
         card.outcome.value = f'<b style="color:{colour}">{renderers.escape(text)}</b>'
         self._transcript.append(f"- approval: {text}")
         if self.status == "awaiting approval":
@@ -548,9 +565,12 @@ class RunPanel:
 
 def _card_header(card: _ToolCard) -> str:
     icons = {"running": "⏳", "done": "✔", "error": "✖", "cancelled": "■"}
-    colour = {"running": "#1a73e8", "done": "#188038", "error": "#d93025", "cancelled": "#777"}[
-        card.status
-    ]
+    colour = {
+        "running": "var(--jp-brand-color1,#1a73e8)",
+        "done": "var(--jp-success-color1,#188038)",
+        "error": "var(--jp-error-color1,#d93025)",
+        "cancelled": renderers.MUTED,
+    }[card.status]
     duration = (
         f" · {renderers.format_duration(card.duration_ms)}" if card.duration_ms is not None else ""
     )
@@ -560,7 +580,7 @@ def _card_header(card: _ToolCard) -> str:
     return (
         f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '
         f"<b>{renderers.escape(card.tool)}</b>{summary}"
-        f'<span style="color:#777"> · {card.status}{duration}</span></div>'
+        f'<span style="color:{renderers.MUTED}"> · {card.status}{duration}</span></div>'
     )
 
 

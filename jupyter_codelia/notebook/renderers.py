@@ -16,11 +16,15 @@ from .._text import compact_json
 
 DIFF_TOOLS = frozenset({"write", "edit", "apply_patch"})
 
+MUTED = "var(--jp-ui-font-color2,#777)"
+"""Secondary text: JupyterLab's theme colour (readable in dark themes), grey elsewhere."""
+BORDER = "var(--jp-border-color2,#ddd)"
+
 _TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑"}
 _TODO_STYLES = {
     "pending": "",
     "in_progress": "font-weight:600;",
-    "completed": "color:#777;text-decoration:line-through;",
+    "completed": f"color:{MUTED};text-decoration:line-through;",
 }
 
 
@@ -49,16 +53,44 @@ def pre(text: str, *, max_height: str = "24em") -> str:
     return f'<pre style="{style}">{escape(text)}</pre>'
 
 
-def diff_to_html(diff: str) -> str:
-    """A unified diff coloured with pygments' DiffLexer, inline styles (no stylesheet needed)."""
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import DiffLexer
+_DIFF_LINE_STYLES = {
+    "added": "background:rgba(46,160,67,0.22)",
+    "removed": "background:rgba(248,81,73,0.22)",
+    "hunk": "color:var(--jp-info-color1,#0969da)",
+    "file": f"font-weight:600;color:{MUTED}",
+    "context": "",
+}
 
-    formatter = HtmlFormatter(noclasses=True, nowrap=False, style="default")
-    body = highlight(diff, DiffLexer(), formatter)
-    style = "max-height:28em;overflow:auto;font-size:12px;border:1px solid #ddd;"
-    return f'<div class="codelia-diff" style="{style}">{body}</div>'
+
+def _diff_line_kind(line: str) -> str:
+    if line.startswith(("+++", "---", "diff ")):
+        return "file"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "added"
+    if line.startswith("-"):
+        return "removed"
+    return "context"
+
+
+def diff_to_html(diff: str) -> str:
+    """A unified diff, one coloured line per line, in inline styles (no stylesheet needed).
+
+    Added and removed lines get translucent backgrounds and every line keeps the theme's text
+    colour, so the diff reads in light and dark JupyterLab themes, nbconvert and GitHub alike.
+    """
+    rows = "".join(
+        f'<span style="display:block;{_DIFF_LINE_STYLES[_diff_line_kind(line)]}">'
+        f"{escape(line) or ' '}</span>"
+        for line in diff.splitlines()
+    )
+    pre_style = (
+        "margin:0;padding:2px 4px;white-space:pre;font-family:var(--jp-code-font-family,monospace);"
+        "color:var(--jp-content-font-color1,inherit);background:transparent;"
+    )
+    style = f"max-height:28em;overflow:auto;font-size:12px;border:1px solid {BORDER};"
+    return f'<div class="codelia-diff" style="{style}"><pre style="{pre_style}">{rows}</pre></div>'
 
 
 def diff_of_result(tool: str, result_text: str) -> str | None:
@@ -76,7 +108,7 @@ def diff_of_result(tool: str, result_text: str) -> str | None:
 def todos_to_html(todos: list[dict[str, Any]]) -> str:
     """The todo list as a checklist; in-progress items show their ``activeForm`` when given."""
     if not todos:
-        return '<div class="codelia-todos" style="color:#777">No todos.</div>'
+        return f'<div class="codelia-todos" style="color:{MUTED}">No todos.</div>'
     items = []
     for todo in todos:
         status = str(todo.get("status", "pending"))
@@ -159,13 +191,13 @@ def header_html(
     once); the session's totals follow, labelled. A demo run shows no dollar figure: its
     "model" is a scripted local server."""
     colours = {
-        "running": "#1a73e8",
-        "awaiting approval": "#e37400",
-        "completed": "#188038",
-        "cancelled": "#777",
-        "error": "#d93025",
+        "running": "var(--jp-brand-color1,#1a73e8)",
+        "awaiting approval": "var(--jp-warn-color1,#e37400)",
+        "completed": "var(--jp-success-color1,#188038)",
+        "cancelled": MUTED,
+        "error": "var(--jp-error-color1,#d93025)",
     }
-    colour = colours.get(status, "#444")
+    colour = colours.get(status, "var(--jp-ui-font-color1,#444)")
     session = escape(session_id[:8]) if session_id else "new"
     context = f"{context_left_percent}% context left" if context_left_percent is not None else ""
     cells = [
@@ -173,7 +205,7 @@ def header_html(
         f'session <code title="{escape(session_id or "")}">{session}</code>',
         f'<span style="color:{colour};font-weight:600">{escape(status)}</span>',
         f"this run {format_tokens(input_tokens)} in / {format_tokens(output_tokens)} out",
-        '<b style="color:#e37400">offline demo · no cost</b>'
+        '<b style="color:var(--jp-warn-color1,#e37400)">offline demo · no cost</b>'
         if demo
         else escape(format_cost(cost_usd)),
     ]
@@ -210,7 +242,7 @@ def code_to_html(code: str, language: str, *, max_height: str = "24em", prompt: 
     formatter = HtmlFormatter(noclasses=True, nowrap=True, style="default")
     body = highlight(code, lexer, formatter)
     if prompt:
-        body = f'<span class="codelia-prompt" style="color:#777">{escape(prompt)}</span>{body}'
+        body = f'<span class="codelia-prompt" style="color:{MUTED}">{escape(prompt)}</span>{body}'
     style = (
         f"white-space:pre-wrap;word-break:break-word;max-height:{max_height};overflow:auto;"
         "margin:0;padding:2px 4px;font-family:var(--jp-code-font-family,monospace);"

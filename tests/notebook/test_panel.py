@@ -331,7 +331,7 @@ def test_approval_and_tool_cards_show_code_command_diff_and_url_readably() -> No
     assert "\\n" not in python  # real lines, not a JSON string with escapes
     assert '<span style="color: #BA2121">"hi"</span>' in python
     shell = _approval(panel, "shell", {"command": "rm -rf build && ls", "timeout": 30})
-    assert '<span class="codelia-prompt" style="color:#777">$ </span>' in shell
+    assert "codelia-prompt" in shell and ">$ </span>" in shell
     assert "build" in shell and "&amp;&amp;" in shell and "<b>timeout</b>: 30" in shell
     edit = _approval(
         panel, "edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
