@@ -119,6 +119,7 @@ def main() -> None:
             ANTHROPIC_API_KEY="bench-key",
             ANTHROPIC_BASE_URL=server.url,
             MPLBACKEND="Agg",
+            JUPYTER_CODELIA_APPROVAL_MODE="full-access",  # configured once, as people do
         )
         cells = [nbformat.v4.new_code_cell(PROBE)]  # a fresh kernel
         cells.append(nbformat.v4.new_code_cell("%load_ext jupyter_codelia"))
@@ -127,7 +128,7 @@ def main() -> None:
         probe_cells: dict[int, int] = {0: 0}
         for i in range(1, runs + 1):
             run_cells.append(len(cells))
-            prompt = f"%%codelia --approval-mode full-access\nrun {i}: compute 1 + 1"
+            prompt = f"%%codelia\nrun {i}: compute 1 + 1"
             cells.append(nbformat.v4.new_code_cell(prompt))
             if i in checkpoints:
                 probe_cells[i] = len(cells)

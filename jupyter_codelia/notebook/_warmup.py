@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+from typing import Any
 
 log = logging.getLogger("jupyter_codelia.notebook")
 
@@ -41,13 +42,13 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-def start() -> None:
+def start(shell: Any) -> None:
     """Begin warming on a daemon thread (once per process)."""
     global _thread
     with _lock:
         if _thread is not None:
             return
-        _thread = threading.Thread(target=_warm, name="codelia-warmup", daemon=True)
+        _thread = threading.Thread(target=_warm, args=(shell,), name="codelia-warmup", daemon=True)
         _thread.start()
 
 
@@ -58,7 +59,7 @@ def wait(timeout: float | None = None) -> None:
         thread.join(timeout)
 
 
-def _warm() -> None:
+def _warm(shell: Any) -> None:
     for name in WARM_MODULES:
         try:
             importlib.import_module(name)
@@ -74,8 +75,11 @@ def _warm() -> None:
             renderers.code_to_html("warm = 1", language)
         _warm_sdk_client()
         _warm_tool_schemas()
+        from .magics import notebook_agent
+
+        notebook_agent(shell).prebuild()  # settings errors are reported by the first run
     except Exception:
-        log.debug("warm-up of the renderers or the SDK failed", exc_info=True)
+        log.debug("warm-up of the renderers, the SDK or the agent failed", exc_info=True)
 
 
 def _warm_tool_schemas() -> None:

@@ -290,7 +290,7 @@ def register(shell: Any) -> None:
     from .bridge import register_comm_target
 
     register_comm_target(shell)
-    _warmup.start()
+    _warmup.start(shell)
 
 
 def unregister(shell: Any) -> None:

@@ -79,6 +79,7 @@ class NotebookAgent:
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
         self.last_agent: Agent | None = None
+        self._prebuilt: tuple[tuple[Any, ...], Callable[[], Any], Agent] | None = None
         """The agent of the latest run (the notebook's, or a detached one such as the demo's)."""
 
     # ------------------------------------------------------------------ configuration
@@ -116,15 +117,7 @@ class NotebookAgent:
                 f"a codelia run is already active (run {self.active.run_id}); wait for it or "
                 "stop it first"
             )
-        key = (
-            settings.model,
-            settings.approval_mode,
-            settings.max_iterations,
-            settings.max_tokens,
-            settings.root,
-            settings.system_prompt,
-            settings.python_timeout,
-        )
+        key = _agent_key(settings)
         current = self.agent
         if new_session:
             resume = None
@@ -142,13 +135,30 @@ class NotebookAgent:
             and (session_id is None or session_id == current.session_id)
         ):
             return current
-        factory = _anthropic_factory(settings) if llm is None else None
-        agent = self._build(settings, resume, llm if factory is None else factory())
+        prebuilt, self._prebuilt = self._prebuilt, None
+        factory: Callable[[], Any] | None
+        if prebuilt is not None and resume is None and llm is None and prebuilt[0] == key:
+            _key, factory, agent = prebuilt
+        else:
+            factory = _anthropic_factory(settings) if llm is None else None
+            agent = self._build(settings, resume, llm if factory is None else factory())
         self.agent = agent
         self.tools = self._toolsets.get(agent)
         self._llm_factory = factory
         self._agent_key = key if llm is None else None
         return agent
+
+    def prebuild(self) -> None:
+        """Build the first turn's agent ahead of time (on the warm-up thread after %load_ext).
+
+        It is only kept aside: :meth:`prepare` adopts it when the first run wants a new
+        session with the same settings, so nothing (no session id, no todos) shows before.
+        """
+        if self.agent is not None or self.active is not None or self._prebuilt is not None:
+            return
+        settings = self.settings()
+        factory = _anthropic_factory(settings)
+        self._prebuilt = (_agent_key(settings), factory, self._build(settings, None, factory()))
 
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
@@ -546,6 +556,19 @@ def parse_answer(answer: str) -> tuple[str, str | None]:
     if lowered in ("", "n", "no", "deny"):
         return "deny", None
     return "deny", text
+
+
+def _agent_key(settings: Settings) -> tuple[Any, ...]:
+    """The settings an agent is built with: a change in any of them means a new agent."""
+    return (
+        settings.model,
+        settings.approval_mode,
+        settings.max_iterations,
+        settings.max_tokens,
+        settings.root,
+        settings.system_prompt,
+        settings.python_timeout,
+    )
 
 
 def _anthropic_factory(settings: Settings) -> Callable[[], Any]:

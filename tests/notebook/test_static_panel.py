@@ -110,3 +110,25 @@ def test_side_panel_loading_leaves_no_already_loaded_line(start_kernel: Any) -> 
     assert mine.stream_text() == ""  # not "The jupyter_codelia extension is already loaded"
     again = kernel.execute("%codelia help")
     assert "--demo" in again.stream_text()
+
+
+def test_load_ext_warms_imports_and_the_first_agent_in_the_background(
+    start_kernel: Any,
+) -> None:
+    with ScriptedAnthropicServer(_script()) as server:
+        kernel = start_kernel(server.url)
+        loaded = kernel.execute("import sys\n%load_ext jupyter_codelia")
+        assert loaded.status == "ok"
+        warmed = kernel.execute(
+            "from jupyter_codelia.notebook import _warmup\n_warmup.wait()\n"
+            "nb = get_ipython()._codelia_notebook_agent\n"
+            "print('anthropic' in sys.modules, 'ipywidgets' in sys.modules, nb.agent is None)\n"
+            "ready = nb._prebuilt[2]"
+        )
+        assert warmed.stream_text().strip() == "True True True"
+        # Nothing shows before the first run: no session listed, no todos.
+        assert "No codelia session yet" in kernel.execute("%codelia todos").stream_text()
+        run = kernel.execute("%%codelia\nwhat is 40 + 2?")  # the settings it was built with
+        assert run.status == "ok", run.reply["content"]
+        adopted = kernel.execute("print(nb.agent is ready)")
+        assert adopted.stream_text().strip() == "True"
