@@ -101,8 +101,11 @@ class Lab:
 
 
 @contextmanager
-def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
-    """Start JupyterLab on a free loopback port; stop it (and its kernels) on exit."""
+def launch_lab(
+    env_extra: dict[str, str] | None = None, *, app: str = "jupyterlab"
+) -> Iterator[Lab]:
+    """Start JupyterLab (or ``app="notebook"``: Notebook 7) on a free loopback port; stop it
+    (and its kernels) on exit."""
     if not (BUILD / "package.json").is_file():
         raise RuntimeError(
             f"the labextension is not built ({BUILD} is missing): run `pip install -e .` or "
@@ -115,9 +118,12 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
         directory.mkdir(parents=True)
     # Serve the build in the work tree (not an older copy installed into the venv).
     (data / "labextensions" / "jupyter-codelia").symlink_to(BUILD)
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
-    )
+    if app == "jupyterlab":  # Notebook 7 has no announcements plugin (its settings would fail)
+        (config / "labconfig" / "page_config.json").write_text(
+            json.dumps(
+                {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
+            )
+        )
     _write_kernel_without_subshells(data / "kernels" / NO_SUBSHELL_KERNEL)
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_codelia": True}}})
@@ -139,12 +145,13 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
     )
     env.update(env_extra or {})
     log_path = base / "lab.log"
+    app_class = "LabApp" if app == "jupyterlab" else "JupyterNotebookApp"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
-                "jupyterlab",
+                app,
                 "--no-browser",
                 "--allow-root",
                 "--ip=127.0.0.1",
@@ -153,9 +160,15 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
                 "--ServerApp.password=",
                 "--ServerApp.disable_check_xsrf=False",
                 f"--ServerApp.root_dir={root}",
-                "--LabApp.expose_app_in_browser=True",
-                "--LabApp.news_url=None",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                f"--{app_class}.expose_app_in_browser=True",
+                *(
+                    [
+                        "--LabApp.news_url=None",
+                        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                    ]
+                    if app == "jupyterlab"
+                    else []
+                ),
             ],
             env=env,
             cwd=root,
