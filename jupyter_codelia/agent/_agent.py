@@ -318,10 +318,12 @@ class Agent:
     # ----------------------------------------------------------------------------- the turn
 
     def _emit(self, run: _Run, event: BaseModel) -> None:
+        seq = run.seq
+        run.seq += 1
+        event = event.model_copy(update={"seq": seq})
         run.queue.put_nowait(event)
         if event.type not in _LOGGED_EVENTS_SKIP:  # type: ignore[attr-defined]
-            self._record(run, "agent.event", seq=run.seq, event=ev.event_to_json(event))
-            run.seq += 1
+            self._record(run, "agent.event", seq=seq, event=ev.event_to_json(event))
 
     async def _run_turn(
         self,
