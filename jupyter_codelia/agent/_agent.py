@@ -31,6 +31,7 @@ from ..llm.messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ContentPart,
+    Message,
     ReasoningMessage,
     SystemMessage,
     TextPart,
@@ -166,7 +167,7 @@ class Agent:
             CompactionConfig() if compaction is _DEFAULT else compaction
         )
         self.client_name = client_name
-        self.history: list[Any] = []
+        self.history: list[Message] = []
         self.usage = UsageTotals()
         self.meta: dict[str, Any] = {}
         self.invoke_seq = 0
@@ -203,7 +204,7 @@ class Agent:
         tools: Sequence[Tool] = (),
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[ev.AgentEvent]:
         """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
         if self._running:
             raise AgentRunError("a run is already in progress for this agent", kind="busy")

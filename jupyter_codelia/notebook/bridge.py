@@ -332,7 +332,7 @@ _BRIDGE_KEY = "_codelia_bridge"
 
 
 def bridge_for(shell: Any) -> Bridge:
-    existing = getattr(shell, _BRIDGE_KEY, None)
+    existing: Bridge | None = getattr(shell, _BRIDGE_KEY, None)
     if existing is not None:
         return existing
     from .magics import notebook_agent
