@@ -6,6 +6,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import CodeliaError
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -56,7 +58,7 @@ class RunInterrupted(KeyboardInterrupt):
         return [f"{type(self).__name__}: {self}"]
 
 
-class RunNotFinishedError(RuntimeError):
+class RunNotFinishedError(CodeliaError, RuntimeError):
     """``RunHandle.result()`` was called while the background run is still going."""
 
 
