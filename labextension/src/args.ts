@@ -61,7 +61,15 @@ export function editDiff(path: string, oldText: string, newText: string): string
   return lines.join('\n');
 }
 
-export function argBlocks(tool: string, args: { [name: string]: unknown }): ArgBlock[] {
+/**
+ * `diffShown`: the card already shows the change as a diff (a preview or the tool's result),
+ * so an edit's old and new text and a written file's content are not repeated.
+ */
+export function argBlocks(
+  tool: string,
+  args: { [name: string]: unknown },
+  diffShown = false
+): ArgBlock[] {
   const blocks: ArgBlock[] = [];
   const rest: { [name: string]: unknown } = { ...args };
   const take = (name: string): unknown => {
@@ -83,14 +91,15 @@ export function argBlocks(tool: string, args: { [name: string]: unknown }): ArgB
       String(take('old_string')),
       String(take('new_string'))
     );
-    blocks.push({ kind: 'diff', diff });
+    if (!diffShown) {
+      blocks.push({ kind: 'diff', diff });
+    }
   }
   if (tool === 'write' && typeof rest.content === 'string') {
-    blocks.push({
-      kind: 'code',
-      language: languageOf(String(path ?? '')),
-      code: String(take('content'))
-    });
+    const code = String(take('content'));
+    if (!diffShown) {
+      blocks.push({ kind: 'code', language: languageOf(String(path ?? '')), code });
+    }
   }
   if (typeof rest.patch === 'string') {
     blocks.push({ kind: 'diff', diff: String(take('patch')) });

@@ -140,10 +140,11 @@ function renderArgs(
   tool: string,
   args: { [name: string]: unknown },
   rendermime: IRenderMimeRegistry,
-  renderers: IRenderMime.IRenderer[]
+  renderers: IRenderMime.IRenderer[],
+  diffShown = false
 ): HTMLElement {
   const node = el('div', 'jp-codelia-args');
-  for (const block of argBlocks(tool, args)) {
+  for (const block of argBlocks(tool, args, diffShown)) {
     if (block.kind === 'field') {
       const row = el('div', 'jp-codelia-arg');
       row.appendChild(el('span', 'jp-codelia-arg-name', block.label));
@@ -242,7 +243,15 @@ class ToolView implements ItemView {
     disposeAll(this.renderers);
     if (Object.keys(item.args).length > 0) {
       body.appendChild(el('div', 'jp-codelia-label', 'Arguments'));
-      body.appendChild(renderArgs(item.tool, item.args, this.rendermime, this.renderers));
+      body.appendChild(
+        renderArgs(
+          item.tool,
+          item.args,
+          this.rendermime,
+          this.renderers,
+          item.diff !== null
+        )
+      );
     }
     if (item.summary) {
       body.appendChild(el('div', 'jp-codelia-tool-summary', item.summary));

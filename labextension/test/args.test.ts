@@ -36,6 +36,16 @@ describe('tool arguments as a person reads them', () => {
     ]);
   });
 
+  it('does not repeat a change the card already shows as a diff', () => {
+    const edit = { file_path: 'a.py', old_string: 'x = 1', new_string: 'x = 2' };
+    expect(argBlocks('edit', edit, true)).toEqual([
+      { kind: 'field', label: 'file', value: 'a.py' }
+    ]);
+    expect(argBlocks('write', { file_path: 'a.py', content: 'x' }, true)).toEqual([
+      { kind: 'field', label: 'file', value: 'a.py' }
+    ]);
+  });
+
   it('colours written content by the file type and shows URLs whole', () => {
     expect(argBlocks('write', { file_path: 'q.sql', content: 'select 1' })).toEqual([
       { kind: 'field', label: 'file', value: 'q.sql' },
