@@ -279,6 +279,8 @@ def test_approval_card_shows_the_code_that_will_run(
     assert block.inner_text().strip() == code
     assert block.locator("span").count() > 0
     assert "\\n" not in card.inner_text()
+    always = card.locator(".jp-codelia-allow-remember")
+    assert always.evaluate("el => getComputedStyle(el).borderTopStyle") == "solid"
     card.locator(".jp-codelia-allow").click()
     page.locator(f"{PANEL} .jp-codelia-final", has_text="Printed pi.").wait_for()
     tool = page.locator(f"{PANEL} .jp-codelia-tool", has_text="python")
