@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel
 
 from .. import __version__
-from .._redact import redact_secrets
+from .._redact import StreamRedactor, redact_secrets
 from .._text import clip_utf8, js_round
 from ..llm.base import ChatModel, LlmError
 from ..llm.messages import (
@@ -67,6 +67,7 @@ CONTINUE_PROMPT = "Continue the task from where you left off, using the summary 
 _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
+_STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
 
 
 class SessionStateHook(Protocol):
@@ -318,6 +319,10 @@ class Agent:
     # ----------------------------------------------------------------------------- the turn
 
     def _emit(self, run: _Run, event: BaseModel) -> None:
+        # Streamed deltas arrive redacted by a StreamRedactor (see _stream_deltas); every other
+        # event is masked here, before the panel, the side panel or a run_stream caller sees it.
+        if event.type not in _STREAMED_EVENTS:  # type: ignore[attr-defined]
+            event = redact_secrets(event)
         run.queue.put_nowait(event)
         if event.type not in _LOGGED_EVENTS_SKIP:  # type: ignore[attr-defined]
             self._record(run, "agent.event", seq=run.seq, event=ev.event_to_json(event))
@@ -550,17 +555,15 @@ class Agent:
     ) -> ChatInvokeCompletion:
         attempts = max(1, self.retry.max_attempts)
         for attempt in range(1, attempts + 1):
+            text = _DeltaStream(lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)))
+            reasoning = _DeltaStream(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
             try:
                 return await self.llm.ainvoke(
                     list(messages),
                     tools=tools,
                     tool_choice=choice,
-                    on_text_delta=(lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)))
-                    if stream
-                    else None,
-                    on_reasoning_delta=(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
-                    if stream
-                    else None,
+                    on_text_delta=text.feed if stream else None,
+                    on_reasoning_delta=reasoning.feed if stream else None,
                     signal=run.signal,
                 )
             except LlmError as exc:
@@ -583,6 +586,9 @@ class Agent:
                     ),
                 )
                 await asyncio.sleep(delay)
+            finally:
+                text.flush()
+                reasoning.flush()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _account(self, run: _Run, completion: ChatInvokeCompletion) -> None:
@@ -693,6 +699,25 @@ async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncI
     while not queue.empty():
         yield queue.get_nowait()
     task.result()
+
+
+class _DeltaStream:
+    """Passes streamed deltas on redacted; a secret split across two deltas is held back until
+    it is whole, so the deltas never carry it and still add up to the redacted text."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._redactor = StreamRedactor()
+
+    def feed(self, delta: str) -> None:
+        safe = self._redactor.feed(delta)
+        if safe:
+            self._emit(safe)
+
+    def flush(self) -> None:
+        rest = self._redactor.flush()
+        if rest:
+            self._emit(rest)
 
 
 def _redact_message(message: ToolMessage) -> ToolMessage:
