@@ -353,9 +353,7 @@ def _safe_cut(text: str, cut: int, redactor: _Redactor) -> int:
     if cut <= 0:
         return 0
     floor = max(0, cut - MAX_TOKEN_RUN)
-    while (
-        floor < cut < len(text) and text[cut - 1] in _TOKEN_CHARS and text[cut] in _TOKEN_CHARS
-    ):
+    while floor < cut < len(text) and text[cut - 1] in _TOKEN_CHARS and text[cut] in _TOKEN_CHARS:
         cut -= 1
     moved = True
     while moved and cut > 0:
