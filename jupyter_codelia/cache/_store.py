@@ -22,6 +22,7 @@ from typing import Any
 from filelock import FileLock
 from pydantic import ValidationError
 
+from .._private import PRIVATE_FILE, make_private_dirs, tighten_once, write_private
 from ..llm.messages import (
     ContentPart,
     TextPart,
@@ -144,7 +145,8 @@ class ToolOutputCacheStore:
 
     def _temp_path(self, suffix: str) -> Path:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.root)
+            tighten_once(self.root)
         except OSError as exc:
             raise ToolOutputCacheError(
                 f"Cannot create the tool output cache directory {self.root}: {exc}"
@@ -156,7 +158,9 @@ class ToolOutputCacheStore:
         """Threads of this process, then other processes, one at a time."""
         with self._thread_lock:
             if self._file_lock is None:
-                self._file_lock = FileLock(self.root / ".lock", thread_local=False)
+                self._file_lock = FileLock(
+                    self.root / ".lock", thread_local=False, mode=PRIVATE_FILE
+                )
             with self._file_lock:
                 yield
 
@@ -188,10 +192,10 @@ class ToolOutputCacheStore:
         tmp_parts = self._temp_path("parts.json") if parts is not None else None
         tmp_meta = self._temp_path("json")
         try:
-            tmp_index.write_bytes(index.to_bytes())
+            write_private(tmp_index, index.to_bytes())
             if tmp_parts is not None and parts is not None:
-                tmp_parts.write_bytes(content_parts_adapter.dump_json(parts, exclude_none=True))
-            tmp_meta.write_text(meta.model_dump_json(), encoding="utf-8")
+                write_private(tmp_parts, content_parts_adapter.dump_json(parts, exclude_none=True))
+            write_private(tmp_meta, meta.model_dump_json().encode("utf-8"))
             added = sum(p.stat().st_size for p in (tmp_text, tmp_index, tmp_parts, tmp_meta) if p)
             with self._lock():
                 previous, freed = previous_version(self.root, ref_id)
@@ -273,6 +277,7 @@ class ToolOutputCacheStore:
         ref_id = normalize_ref_id(ref_id)
         if not ref_id:
             raise ToolOutputNotFoundError(ref_id)
+        tighten_once(self.root)
         for attempt in range(3):
             meta = self._load_meta(ref_id)
             text_path = data_path(self.root, ref_id, meta.generation, "txt")
@@ -306,6 +311,7 @@ class ToolOutputCacheStore:
         """Every readable entry, newest first."""
         if not self.root.is_dir():
             return []
+        tighten_once(self.root)
         sizes: dict[str, int] = {}
         metas: list[tuple[EntryMeta, float]] = []
         for item in os.scandir(self.root):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._private import open_private
 from ..llm.messages import ContentPart, ToolOutputRef
 from ._errors import WriterClosedError
 from ._index import LineIndexBuilder
@@ -45,7 +47,10 @@ class StreamingOutputWriter:
         self._lock = threading.Lock()
         self._closed = False
         self._tmp_text = store._temp_path("txt")
-        self._file = open(self._tmp_text, "wb", buffering=1 << 20)  # noqa: SIM115 (held open)
+        fd = open_private(
+            self._tmp_text, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        )
+        self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         self._index = LineIndexBuilder(stride=store.index_stride)
         # A writer dropped without close() or abort() must not leave its temp file behind.
         self._finalizer = weakref.finalize(self, discard, self._file, self._tmp_text)

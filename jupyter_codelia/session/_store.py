@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from .._private import PRIVATE_FILE, make_private_dirs, open_private, tighten_once
 from ._index import RunRow, SessionIndex
 from ._jsonl import encode_json, read_jsonl, to_json_ready
 from ._models import (
@@ -46,10 +47,6 @@ _LOCK_TIMEOUT_S = 60.0
 
 # Header keys the store sets itself; a header may repeat them only with the same value.
 _HEADER_OWNED = ("type", "schema_version", "run_id", "session_id")
-
-# Sessions hold code, data and conversation: private to the user by default.
-_PRIVATE_DIR = 0o700
-_PRIVATE_FILE = 0o600
 
 
 def default_home() -> Path:
@@ -118,10 +115,10 @@ class SessionStore:
         relative = f"{moment:%Y/%m/%d}/{run_id}.jsonl"
         path = self.sessions_dir / relative
         self._ensure_dirs()
-        path.parent.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
+        make_private_dirs(path.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_BINARY", 0)
         try:
-            fd = os.open(path, flags, _PRIVATE_FILE)
+            fd = open_private(path, flags)
         except FileExistsError:
             raise ValueError(
                 f"run log already exists: {path}; every run needs a new run id (uuid4)"
@@ -189,7 +186,7 @@ class SessionStore:
         else:
             payload, summary = _encode_with_messages(state, encoded_messages)
         self._ensure_dirs()
-        self._tmp_dir.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
+        make_private_dirs(self._tmp_dir)
         with self._locked():
             # Every writer holds the lock while its temp file exists, so what is here now was
             # left by a writer that died mid-save.
@@ -223,6 +220,7 @@ class SessionStore:
             raise ValueError(f"limit must be >= 0 or None, got {limit}")
         if limit == 0 or not self.sessions_dir.is_dir():
             return []
+        tighten_once(self.home)
         return self._index.list_sessions(limit)
 
     def run_log_paths(self, session_id: str) -> list[Path]:
@@ -230,6 +228,7 @@ class SessionStore:
         check_id("session id", session_id)
         if not self.sessions_dir.is_dir():
             raise SessionNotFound(session_id)
+        tighten_once(self.home)
         paths = [self.sessions_dir / rel for rel in self._index.run_paths(session_id)]
         existing = [path for path in paths if path.is_file()]
         if not existing and not self._state_path(session_id).is_file():
@@ -261,8 +260,8 @@ class SessionStore:
     def _ensure_dirs(self) -> None:
         if self.home.exists() and not self.home.is_dir():
             raise NotADirectoryError(f"session store home is not a directory: {self.home}")
-        self.sessions_dir.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
-        self._state_dir.mkdir(exist_ok=True, mode=_PRIVATE_DIR)
+        make_private_dirs(self._state_dir)
+        tighten_once(self.home)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -270,7 +269,7 @@ class SessionStore:
 
         lock_path = self.sessions_dir / ".lock"
         try:
-            with FileLock(str(lock_path), timeout=self.lock_timeout):
+            with FileLock(str(lock_path), timeout=self.lock_timeout, mode=PRIVATE_FILE):
                 yield
         except Timeout:
             raise TimeoutError(
