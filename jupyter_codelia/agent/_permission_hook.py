@@ -164,7 +164,7 @@ def parse_tool_args(raw: str) -> dict[str, Any] | None:
     """A call's raw JSON arguments as an object (``""`` → ``{}``), or None when they are not one."""
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting past Python's limit
         return None
     return value if isinstance(value, dict) else None
 
