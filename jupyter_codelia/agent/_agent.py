@@ -50,7 +50,7 @@ from ._persistence import RunLogHandle, SessionWriter
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
-    from ..cache import ToolOutputCache
+    from ..cache import ToolOutputCache, ToolOutputCacheStore
     from ..session import SessionStore
     from .permissions import PermissionPolicy
 
@@ -135,6 +135,7 @@ class Agent:
         permissions: PermissionPolicy | None = None,
         confirm: ConfirmCallback | None = None,
         output_cache: ToolOutputCache | None = _DEFAULT,
+        output_store: ToolOutputCacheStore | None = None,
         session_store: SessionStore | None = None,
         session_id: str | None = None,
         dependency_overrides: dict[str, Callable[[], Any]] | None = None,
@@ -154,7 +155,12 @@ class Agent:
         self.permissions = permissions
         self.confirm = confirm
         if output_cache is _DEFAULT:
-            output_cache = _default_output_cache(tools)
+            output_cache = _default_output_cache(tools, output_store)
+        elif output_store is not None:
+            raise ValueError(
+                "pass either output_cache=ToolOutputCache(store, config) or output_store=store, "
+                "not both"
+            )
         self.output_cache = output_cache
         self.session_store = session_store
         self.dependency_overrides = dict(dependency_overrides or {})
@@ -757,7 +763,14 @@ def _llm_failure_text(exc: Exception, attempts: int) -> str:
     return f"The model request failed{tried}: {exc}"
 
 
-def _default_output_cache(tools: Sequence[Tool]) -> ToolOutputCache | None:
+def _default_output_cache(
+    tools: Sequence[Tool], output_store: ToolOutputCacheStore | None
+) -> ToolOutputCache | None:
+    """Save results in the explicit store, else the one the tools share (a ``ToolSet``'s, or
+    the one the ``tool_output_cache`` tools read), so the refs the model gets are readable."""
     from ..cache import ToolOutputCache
 
-    return ToolOutputCache(getattr(tools, "output_store", None))
+    store = output_store or getattr(tools, "output_store", None)
+    if store is None:
+        store = next((t.output_store for t in tools if hasattr(t, "output_store")), None)
+    return ToolOutputCache(store)
