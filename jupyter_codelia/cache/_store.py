@@ -65,10 +65,13 @@ class ToolOutputCacheStore:
 
     ``max_bytes`` caps the disk use (default 1 GB, env
     ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_MAX_BYTES``): when a commit passes it, the least
-    recently used entries are evicted whole down to 90% of the cap. The entry just written is
-    never evicted by its own commit, so a single output larger than the cap stays readable until
-    the next one. ``limits`` bound what one read or grep returns (spec §5, env overrides);
-    ``use_ripgrep=False`` forces the pure-Python search.
+    recently used entries are evicted whole down to 90% of the cap. ``max_entry_bytes`` (default
+    a quarter of the cap, env ``..._MAX_ENTRY_BYTES``, at most half of it) bounds one entry:
+    past it the middle is dropped and a note says so, keeping the head and a tail window (see
+    ``_writer``). So the newest entries always fit under the cap together, and the eviction
+    that a later commit runs removes older entries first: an output stays readable at least
+    until the model's next turn. ``limits`` bound what one read or grep returns (env
+    overrides); ``use_ripgrep=False`` forces the pure-Python search.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class ToolOutputCacheStore:
         root: Path | str,
         *,
         max_bytes: int | None = None,
+        max_entry_bytes: int | None = None,
         limits: CacheLimits | None = None,
         use_ripgrep: bool = True,
         index_stride: int = STRIDE,
@@ -87,12 +91,26 @@ class ToolOutputCacheStore:
                 f"max_bytes must be a positive number of bytes (default 1_000_000_000), "
                 f"got {max_bytes!r}"
             )
+        if max_entry_bytes is None:
+            max_entry_bytes = env_positive_int("MAX_ENTRY_BYTES", max(1, max_bytes // 4))
+        most = max(1, max_bytes // 2)
+        if (
+            isinstance(max_entry_bytes, bool)
+            or not isinstance(max_entry_bytes, int)
+            or not 0 < max_entry_bytes <= most
+        ):
+            raise ValueError(
+                f"max_entry_bytes must be a positive number of bytes of at most half of "
+                f"max_bytes ({most}), so the newest outputs fit together; "
+                f"got {max_entry_bytes!r}"
+            )
         if isinstance(index_stride, bool) or not isinstance(index_stride, int) or index_stride < 1:
             raise ValueError(
                 f"index_stride must be a positive number of bytes, got {index_stride!r}"
             )
         self.root = Path(root)
         self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
         self.limits = limits if limits is not None else CacheLimits.from_env()
         self._ripgrep = find_ripgrep() if use_ripgrep else None
         self.index_stride = index_stride  # bytes between line-index checkpoints (tests shrink it)
@@ -174,6 +192,7 @@ class ToolOutputCacheStore:
         index: LineIndexBuilder,
         parts: list[ContentPart] | None,
         streamed: bool,
+        dropped_bytes: int,
     ) -> ToolOutputRef:
         generation = uuid.uuid4().hex[:16]
         meta = EntryMeta(
@@ -187,6 +206,7 @@ class ToolOutputCacheStore:
             streamed=streamed,
             has_crlf=index.has_crlf,
             generation=generation,
+            dropped_bytes=dropped_bytes,
         )
         tmp_index = self._temp_path("idx")
         tmp_parts = self._temp_path("parts.json") if parts is not None else None

@@ -461,6 +461,12 @@ def shell_tool(
             result[name] = text if text is not None else capture.excerpt(ref_id)
             if ref_id is not None:
                 result[f"{name}_cache_id"] = ref_id
+                dropped = getattr(capture.writer, "dropped_bytes", 0)
+                if dropped:
+                    result[f"{name}_cache_note"] = (
+                        f"the cached {name} passed the cache's per-entry size limit: "
+                        f"{dropped} bytes in the middle were dropped; its head and tail are kept"
+                    )
         return result
 
     return define_tool(

@@ -280,6 +280,27 @@ async def test_a_secret_straddling_a_long_line_cut_is_masked_whole(
 
 
 @pytest.mark.asyncio
+async def test_a_runaway_stream_stops_growing_the_cache_and_the_result_says_so(
+    workdir: Path, tmp_path: Path
+) -> None:
+    """``yes`` until the timeout must not fill the disk: past the per-entry limit the middle is
+    dropped, the head and the newest output are kept, and the result tells the model."""
+    store = ToolOutputCacheStore(tmp_path / "small-cache", max_bytes=2_000_000)
+    out = await run(shell_tool(workdir, store), command="yes | head -c 20000000; echo THE END")
+    assert out["state"] == "completed"
+    entry = store.get_entry("call_1_stdout")
+    assert entry.size_bytes < 500_000 + 200
+    assert out["stdout_cache_note"].startswith(
+        "the cached stdout passed the cache's per-entry size limit: "
+    )
+    assert out["stdout_cache_note"].endswith(
+        " bytes in the middle were dropped; its head and tail are kept"
+    )
+    assert store.read_tail("call_1_stdout", 2) == "THE END\n"
+    assert "bytes dropped from the middle" in store.grep("call_1_stdout", "dropped")
+
+
+@pytest.mark.asyncio
 @pytest.mark.slow
 async def test_50_mb_of_output_keeps_context_bounded_and_cache_complete(
     workdir: Path, store: ToolOutputCacheStore
