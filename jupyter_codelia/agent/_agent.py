@@ -210,8 +210,13 @@ class Agent:
         tools: Sequence[Tool] = (),
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
+        force_compaction: bool = False,
     ) -> AsyncIterator[Any]:
-        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
+        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end.
+
+        ``force_compaction`` summarises the history before the prompt is added, whatever its
+        size (the compaction events come first).
+        """
         if self._running:
             raise AgentRunError("a run is already in progress for this agent", kind="busy")
         self._running = True
@@ -223,7 +228,14 @@ class Agent:
                 run_id=rid, queue=asyncio.Queue(), signal=signal, run_log=self._open_run_log(rid)
             )
             task = asyncio.ensure_future(
-                self._run_turn(run, prompt, [*self.tools, *tools], tool_choice, run_meta or {})
+                self._run_turn(
+                    run,
+                    prompt,
+                    [*self.tools, *tools],
+                    tool_choice,
+                    run_meta or {},
+                    force_compaction=force_compaction,
+                )
             )
             loop = asyncio.get_running_loop()
 
@@ -240,6 +252,23 @@ class Agent:
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
+        finally:
+            self._running = False
+
+    async def compact(self) -> bool:
+        """Summarise the conversation now (``%codelia compact``); True if the history was
+        replaced by the summary (then the session is saved)."""
+        if self._running:
+            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+        self._running = True
+        try:
+            self._ensure_session()
+            run = _Run(run_id=str(uuid.uuid4()), queue=asyncio.Queue(), signal=CancelSignal(),
+                       run_log=None)  # fmt: skip
+            compacted = await self._maybe_compact(run, mid_turn=False, force=True)
+            if compacted:
+                self._save_state(run)
+            return compacted
         finally:
             self._running = False
 
@@ -341,6 +370,8 @@ class Agent:
         tools: list[Tool],
         tool_choice: str | None,
         run_meta: dict[str, Any],
+        *,
+        force_compaction: bool = False,
     ) -> None:
         user_input = (
             {"type": "text", "text": prompt}
@@ -358,6 +389,8 @@ class Agent:
                 if not any(isinstance(m, SystemMessage) for m in self.history):
                     self.history.insert(0, SystemMessage(content=self.system_prompt))
                 self._system_added = True
+            if force_compaction:
+                await self._maybe_compact(run, mid_turn=False, force=True)
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
             self.history = repair_history([*self.history, UserMessage(content=prompt)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
@@ -634,13 +667,17 @@ class Agent:
             ),
         )
 
-    async def _maybe_compact(self, run: _Run, *, mid_turn: bool) -> None:
-        """Summarise the history when the last call filled the context window (see _compaction)."""
+    async def _maybe_compact(self, run: _Run, *, mid_turn: bool, force: bool = False) -> bool:
+        """Summarise the history when the last call filled the context window (see _compaction),
+        or now when ``force`` (then with the default settings if compaction is off).
+        True when the history was replaced."""
         config = self.compaction
-        if config is None or not config.should_compact(
+        if force:
+            config = config or CompactionConfig()
+        elif config is None or not config.should_compact(
             self.usage.last_total_tokens, self.llm.context_limit()
         ):
-            return
+            return False
         self._emit(run, ev.CompactionStartEvent())
         request = prepare_request(repair_history(self.history), config)
         compacted = False
@@ -669,6 +706,7 @@ class Agent:
                     self.usage.last_total_tokens = 0
                     compacted = True
         self._emit(run, ev.CompactionCompleteEvent(compacted=compacted))
+        return compacted
 
     async def _summary(self, run: _Run) -> str:
         messages = [*repair_history(self.history), UserMessage(content=MAX_ITERATIONS_PROMPT)]
