@@ -47,6 +47,7 @@ from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import RunLogHandle, SessionWriter
+from ._resume import CONTEXT_META_KEY, change_reminder, context_record
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
@@ -181,6 +182,8 @@ class Agent:
         self.session_id: str = session_id or str(uuid.uuid4())
         self._restored = session_id is None
         self._system_added = False
+        self._resume_reminder: str | None = None
+        self._sandbox_root = getattr(getattr(tools, "sandbox", None), "root", None)
         self._running = False
         self._logged_upto = 0
         self._writer = SessionWriter(session_store) if session_store is not None else None
@@ -289,13 +292,28 @@ class Agent:
         if self.session_store is None or self._pending_resume is None:
             return
         state = self.session_store.load_state(self._pending_resume)
-        self.history = repair_history(load_messages(state.messages))
+        history = repair_history(load_messages(state.messages))
+        # The current system prompt is inserted by the turn; a stored one must not win over it.
+        while history and isinstance(history[0], SystemMessage):
+            history.pop(0)
+        self.history = history
         self.meta = dict(state.meta)
+        self._resume_reminder = change_reminder(
+            self.meta.get(CONTEXT_META_KEY), self._context_record()
+        )
         self.invoke_seq = state.invoke_seq
         self._system_added = False
         self._logged_upto = len(self.history)
         for hook in self.state_hooks:
             hook.restore_meta(self.session_id, self.meta)
+
+    def _context_record(self) -> dict[str, Any]:
+        return context_record(
+            model=self.llm.model,
+            root=str(self._sandbox_root or os.getcwd()),
+            tools=[t.name for t in self.tools],
+            date=datetime.now(timezone.utc).date().isoformat(),
+        )
 
     def _open_run_log(self, run_id: str) -> RunLogHandle | None:
         if self._writer is None:
@@ -324,6 +342,7 @@ class Agent:
         from ..session import SessionState
 
         meta = dict(self.meta)
+        meta[CONTEXT_META_KEY] = self._context_record()
         for hook in self.state_hooks:
             hook.save_meta(self.session_id, meta)
         self.meta = meta
@@ -391,6 +410,9 @@ class Agent:
                 self._system_added = True
             if force_compaction:
                 await self._maybe_compact(run, mid_turn=False, force=True)
+            if self._resume_reminder is not None:
+                self.history.append(UserMessage(content=self._resume_reminder))
+                self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
             self.history = repair_history([*self.history, UserMessage(content=prompt)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
