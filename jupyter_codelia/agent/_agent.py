@@ -46,7 +46,7 @@ from . import events as ev
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
-from ._persistence import RunLogHandle, SessionWriter
+from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
 from ._resume import CONTEXT_META_KEY, change_reminder, context_record
 from ._retry import RetryConfig
 
@@ -183,6 +183,7 @@ class Agent:
         self._restored = session_id is None
         self._system_added = False
         self._resume_reminder: str | None = None
+        self._fork_event: ev.SessionForkedEvent | None = None
         self._sandbox_root = getattr(getattr(tools, "sandbox", None), "root", None)
         self._running = False
         self._logged_upto = 0
@@ -225,6 +226,7 @@ class Agent:
         self._running = True
         try:
             self._ensure_session()
+            self._fork_event = await self._follow_fork()
             signal = signal or CancelSignal()
             rid = run_id or str(uuid.uuid4())
             run = _Run(
@@ -301,11 +303,28 @@ class Agent:
         self._resume_reminder = change_reminder(
             self.meta.get(CONTEXT_META_KEY), self._context_record()
         )
+        if self._writer is not None:
+            self._writer.generation = state.generation
         self.invoke_seq = state.invoke_seq
         self._system_added = False
         self._logged_upto = len(self.history)
         for hook in self.state_hooks:
             hook.restore_meta(self.session_id, self.meta)
+
+    async def _follow_fork(self) -> ev.SessionForkedEvent | None:
+        """Continue under a new session id if another process saved ours (see SessionWriter)."""
+        if self._writer is None:
+            return None
+        await self._writer.flush()
+        self._writer.fork_if_saved_elsewhere(self.session_id)
+        fork = self._writer.take_fork()
+        if fork is None:
+            return None
+        self.session_id = fork[1]
+        self.meta[FORKED_FROM_META_KEY] = fork[0]
+        for hook in self.state_hooks:
+            hook.bind_session(self.session_id)
+        return ev.SessionForkedEvent(session_id=fork[1], forked_from=fork[0])
 
     def _context_record(self) -> dict[str, Any]:
         return context_record(
@@ -399,6 +418,9 @@ class Agent:
         )
         self._record(run, "run.start", session_id=self.session_id, input=user_input, meta=run_meta)
         self._record(run, "run.status", status="running")
+        if self._fork_event is not None:
+            self._emit(run, self._fork_event)
+            self._fork_event = None
         if run_meta:
             self.meta.update(run_meta)
         outcome: Literal["completed", "cancelled", "error"] = "completed"

@@ -186,6 +186,15 @@ class TodosUpdatedEvent(_Event):
     todos: list[TodoItemView]
 
 
+class SessionForkedEvent(_Event):
+    """Another kernel saved this session meanwhile: this agent's turns continue in a new one,
+    so neither kernel's turns are lost."""
+
+    type: Literal["session.forked"] = "session.forked"
+    session_id: str
+    forked_from: str
+
+
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
@@ -210,6 +219,7 @@ AgentEvent = Annotated[
     | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
+    | SessionForkedEvent
     | FinalEvent,
     Field(discriminator="type"),
 ]

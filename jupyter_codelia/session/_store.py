@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,7 @@ from ._index import RunRow, SessionIndex
 from ._jsonl import encode_json, read_jsonl, to_json_ready
 from ._models import (
     SCHEMA_VERSION,
+    SessionConflictError,
     SessionLoadError,
     SessionNotFound,
     SessionState,
@@ -44,6 +46,10 @@ HOME_ENV = "JUPYTER_CODELIA_HOME"
 
 # Another kernel holds the lock only while it replaces one snapshot; a minute means it is stuck.
 _LOCK_TIMEOUT_S = 60.0
+
+# Every field before "messages" is short (ids, timestamps, counters): 4 KiB holds them.
+_GENERATION_HEAD_BYTES = 4096
+_GENERATION = re.compile(rb'"generation":(\d+)')
 
 # Header keys the store sets itself; a header may repeat them only with the same value.
 _HEADER_OWNED = ("type", "schema_version", "run_id", "session_id")
@@ -168,26 +174,37 @@ class SessionStore:
     # --- snapshots ---------------------------------------------------------------------------
 
     def save_state(
-        self, state: SessionState, *, encoded_messages: Sequence[str] | None = None
-    ) -> None:
-        """Replace the session's snapshot atomically (temp file, rename), redacted.
+        self,
+        state: SessionState,
+        *,
+        encoded_messages: Sequence[str] | None = None,
+        expected_generation: int | None = None,
+    ) -> int:
+        """Replace the session's snapshot atomically (temp file, rename), redacted; returns the
+        snapshot's new generation (one more than the one it replaced).
 
         ``encoded_messages`` lets a caller that keeps each message's compact JSON text (already
         redacted) pass those instead of ``state.messages`` (which must then be empty), so saving
         a long conversation costs a join rather than re-serialising every message.
+        ``expected_generation`` (0: no snapshot yet) makes the save refuse, with
+        :class:`SessionConflictError`, to replace a snapshot another process saved meanwhile.
         """
         if not isinstance(state, SessionState):
             raise TypeError(f"save_state expects a SessionState, got {type(state).__name__}")
         session_id = state.session_id
-        if encoded_messages is None:
-            data = to_json_ready(state, what=f"session {session_id} state")
-            payload = encode_json(data) + b"\n"
-            summary = summary_of(data)
-        else:
-            payload, summary = _encode_with_messages(state, encoded_messages)
         self._ensure_dirs()
         make_private_dirs(self._tmp_dir)
         with self._locked():
+            on_disk = self.generation_on_disk(session_id)
+            if expected_generation is not None and on_disk != expected_generation:
+                raise SessionConflictError(session_id, on_disk, expected_generation)
+            state = state.model_copy(update={"generation": on_disk + 1})
+            if encoded_messages is None:
+                data = to_json_ready(state, what=f"session {session_id} state")
+                payload = encode_json(data) + b"\n"
+                summary = summary_of(data)
+            else:
+                payload, summary = _encode_with_messages(state, encoded_messages)
             # Every writer holds the lock while its temp file exists, so what is here now was
             # left by a writer that died mid-save.
             for leftover in self._tmp_dir.iterdir():
@@ -197,6 +214,20 @@ class SessionStore:
                 self._state_path(session_id), payload, tmp_dir=self._tmp_dir, durable=self.durable
             )
             self._index.upsert_session(summary)
+        return on_disk + 1
+
+    def generation_on_disk(self, session_id: str) -> int:
+        """The generation of the saved snapshot (0 when there is none, or it predates them),
+        read from the head of the file only."""
+        try:
+            with open(self._state_path(session_id), "rb") as file:
+                head = file.read(_GENERATION_HEAD_BYTES)
+        except FileNotFoundError:
+            return 0
+        # The field precedes "messages"; nothing after that point may be mistaken for it.
+        head = head.split(b'"messages":', 1)[0]
+        found = _GENERATION.search(head)
+        return int(found.group(1)) if found else 0
 
     def load_state(self, session_id: str) -> SessionState:
         """The saved snapshot; SessionNotFound if none, SessionLoadError if unreadable."""

@@ -300,3 +300,12 @@ def test_one_endless_paragraph_is_still_chunked() -> None:
     assert max(sizes) < SEAL_CHARS * 6
     chunks = [w for w in panel.body.children if isinstance(w, widgets.HTML)]
     assert len(chunks) >= 2
+
+
+def test_a_forked_session_is_announced() -> None:
+    panel = RunPanel(model="m", session_id="s-1")
+    panel.handle(ev.SessionForkedEvent(session_id="s-2", forked_from="s-1"))
+    assert (
+        "Another kernel saved session s-1 while this one had it open: this conversation "
+        "continues as session s-2, so neither kernel&#x27;s turns are lost." in _html(panel)
+    )
