@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from .._redact import redact_secrets
 from .._text import describe_exc
 from . import renderers
 
@@ -106,7 +107,8 @@ def _todos(nb: NotebookAgent) -> None:
     if session_id is None:
         print("No codelia session yet: run %%codelia first.")
         return
-    display(HTML(renderers.todos_to_html(todos)))
+    # The store keeps what the model wrote; only what is shown is masked.
+    display(HTML(renderers.todos_to_html(redact_secrets(todos))))
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:
