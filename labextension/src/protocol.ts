@@ -100,6 +100,7 @@ export type AgentEvent =
     }
   | { type: 'compaction_start'; timestamp?: number }
   | { type: 'compaction_complete'; timestamp?: number; compacted: boolean }
+  | { type: 'session.forked'; session_id: string; forked_from: string }
   | { type: 'hidden_user_message'; content: string }
   | {
       type: 'usage';
