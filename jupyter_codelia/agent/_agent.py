@@ -268,8 +268,10 @@ class Agent:
         self._running = True
         try:
             self._ensure_session()
-            run = _Run(run_id=str(uuid.uuid4()), queue=asyncio.Queue(), signal=CancelSignal(),
-                       run_log=None)  # fmt: skip
+            # No run log: a compaction on its own is not a turn (the snapshot records it).
+            run = _Run(
+                run_id=str(uuid.uuid4()), queue=asyncio.Queue(), signal=CancelSignal(), run_log=None
+            )
             compacted = await self._maybe_compact(run, mid_turn=False, force=True)
             if compacted:
                 self._save_state(run)
