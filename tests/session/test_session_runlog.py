@@ -26,7 +26,7 @@ def test_header_then_records_in_order_with_stamped_fields(store: SessionStore) -
         run_id="run-1", session_id=sid, header={"model": {"provider": "anthropic", "name": "m"}}
     )
     log.append("run.start", input={"type": "text", "text": "hello"})
-    log.append("agent.event", seq=1, event=TextEvent(content="hi", timestamp=5))
+    log.append("agent.event", seq=1, event=TextEvent(content="hi", timestamp=5, seq=1))
     log.append("run.end", outcome="completed", final="bye")
     log.close()
 
@@ -49,7 +49,7 @@ def test_header_then_records_in_order_with_stamped_fields(store: SessionStore) -
         assert list(record)[:3] == ["type", "ts", "run_id"]
     assert records[1]["input"] == {"type": "text", "text": "hello"}
     # Pydantic models (agent events) are stored as their JSON form.
-    assert records[2]["event"] == {"type": "text", "content": "hi", "timestamp": 5}
+    assert records[2]["event"] == {"type": "text", "content": "hi", "timestamp": 5, "seq": 1}
     assert records[3]["final"] == "bye"
     stamps = [str(r["ts"]) for r in records[1:]]
     assert stamps == sorted(stamps)
