@@ -172,9 +172,9 @@ class ReplyAccumulator:
 
 
 __all__ = [
+    "InStreamApiError",
     "ReplyAccumulator",
     "ServerSentEvent",
-    "InStreamApiError",
     "StreamProtocolError",
     "server_sent_events",
 ]

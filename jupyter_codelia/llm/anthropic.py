@@ -28,8 +28,8 @@ from ._anthropic_request import (
 )
 from ._anthropic_response import completion_from_anthropic
 from ._anthropic_stream import (
-    ReplyAccumulator,
     InStreamApiError,
+    ReplyAccumulator,
     StreamProtocolError,
     server_sent_events,
 )
@@ -272,24 +272,24 @@ class AnthropicChat:
 def _check_thinking(
     thinking: Thinking, max_tokens: int, capabilities: models.ModelCapabilities
 ) -> None:
-    if thinking is None or thinking in ("off", "adaptive"):
-        if thinking == "adaptive" and capabilities.thinking == "budget":
-            _check_budget(DEFAULT_THINKING_BUDGET, max_tokens)
+    if thinking is None or thinking == "off":
         return
-    if isinstance(thinking, bool) or not isinstance(thinking, int):
+    if thinking == "adaptive":
+        budget = DEFAULT_THINKING_BUDGET
+    elif isinstance(thinking, int) and not isinstance(thinking, bool):
+        budget = thinking
+        if budget < MIN_THINKING_BUDGET:
+            raise ValueError(
+                f"a thinking budget must be at least {MIN_THINKING_BUDGET} tokens "
+                f"(Anthropic's minimum), got {budget}"
+            )
+    else:
         raise ValueError(
             f"thinking must be 'off', 'adaptive' or a budget in tokens, got {thinking!r}"
         )
-    _check_budget(thinking, max_tokens)
-
-
-def _check_budget(budget: int, max_tokens: int) -> None:
-    if budget < MIN_THINKING_BUDGET:
-        raise ValueError(
-            f"a thinking budget must be at least {MIN_THINKING_BUDGET} tokens "
-            f"(Anthropic's minimum), got {budget}"
-        )
-    if budget >= max_tokens:
+    # Adaptive models get an effort instead of a budget: only budget models spend it from
+    # max_tokens.
+    if capabilities.thinking == "budget" and budget >= max_tokens:
         raise ValueError(
             f"the thinking budget ({budget}) must be less than max_tokens ({max_tokens}): "
             "raise max_tokens or lower the budget"

@@ -391,7 +391,7 @@ def test_importing_the_llm_package_does_not_import_the_sdk() -> None:
         ({"max_tokens": 0}, "max_tokens must be at least 1, got 0"),
         ({"thinking": 100}, "a thinking budget must be at least 1024 tokens"),
         (
-            {"thinking": 4096, "max_tokens": 4096},
+            {"model": "claude-haiku-4-5", "thinking": 4096, "max_tokens": 4096},
             r"the thinking budget \(4096\) must be less than max_tokens \(4096\)",
         ),
         (
