@@ -21,11 +21,21 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class Citation(BaseModel):
+    """A source the model cited for its text: a web page (``url``) or a passage of a document."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    title: str | None = None
+    url: str | None = None
+    cited_text: str | None = None
+
+
 class TextEvent(_Event):
     """A whole assistant text block that precedes tool calls (the terminal answer is ``final``)."""
 
     type: Literal["text"] = "text"
     content: str
+    citations: list[Citation] | None = None
     timestamp: int = Field(default_factory=now_ms)
 
 
@@ -34,6 +44,14 @@ class TextDeltaEvent(_Event):
 
     type: Literal["text_delta"] = "text_delta"
     delta: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class TextDiscardedEvent(_Event):
+    """The text streamed since the last complete block is void: the model call failed mid-reply
+    and will be retried, so front ends remove what they showed of it."""
+
+    type: Literal["text_discarded"] = "text_discarded"
     timestamp: int = Field(default_factory=now_ms)
 
 
@@ -189,11 +207,13 @@ class TodosUpdatedEvent(_Event):
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
+    citations: list[Citation] | None = None
 
 
 AgentEvent = Annotated[
     TextEvent
     | TextDeltaEvent
+    | TextDiscardedEvent
     | ReasoningEvent
     | ReasoningDeltaEvent
     | LlmRetryEvent

@@ -51,34 +51,6 @@ def chat_for(server: ScriptedAnthropicServer, **options: Any) -> AnthropicChat:
     return AnthropicChat(base_url=server.url, api_key=API_KEY, **options)
 
 
-def streamed_blocks(name: str) -> list[dict[str, Any]]:
-    """The content blocks a recorded SSE reply builds, from its raw event JSON."""
-    blocks: list[dict[str, Any]] = []
-    inputs: dict[int, str] = {}
-    for line in load_recording(RECORDINGS / name).body.splitlines():
-        if not line.startswith("data: "):
-            continue
-        event = json.loads(line[len("data: ") :])
-        if event["type"] == "content_block_start":
-            blocks.append(event["content_block"])
-        elif event["type"] == "content_block_delta":
-            delta = event["delta"]
-            block = blocks[event["index"]]
-            if delta["type"] == "input_json_delta":
-                inputs[event["index"]] = inputs.get(event["index"], "") + delta["partial_json"]
-            elif delta["type"] == "text_delta":
-                block["text"] += delta["text"]
-            elif delta["type"] == "citations_delta":
-                block["citations"].append(delta["citation"])
-            elif delta["type"] == "thinking_delta":
-                block["thinking"] += delta["thinking"]
-            elif delta["type"] == "signature_delta":
-                block["signature"] = delta["signature"]
-    for index, text in inputs.items():
-        blocks[index]["input"] = json.loads(text)
-    return blocks
-
-
 # --- the recording format ---------------------------------------------------------------------
 
 
@@ -176,7 +148,9 @@ def chat_for_offline(**options: Any) -> AnthropicChat:
 
 
 @pytest.mark.asyncio
-async def test_server_tool_and_unknown_blocks_replay_byte_equal_without_warnings() -> None:
+async def test_server_tool_and_unknown_blocks_replay_byte_equal_without_warnings(
+    streamed_blocks: Any,
+) -> None:
     name = "code_execution_and_future_block.http"
     with ScriptedAnthropicServer([recorded(RECORDINGS / name), reply("ok")]) as server:
         chat = chat_for(server, model="claude-opus-5")
@@ -202,7 +176,7 @@ async def test_server_tool_and_unknown_blocks_replay_byte_equal_without_warnings
 
 
 @pytest.mark.asyncio
-async def test_citations_are_kept_and_replayed_unchanged() -> None:
+async def test_citations_are_kept_and_replayed_unchanged(streamed_blocks: Any) -> None:
     name = "web_search_answer_with_citations.http"
     with ScriptedAnthropicServer([recorded(RECORDINGS / name), reply("ok")]) as server:
         chat = chat_for(server)
