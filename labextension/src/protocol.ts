@@ -30,10 +30,18 @@ export interface ActiveRun {
   source: RunSource;
 }
 
+/** A source the model cited: a web page (`url`) or a passage of a document. */
+export interface Citation {
+  title?: string;
+  url?: string;
+  cited_text?: string;
+}
+
 /** Agent events (the `event` of an `agent.event` envelope); unknown types are ignored. */
 export type AgentEvent =
-  | { type: 'text'; content: string; timestamp?: number }
+  | { type: 'text'; content: string; citations?: Citation[]; timestamp?: number }
   | { type: 'text_delta'; delta: string; timestamp?: number }
+  | { type: 'text_discarded'; timestamp?: number }
   | { type: 'reasoning'; content: string; timestamp?: number }
   | { type: 'reasoning_delta'; delta: string; timestamp?: number }
   | {
@@ -116,7 +124,7 @@ export type AgentEvent =
       context_left_percent?: number | null;
     }
   | { type: 'todos.updated'; session_id?: string | null; todos: TodoItem[] }
-  | { type: 'final'; content: string };
+  | { type: 'final'; content: string; citations?: Citation[] };
 
 /** Content parts as tools return them; images carry a data URL. */
 export type ContentPart =
