@@ -270,6 +270,23 @@ def test_bad_options_and_config_errors_are_clear(start_kernel: Any) -> None:
     assert "test-key" not in out
 
 
+def test_an_unknown_model_is_caught_before_the_run(start_kernel: Any) -> None:
+    with ScriptedAnthropicServer([reply("never sent")]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --model nonsense\nsummarise the data")
+        evalue = run.reply["content"]["evalue"]
+        assert evalue.startswith("--model: unknown model 'nonsense'. Known models: ")
+        assert "claude-sonnet-5-5" in evalue
+        assert "Traceback" not in run.stream_text()
+        kernel.execute("%config Codelia.model = 'nonsense-too'")
+        configured = kernel.execute("%%codelia\nsummarise the data")
+        assert "unknown model 'nonsense-too'. Known models: " in configured.stream_text() + (
+            json.dumps(configured.reply["content"])
+        )
+        assert server.requests == []
+
+
 def test_subcommands_list_sessions_todos_and_cache(start_kernel: Any) -> None:
     todos = [{"id": "1", "content": "Check data", "status": "in_progress"}]
     script = [
