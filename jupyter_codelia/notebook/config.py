@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from traitlets import Bool, Enum, Float, Integer, Unicode, Union
 from traitlets.config import Configurable
@@ -24,6 +24,7 @@ ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
 APPROVAL_MODES = ("minimal", "trusted", "full-access")
 THINKING_MODES = ("off", "adaptive")
+ThinkingSetting = Literal["off", "adaptive"] | int | None
 MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic.py), kept import-free
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_KEY_HELP = (
@@ -105,7 +106,7 @@ class Settings:
     background: bool = False
     python_timeout: float = 120.0
     max_tokens: int | None = None
-    thinking: str | int | None = None
+    thinking: ThinkingSetting = None
     root: str | None = None
     system_prompt: str | None = None
     config_path: Path | None = None
@@ -135,11 +136,13 @@ def api_key_configured(environ: dict[str, str] | None = None) -> bool:
     return bool(env.get(API_KEY_ENV, "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", "").strip())
 
 
-def _validate_thinking(value: Any, where: str) -> str | int:
+def _validate_thinking(value: Any, where: str) -> ThinkingSetting:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, str) and value.strip().lower() in THINKING_MODES:
-        return value.strip().lower()
+    if isinstance(value, str) and value.strip().lower() == "off":
+        return "off"
+    if isinstance(value, str) and value.strip().lower() == "adaptive":
+        return "adaptive"
     if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_THINKING_BUDGET:
         return value
     raise ConfigError(
