@@ -242,6 +242,8 @@ class AnthropicChat:
             async with client.messages.with_streaming_response.create(
                 **request, stream=True
             ) as response:
+                # Read to the end even after message_stop: a body left unread would close the
+                # connection instead of returning it to the pool for the next call.
                 async for sse in server_sent_events(response.iter_lines()):
                     try:
                         reply.feed(sse)
@@ -251,8 +253,6 @@ class AnthropicChat:
                         ) from None
                     except StreamProtocolError as exc:
                         raise malformed_stream_error(exc, secrets=secrets) from exc
-                    if reply.completed:
-                        break
             if not reply.completed:
                 raise LlmError(
                     "network",
