@@ -30,6 +30,7 @@ from jupyter_codelia.llm import (
 from jupyter_codelia.llm.anthropic import AnthropicChat
 from jupyter_codelia.llm.messages import DocumentSource, ImageUrl, OtherPart, answer_text
 from jupyter_codelia.testing import (
+    Recorded,
     ScriptedAnthropicServer,
     ScriptError,
     load_recording,
@@ -342,3 +343,76 @@ async def test_an_error_event_mid_stream_is_a_retryable_overload() -> None:
     assert caught.value.message == (
         "Anthropic API overloaded_error (error event in the response stream): Overloaded"
     )
+
+
+START = (
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+    '"role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":1,'
+    '"output_tokens":1}}}\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+            '"content_block":{"type":"text","text":""}}\n\n',
+            "content_block_start event before message_start",
+        ),
+        (START + "event: content_block_delta\ndata: {not json\n\n", "undecodable"),
+        (START + "event: ping\ndata: [1, 2]\n\n", "'ping' event data is not a JSON object"),
+        (
+            START + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":3,'
+            '"delta":{"type":"text_delta","text":"x"}}\n\n',
+            "content_block_delta for block 3 before its content_block_start",
+        ),
+        (
+            START + 'event: content_block_start\ndata: {"type":"content_block_start","index":2,'
+            '"content_block":{"type":"text","text":""}}\n\n',
+            "content_block_start out of order at index 2",
+        ),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_stream_that_breaks_the_grammar_is_a_clear_network_error(
+    body: str, message: str
+) -> None:
+    turn = Recorded(status=200, headers={"content-type": "text/event-stream"}, body=body)
+    with ScriptedAnthropicServer([turn]) as server, pytest.raises(LlmError) as caught:
+        await chat_for(server).ainvoke([UserMessage(content="q")])
+    assert caught.value.kind == "network"
+    assert caught.value.message.startswith("The Anthropic response stream was malformed: ")
+    assert message in caught.value.message
+
+
+@pytest.mark.asyncio
+async def test_a_json_body_where_a_stream_was_asked_for_ends_before_message_stop() -> None:
+    turn = Recorded(status=200, headers={"content-type": "application/json"}, body='{"id": 1}')
+    with ScriptedAnthropicServer([turn]) as server, pytest.raises(LlmError) as caught:
+        await chat_for(server).ainvoke([UserMessage(content="q")])
+    assert caught.value.message == (
+        "The Anthropic response stream ended before message_stop (the connection closed mid-reply)"
+    )
+
+
+@pytest.mark.asyncio
+async def test_unknown_events_and_deltas_are_skipped() -> None:
+    body = (
+        START + 'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        '"content_block":{"type":"text","text":""}}\n\n'
+        + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"future_delta","x":1}}\n\n'
+        + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"ok"}}\n\n'
+        + 'event: future_event\ndata: {"type":"future_event"}\n\n'
+        + ": a comment line\n\n"
+        + 'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+        '"usage":{"output_tokens":2}}\n\n'
+        + 'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    turn = Recorded(status=200, headers={"content-type": "text/event-stream"}, body=body)
+    with ScriptedAnthropicServer([turn]) as server:
+        completion = await chat_for(server).ainvoke([UserMessage(content="q")])
+    assert completion.messages == [AssistantMessage(content="ok")]
+    assert completion.usage is not None and completion.usage.output_tokens == 2
