@@ -17,6 +17,7 @@ from jupyter_codelia.agent import events as ev
 from jupyter_codelia.agent._agent import MAX_PAUSE_CONTINUATIONS
 from jupyter_codelia.agent._retry import RetryConfig
 from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.session import SessionStore
 from jupyter_codelia.standard_tools import standard_tools
 from jupyter_codelia.testing import ScriptedAnthropicServer, recorded, reply
 
@@ -136,3 +137,33 @@ async def test_text_of_a_reply_that_failed_mid_stream_is_retracted_before_the_re
     retried = "".join(e.delta for e in events[discarded:] if isinstance(e, ev.TextDeltaEvent))
     assert retried == "The whole answer."
     assert events[-1] == ev.FinalEvent(content="The whole answer.")
+
+
+@pytest.mark.asyncio
+async def test_a_resumed_session_replays_server_blocks_and_citations_unchanged(
+    server: ScriptedAnthropicServer,
+    chat: AnthropicChat,
+    make_agent: Any,
+    recordings: Path,
+    streamed_blocks: Any,
+) -> None:
+    server.add(
+        recorded(recordings / "web_search_paused.http"),
+        recorded(recordings / "web_search_answer_with_citations.http"),
+        reply("numpy 3.0."),
+    )
+    store = SessionStore()
+    first = make_agent(chat, session_store=store)
+    await first.run("What is the latest pandas release?")
+    await first.flush()
+    resumed = make_agent(chat, session_store=store, session_id=first.session_id)
+    assert await resumed.run("And numpy?") == "numpy 3.0."
+    sent = server.requests[2].messages
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    paused = streamed_blocks("web_search_paused.http")
+    answer = streamed_blocks("web_search_answer_with_citations.http")
+    replayed = sent[1]["content"]
+    # The paused reply's blocks (thinking, server tool call, encrypted results) byte for byte,
+    # then the answer's text blocks with their citations.
+    assert json.dumps(replayed[: len(paused)]) == json.dumps(paused)
+    assert replayed[len(paused) :] == answer
