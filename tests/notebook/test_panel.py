@@ -350,3 +350,27 @@ def test_citations_are_numbered_links_under_the_answer() -> None:
     assert "[3] <span>Sneaky</span>" in html
     assert "javascript:" not in html
     assert html.index("pandas 3.1.0 is out.") < html.index("[1]")
+
+
+def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
+    from jupyter_codelia.notebook._sink import ActiveRun, EventSink
+    from jupyter_codelia.tools import CancelSignal
+
+    class Owner:
+        def __init__(self) -> None:
+            self.sent: list[dict[str, Any]] = []
+            self.listeners = [self.sent.append]
+
+        def broadcast(self, envelope: dict[str, Any]) -> None:
+            self.sent.append(envelope)
+
+    owner = Owner()
+    run = ActiveRun("r1", "s1", "q", "magic", CancelSignal(), "blocking")
+    sink = EventSink(owner, run, None, interval=3600)
+    sink.event(ev.TextDeltaEvent(delta="first "))  # sent at once: nothing sent before
+    sink.event(ev.TextDeltaEvent(delta="void, still buffered"))
+    sink.event(ev.TextDiscardedEvent())
+    sink.event(ev.FinalEvent(content="The whole answer."))
+    events = [e["event"] for e in owner.sent if e["type"] == "agent.event"]
+    assert [e["type"] for e in events] == ["text_delta", "text_discarded", "final"]
+    assert events[0]["delta"] == "first "
