@@ -31,6 +31,7 @@ from ..llm.messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ContentPart,
+    Message,
     ReasoningMessage,
     SystemMessage,
     TextPart,
@@ -175,7 +176,7 @@ class Agent:
             CompactionConfig() if compaction is _DEFAULT else compaction
         )
         self.client_name = client_name
-        self.history: list[Any] = []
+        self.history: list[Message] = []
         self.usage = UsageTotals()
         self.meta: dict[str, Any] = {}
         self.invoke_seq = 0
@@ -212,7 +213,7 @@ class Agent:
         tools: Sequence[Tool] = (),
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[ev.AgentEvent]:
         """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
         if self._running:
             raise AgentRunError("a run is already in progress for this agent", kind="busy")
@@ -327,10 +328,12 @@ class Agent:
     # ----------------------------------------------------------------------------- the turn
 
     def _emit(self, run: _Run, event: BaseModel) -> None:
+        seq = run.seq
+        run.seq += 1
+        event = event.model_copy(update={"seq": seq})
         run.queue.put_nowait(event)
         if event.type not in _LOGGED_EVENTS_SKIP:  # type: ignore[attr-defined]
-            self._record(run, "agent.event", seq=run.seq, event=ev.event_to_json(event))
-            run.seq += 1
+            self._record(run, "agent.event", seq=seq, event=ev.event_to_json(event))
 
     async def _run_turn(
         self,

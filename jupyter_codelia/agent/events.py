@@ -20,6 +20,12 @@ def now_ms() -> int:
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
+    # The event's number within its run, given once by the agent when it emits the event (every
+    # event, streamed deltas included). Every channel - the cell panel, the comm, the run log and
+    # a transcript replay - carries this same number, so a front end that joins mid-run or
+    # replays history and then goes live can drop duplicates and keep order by ``seq`` alone.
+    seq: int | None = None
+
 
 class Citation(BaseModel):
     """A source the model cited for its text: a web page (``url``) or a passage of a document."""

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from .._approval import APPROVAL_MODES, ApprovalMode
 from .._text import split_lines, utf8_len
 from ._shell_words import (
     ShellSplit,
@@ -48,8 +49,6 @@ from ._shell_words import (
 
 logger = logging.getLogger("jupyter_codelia.agent.permissions")
 
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("minimal", "trusted", "full-access")
 
 SHELL_TOOLS = frozenset({"shell", "bash"})  # "bash" is the legacy name; its rules still apply
 SKILL_TOOL = "skill_load"

@@ -32,9 +32,9 @@ class IndexFormatError(ValueError):
 @dataclass
 class LineIndexBuilder:
     stride: int = STRIDE
-    offsets: array = field(default_factory=lambda: array("Q", [0]))
-    lines: array = field(default_factory=lambda: array("Q", [0]))
-    cols: array = field(default_factory=lambda: array("Q", [0]))
+    offsets: array[int] = field(default_factory=lambda: array("Q", [0]))
+    lines: array[int] = field(default_factory=lambda: array("Q", [0]))
+    cols: array[int] = field(default_factory=lambda: array("Q", [0]))
     _pos: int = 0  # bytes fed so far
     _newlines: int = 0  # newlines before _counted
     _counted: int = 0
@@ -141,9 +141,9 @@ class LineIndexBuilder:
 
 @dataclass(frozen=True)
 class LineIndex:
-    offsets: array
-    lines: array
-    cols: array
+    offsets: array[int]
+    lines: array[int]
+    cols: array[int]
     total_bytes: int
     line_count: int
     stride: int

@@ -52,8 +52,8 @@ class EventSink:
         self.run = run
         self.panel = panel
         self.interval = interval
-        self.seq = 0
         self._delta: list[str] = []
+        self._delta_seq: int | None = None
         self._last_sent = float("-inf")
 
     def event(self, event: Any) -> None:
@@ -63,6 +63,7 @@ class EventSink:
             self.panel.handle(event)
         if isinstance(event, ev.TextDeltaEvent):
             self._delta.append(event.delta)
+            self._delta_seq = event.seq
             self.tick()
             return
         if isinstance(event, ev.TextDiscardedEvent):
@@ -80,7 +81,8 @@ class EventSink:
     def _send_delta(self) -> None:
         if not self._delta:
             return
-        merged = ev.TextDeltaEvent(delta="".join(self._delta))
+        # The merged delta carries the number of the last delta in it, so numbers stay the agent's.
+        merged = ev.TextDeltaEvent(delta="".join(self._delta), seq=self._delta_seq)
         self._delta = []
         self._last_sent = time.monotonic()
         self._broadcast_event(merged)
@@ -90,9 +92,8 @@ class EventSink:
             return
         payload = ev.event_to_json(event)
         self.owner.broadcast(
-            {"type": "agent.event", "run_id": self.run.run_id, "seq": self.seq, "event": payload}
+            {"type": "agent.event", "run_id": self.run.run_id, "seq": event.seq, "event": payload}
         )
-        self.seq += 1
         if isinstance(event, ev.PermissionRequestEvent):
             self.owner.broadcast(
                 {

