@@ -425,9 +425,6 @@ class Agent:
                     return final
                 continue
             for step, call in enumerate(reply.calls, start=1):
-                if call.cut_off:
-                    self._refuse_cut_off_call(run, call, step)
-                    continue
                 finished = await self._run_call(run, call, step, tools, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
@@ -461,42 +458,17 @@ class Agent:
                 reply.calls.extend(message.tool_calls or [])
         return reply
 
-    def _refuse_cut_off_call(self, run: _Run, call: ToolCall, step: int) -> None:
-        """Answer a call the output limit cut off with an error, without running any of it."""
-        name = call.function.name
+    def _cut_off_message(self, call: ToolCall) -> ToolMessage:
+        """The answer to a call the output limit cut off: an error, none of the call run."""
         limit = getattr(self.llm, "max_tokens", None)
-        self._emit(run, ev.StepStartEvent(step_id=call.id, title=name, step_number=step))
-        self._emit(
-            run,
-            ev.ToolCallEvent(
-                tool=name,
-                args={"_cut_off": True},
-                raw_args=_clip_for_log(call.function.arguments),
-                tool_call_id=call.id,
-            ),
-        )
-        message = CUT_OFF_RESULT.format(
-            tool=name,
+        text = CUT_OFF_RESULT.format(
+            tool=call.function.name,
             limit=f"max_tokens={limit}" if isinstance(limit, int) else "max_tokens",
             chars=len(call.function.arguments),
         )
-        self.history.append(
-            ToolMessage(tool_call_id=call.id, tool_name=name, content=message, is_error=True)
+        return ToolMessage(
+            tool_call_id=call.id, tool_name=call.function.name, content=text, is_error=True
         )
-        self._record(
-            run,
-            "tool.output",
-            tool=name,
-            tool_call_id=call.id,
-            result_raw=message,
-            is_error=True,
-            output_ref=None,
-        )
-        self._emit(
-            run,
-            ev.ToolResultEvent(tool=name, result=message, tool_call_id=call.id, is_error=True),
-        )
-        self._emit(run, ev.StepCompleteEvent(step_id=call.id, status="error", duration_ms=0))
 
     async def _run_call(
         self,
@@ -507,7 +479,8 @@ class Agent:
         hook: Any,
         base_ctx: ToolContext,
     ) -> str | None:
-        """Execute one call; returns the final message when it ends the turn, else None."""
+        """Execute one call (or refuse a cut-off one); returns the final message when it ends
+        the turn, else None."""
         name = call.function.name
         self._emit(run, ev.StepStartEvent(step_id=call.id, title=name, step_number=step))
         self._emit(
@@ -520,9 +493,14 @@ class Agent:
             ),
         )
         started = time.monotonic()
-        # The executor turns every failure, the permission hook's included, into a message.
-        execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
-        raw = _redact_message(execution.message)
+        if call.cut_off:
+            # Half-written arguments would run as a complete-looking call (a truncated write).
+            raw, done, final_message = self._cut_off_message(call), False, None
+        else:
+            # The executor turns every failure, the permission hook's included, into a message.
+            execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
+            raw = _redact_message(execution.message)
+            done, final_message = execution.done, execution.final_message
         processed = self.output_cache.process(raw) if self.output_cache is not None else raw
         self.history.append(processed)
         result_text = text_projection(processed.content)
@@ -555,8 +533,8 @@ class Agent:
         duration = max(0, js_round((time.monotonic() - started) * 1000))
         status: Literal["completed", "error"] = "error" if raw.is_error else "completed"
         self._emit(run, ev.StepCompleteEvent(step_id=call.id, status=status, duration_ms=duration))
-        if execution.done:
-            return execution.final_message or ""
+        if done:
+            return final_message or ""
         return None
 
     def _permission_hook(self, run: _Run, tools: list[Tool]) -> Any:
