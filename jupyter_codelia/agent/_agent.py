@@ -406,6 +406,9 @@ class Agent:
                     paused_texts.extend(reply.texts)
                     continue
                 reply.texts.append(PAUSE_LIMIT_NOTE.format(count=pauses))
+            if completion.stop_reason in _CUT_OFF_NOTES and not reply.calls:
+                limit = getattr(self.llm, "max_tokens", None)
+                reply.texts.append(_CUT_OFF_NOTES[completion.stop_reason].format(limit=limit))
             texts = [*paused_texts, *reply.texts]
             paused_texts = []
             if reply.calls or self.require_done_tool:
@@ -737,6 +740,14 @@ class Agent:
 
 
 _RETRY_KINDS = ("rate_limit", "overloaded", "timeout", "network", "provider")
+
+_CUT_OFF_NOTES = {
+    "max_tokens": "(This answer was cut off at the output limit, max_tokens={limit}.)",
+    "model_context_window_exceeded": (
+        "(This answer was cut off: the conversation filled the model's context window.)"
+    ),
+}
+"""Said under an answer that ended because a limit was hit, so it is not taken as complete."""
 
 CUT_OFF_RESULT = (
     "Not run: this {tool} call was cut off at the output limit ({limit}) before its arguments "

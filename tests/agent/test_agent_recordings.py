@@ -169,3 +169,25 @@ async def test_a_resumed_session_replays_server_blocks_and_citations_unchanged(
     # then the answer's text blocks with their citations.
     assert json.dumps(replayed[: len(paused)]) == json.dumps(paused)
     assert replayed[len(paused) :] == answer
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("stop_reason", "note"),
+    [
+        ("max_tokens", "(This answer was cut off at the output limit, max_tokens=32000.)"),
+        (
+            "model_context_window_exceeded",
+            "(This answer was cut off: the conversation filled the model's context window.)",
+        ),
+    ],
+)
+async def test_an_answer_cut_off_by_a_limit_says_so(
+    server: ScriptedAnthropicServer,
+    chat: AnthropicChat,
+    make_agent: Any,
+    stop_reason: str,
+    note: str,
+) -> None:
+    server.add(reply("The first half of the", stop_reason=stop_reason))
+    assert await make_agent(chat).run("explain") == f"The first half of the\n{note}"
