@@ -91,6 +91,8 @@ class ReplyAccumulator:
         if not isinstance(data, dict):
             raise StreamProtocolError(f"{sse.event!r} event data is not a JSON object")
         kind = data.get("type", sse.event)
+        if not isinstance(kind, str):
+            raise StreamProtocolError(f"{sse.event!r} event with a non-text type {kind!r}")
         if kind == "error":
             raise InStreamApiError(data)
         if kind == "message_start":
@@ -99,7 +101,7 @@ class ReplyAccumulator:
                 raise StreamProtocolError("message_start without a message object")
             self.message = {**message, "content": list(message.get("content") or [])}
             return
-        if kind in ("ping",) or not kind.startswith(("message_", "content_block_")):
+        if kind == "ping" or not kind.startswith(("message_", "content_block_")):
             return  # keep-alives and event types newer than this code carry nothing we need
         message = self.message
         if message is None:

@@ -363,6 +363,7 @@ START = (
         ),
         (START + "event: content_block_delta\ndata: {not json\n\n", "undecodable"),
         (START + "event: ping\ndata: [1, 2]\n\n", "'ping' event data is not a JSON object"),
+        (START + 'event: ping\ndata: {"type": 7}\n\n', "'ping' event with a non-text type 7"),
         (
             START + 'event: content_block_delta\ndata: {"type":"content_block_delta","index":3,'
             '"delta":{"type":"text_delta","text":"x"}}\n\n',
