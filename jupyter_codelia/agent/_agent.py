@@ -107,6 +107,8 @@ class UsageTotals:
     cost_usd: float | None = 0.0
     last_total_tokens: int = 0
     model_calls: int = 0
+    web_search_requests: int = 0
+    web_fetch_requests: int = 0
 
     def add(self, input_tokens: int, output_tokens: int, cached: int, created: int) -> None:
         self.input_tokens += input_tokens
@@ -655,6 +657,8 @@ class Agent:
         cached = usage.input_cached_tokens or 0
         created = usage.input_cache_creation_tokens or 0
         self.usage.add(usage.input_tokens, usage.output_tokens, cached, created)
+        self.usage.web_search_requests += usage.web_search_requests or 0
+        self.usage.web_fetch_requests += usage.web_fetch_requests or 0
         self.usage.last_total_tokens = usage.total_tokens
         cost = self.llm.cost_usd(usage)
         if cost is None:
@@ -682,6 +686,8 @@ class Agent:
                 total_cost_usd=self.usage.cost_usd,
                 context_limit=limit,
                 context_left_percent=left,
+                web_search_requests=usage.web_search_requests,
+                web_fetch_requests=usage.web_fetch_requests,
             ),
         )
 

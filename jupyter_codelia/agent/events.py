@@ -192,6 +192,9 @@ class UsageEvent(_Event):
     total_cost_usd: float | None = None
     context_limit: int | None = None
     context_left_percent: int | None = None
+    web_search_requests: int | None = None
+    """Searches the API's server-side web search tool ran in this call (priced in ``cost_usd``)."""
+    web_fetch_requests: int | None = None
 
 
 class TodoItemView(BaseModel):
