@@ -91,6 +91,12 @@ def test_a_json_script_names_recordings_relative_to_itself(tmp_path: Path) -> No
         ScriptedAnthropicServer([{"recorded": "missing.http"}])
     with pytest.raises(ScriptError, match='a "recorded" turn has no other keys'):
         ScriptedAnthropicServer([{"recorded": "r.http", "delay_s": 1}])
+    with pytest.raises(ScriptError, match=r"turn 1: recorded\.body: Field required"):
+        ScriptedAnthropicServer([{"recorded": {"status": 200}}])
+    with pytest.raises(
+        ScriptError, match=r'turn 1: "recorded" is a file path or \{"status", "headers", "body"\}'
+    ):
+        ScriptedAnthropicServer([{"recorded": 200}])
 
 
 @pytest.mark.asyncio
