@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from .. import __version__
 from .._redact import redact_secrets
 from .._text import clip_utf8, js_round
+from ..errors import CodeliaError
 from ..llm.base import ChatModel, LlmError
 from ..llm.messages import (
     AssistantMessage,
@@ -89,13 +90,20 @@ class SessionStateHook(Protocol):
     def restore_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
 
 
-class AgentRunError(RuntimeError):
+class AgentRunError(CodeliaError, RuntimeError):
     """A turn failed for a reason the caller should show (provider failure after retries, ...)."""
 
     def __init__(self, message: str, *, kind: str = "error", status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+
+
+class RunAlreadyActiveError(AgentRunError):
+    """``run_stream`` was called while this agent is still running a turn."""
+
+    def __init__(self) -> None:
+        super().__init__("a run is already in progress for this agent", kind="busy")
 
 
 @dataclass
@@ -218,7 +226,7 @@ class Agent:
     ) -> AsyncIterator[ev.AgentEvent]:
         """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
         if self._running:
-            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+            raise RunAlreadyActiveError
         self._running = True
         try:
             self._ensure_session()

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from .._approval import APPROVAL_MODES, ApprovalMode
 from .._text import split_lines, utf8_len
+from ..errors import CodeliaError
 from ._shell_words import (
     ShellSplit,
     analyse_shell,
@@ -114,7 +115,7 @@ _THIRD_WORD_AFTER: dict[str, frozenset[str] | None] = {
 }
 
 
-class PermissionConfigError(ValueError):
+class PermissionConfigError(CodeliaError, ValueError):
     """The permission config file cannot be used; the message names the file and the problem."""
 
 

@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import CodeliaError
 from ._graphemes import count_with_last, pread, utf8_decoder
 
 STRIDE = 64 * 1024
@@ -25,7 +26,7 @@ _MAGIC = b"JCIDX001"
 _HEADER = struct.Struct("<8sQQQQ")  # magic, checkpoints, total bytes, line count, stride
 
 
-class IndexFormatError(ValueError):
+class IndexFormatError(CodeliaError, ValueError):
     """The index file does not match the format or the entry it belongs to."""
 
 

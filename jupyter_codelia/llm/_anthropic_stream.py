@@ -18,16 +18,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import CodeliaError
 from .base import StreamCallbacks
 
 _INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
-class StreamProtocolError(ValueError):
+class StreamProtocolError(CodeliaError, ValueError):
     """The event stream broke the Messages API's grammar (bad JSON, events out of order)."""
 
 
-class InStreamApiError(Exception):
+class InStreamApiError(CodeliaError):
     """The API sent an ``error`` event mid-stream; ``body`` is its JSON."""
 
     def __init__(self, body: Any) -> None:

@@ -21,6 +21,7 @@ from traitlets import Bool, Enum, Float, Integer, Unicode, Union
 from traitlets.config import Configurable
 
 from .._approval import APPROVAL_MODES
+from ..errors import CodeliaError
 
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
@@ -39,7 +40,7 @@ API_KEY_HELP = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(CodeliaError, ValueError):
     """A configuration value or file cannot be used; the message says where and how to fix it."""
 
 

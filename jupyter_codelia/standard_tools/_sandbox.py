@@ -14,6 +14,7 @@ import secrets
 from pathlib import Path
 
 from .._approval import APPROVAL_MODES, ApprovalMode
+from ..errors import CodeliaError
 from ..tools import DependencyKey
 
 # Linux PATH_MAX and NAME_MAX: longer paths cannot be opened anyway, and refusing them early
@@ -23,7 +24,7 @@ MAX_NAME_BYTES = 255
 _SHOWN_TARGET_CHARS = 200
 
 
-class SecurityError(Exception):
+class SecurityError(CodeliaError):
     """A path was refused by the sandbox; the message starts with ``Path escapes sandbox:``."""
 
 

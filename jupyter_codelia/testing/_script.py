@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import CodeliaError
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -238,7 +240,7 @@ def load_recording(path: str | Path) -> Recorded:
     return parse_recording(raw, str(file))
 
 
-class ScriptError(ValueError):
+class ScriptError(CodeliaError, ValueError):
     """A script (Python or JSON) that cannot be played; the message says what to fix."""
 
 

@@ -367,14 +367,14 @@ export class CodeliaPanel extends Widget {
         );
       }
       await result;
-      // Show the answer at once; the kernel's permission.resolved confirms it.
-      this.ingest({
-        type: 'permission.resolved',
-        run_id: item.runId,
-        permission_request_id: item.permissionRequestId,
-        decision,
-        ...(reason !== '' ? { reason } : {})
-      });
+      // Show the answer at once; the kernel's permission.resolved event confirms it.
+      this.applyChanges(
+        this.transcript.resolvePermission(
+          item.permissionRequestId,
+          decision,
+          reason !== '' ? reason : null
+        )
+      );
     } catch (error) {
       view?.showError(`Could not send the answer: ${errorText(error)}`);
     }
