@@ -70,8 +70,8 @@ class ToolOutputCacheStore:
     past it the middle is dropped and a note says so, keeping the head and a tail window (see
     ``_writer``). So the newest entries always fit under the cap together, and the eviction
     that a later commit runs removes older entries first: an output stays readable at least
-    until the model's next turn. ``limits`` bound what one read or grep returns (env
-    overrides); ``use_ripgrep=False`` forces the pure-Python search.
+    until the model's next turn. ``limits`` bound what one read or grep returns (environment
+    overrides apply); ``use_ripgrep=False`` forces the pure-Python search.
     """
 
     def __init__(
@@ -517,7 +517,7 @@ def _non_negative(name: str, value: int) -> int:
 
 
 def _project_parts(content: list[Any]) -> tuple[str, list[ContentPart]]:
-    """Text projection (spec §2) and typed parts; an unrecognised item becomes ``[content]``."""
+    """Text projection and typed parts; an unrecognised item becomes ``[content]``."""
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in content:
