@@ -64,7 +64,8 @@ async def test_events_carry_no_secret_and_deltas_add_up_to_the_redacted_text(
     assert call.raw_args is not None and "[REDACTED]" in call.raw_args
     texts = [e.content for e in events if isinstance(e, ev.TextEvent)]
     assert texts == ["The password is [REDACTED] and the key is [REDACTED]."]
-    assert events[-1] == ev.FinalEvent(content="Done: [REDACTED], [REDACTED]")
+    assert isinstance(events[-1], ev.FinalEvent)
+    assert events[-1].content == "Done: [REDACTED], [REDACTED]"
     deltas = "".join(e.delta for e in events if isinstance(e, ev.TextDeltaEvent))
     assert deltas == texts[0] + events[-1].content
     # The model itself still saw what it wrote: only what leaves the agent is masked.
