@@ -1,4 +1,4 @@
-"""The agent run loop (spec/agent-and-session.md §1-§3, spec/core.md §5-§6).
+"""The agent run loop.
 
 One ``Agent`` is one conversation: a history, a session id and usage totals. ``run_stream`` runs a
 turn as an inner task that feeds a queue, so events raised while the loop awaits (streamed tokens,
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel
 
 from .. import __version__
-from .._redact import redact_secrets
+from .._redact import StreamRedactor, redact_secrets
 from .._text import clip_utf8, js_round
 from ..errors import CodeliaError
 from ..llm.base import ChatModel, LlmError
@@ -39,6 +39,8 @@ from ..llm.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    answer_text,
+    citations_of,
     has_non_text_part,
     load_messages,
     text_projection,
@@ -48,11 +50,12 @@ from . import events as ev
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
-from ._persistence import RunLogHandle, SessionWriter
+from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
+from ._resume import CONTEXT_META_KEY, change_reminder, context_record
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
-    from ..cache import ToolOutputCache
+    from ..cache import ToolOutputCache, ToolOutputCacheStore
     from ..session import SessionStore
     from .permissions import PermissionPolicy
 
@@ -66,9 +69,17 @@ MAX_ITERATIONS_PROMPT = (
     "(optionally) short next steps. Do not mention internal agent mechanics."
 )
 CONTINUE_PROMPT = "Continue the task from where you left off, using the summary above."
+MAX_PAUSE_CONTINUATIONS = 8
+"""How often one turn asks the API to resume a reply it paused (``stop_reason: "pause_turn"``,
+long server-tool work) before giving up with what arrived."""
+PAUSE_LIMIT_NOTE = (
+    "(The model paused its reply {count} times while working with server tools; codelia stopped "
+    "resuming it. Ask again to continue.)"
+)
 _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
+_STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
 
 
 class SessionStateHook(Protocol):
@@ -106,6 +117,8 @@ class UsageTotals:
     cost_usd: float | None = 0.0
     last_total_tokens: int = 0
     model_calls: int = 0
+    web_search_requests: int = 0
+    web_fetch_requests: int = 0
 
     def add(self, input_tokens: int, output_tokens: int, cached: int, created: int) -> None:
         self.input_tokens += input_tokens
@@ -145,6 +158,7 @@ class Agent:
         permissions: PermissionPolicy | None = None,
         confirm: ConfirmCallback | None = None,
         output_cache: ToolOutputCache | None = _DEFAULT,
+        output_store: ToolOutputCacheStore | None = None,
         session_store: SessionStore | None = None,
         session_id: str | None = None,
         dependency_overrides: dict[str, Callable[[], Any]] | None = None,
@@ -164,7 +178,12 @@ class Agent:
         self.permissions = permissions
         self.confirm = confirm
         if output_cache is _DEFAULT:
-            output_cache = _default_output_cache(tools)
+            output_cache = _default_output_cache(tools, output_store)
+        elif output_store is not None:
+            raise ValueError(
+                "pass either output_cache=ToolOutputCache(store, config) or output_store=store, "
+                "not both"
+            )
         self.output_cache = output_cache
         self.session_store = session_store
         self.dependency_overrides = dict(dependency_overrides or {})
@@ -185,6 +204,9 @@ class Agent:
         self.session_id: str = session_id or str(uuid.uuid4())
         self._restored = session_id is None
         self._system_added = False
+        self._resume_reminder: str | None = None
+        self._fork_event: ev.SessionForkedEvent | None = None
+        self._sandbox_root = getattr(getattr(tools, "sandbox", None), "root", None)
         self._running = False
         self._logged_upto = 0
         self._writer = SessionWriter(session_store) if session_store is not None else None
@@ -214,20 +236,33 @@ class Agent:
         tools: Sequence[Tool] = (),
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
+        force_compaction: bool = False,
     ) -> AsyncIterator[ev.AgentEvent]:
-        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
+        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end.
+
+        ``force_compaction`` summarises the history before the prompt is added, whatever its
+        size (the compaction events come first).
+        """
         if self._running:
             raise RunAlreadyActiveError
         self._running = True
         try:
             self._ensure_session()
+            self._fork_event = await self._follow_fork()
             signal = signal or CancelSignal()
             rid = run_id or str(uuid.uuid4())
             run = _Run(
                 run_id=rid, queue=asyncio.Queue(), signal=signal, run_log=self._open_run_log(rid)
             )
             task = asyncio.ensure_future(
-                self._run_turn(run, prompt, [*self.tools, *tools], tool_choice, run_meta or {})
+                self._run_turn(
+                    run,
+                    prompt,
+                    [*self.tools, *tools],
+                    tool_choice,
+                    run_meta or {},
+                    force_compaction=force_compaction,
+                )
             )
             loop = asyncio.get_running_loop()
 
@@ -244,6 +279,25 @@ class Agent:
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
+        finally:
+            self._running = False
+
+    async def compact(self) -> bool:
+        """Summarise the conversation now (``%codelia compact``); True if the history was
+        replaced by the summary (then the session is saved)."""
+        if self._running:
+            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+        self._running = True
+        try:
+            self._ensure_session()
+            # No run log: a compaction on its own is not a turn (the snapshot records it).
+            run = _Run(
+                run_id=str(uuid.uuid4()), queue=asyncio.Queue(), signal=CancelSignal(), run_log=None
+            )
+            compacted = await self._maybe_compact(run, mid_turn=False, force=True)
+            if compacted:
+                self._save_state(run)
+            return compacted
         finally:
             self._running = False
 
@@ -264,13 +318,45 @@ class Agent:
         if self.session_store is None or self._pending_resume is None:
             return
         state = self.session_store.load_state(self._pending_resume)
-        self.history = repair_history(load_messages(state.messages))
+        history = repair_history(load_messages(state.messages))
+        # The current system prompt is inserted by the turn; a stored one must not win over it.
+        while history and isinstance(history[0], SystemMessage):
+            history.pop(0)
+        self.history = history
         self.meta = dict(state.meta)
+        self._resume_reminder = change_reminder(
+            self.meta.get(CONTEXT_META_KEY), self._context_record()
+        )
+        if self._writer is not None:
+            self._writer.generation = state.generation
         self.invoke_seq = state.invoke_seq
         self._system_added = False
         self._logged_upto = len(self.history)
         for hook in self.state_hooks:
             hook.restore_meta(self.session_id, self.meta)
+
+    async def _follow_fork(self) -> ev.SessionForkedEvent | None:
+        """Continue under a new session id if another process saved ours (see SessionWriter)."""
+        if self._writer is None:
+            return None
+        await self._writer.flush()
+        self._writer.fork_if_saved_elsewhere(self.session_id)
+        fork = self._writer.take_fork()
+        if fork is None:
+            return None
+        self.session_id = fork[1]
+        self.meta[FORKED_FROM_META_KEY] = fork[0]
+        for hook in self.state_hooks:
+            hook.bind_session(self.session_id)
+        return ev.SessionForkedEvent(session_id=fork[1], forked_from=fork[0])
+
+    def _context_record(self) -> dict[str, Any]:
+        return context_record(
+            model=self.llm.model,
+            root=str(self._sandbox_root or os.getcwd()),
+            tools=[t.name for t in self.tools],
+            date=datetime.now(timezone.utc).date().isoformat(),
+        )
 
     def _open_run_log(self, run_id: str) -> RunLogHandle | None:
         if self._writer is None:
@@ -299,6 +385,7 @@ class Agent:
         from ..session import SessionState
 
         meta = dict(self.meta)
+        meta[CONTEXT_META_KEY] = self._context_record()
         for hook in self.state_hooks:
             hook.save_meta(self.session_id, meta)
         self.meta = meta
@@ -329,6 +416,10 @@ class Agent:
     # ----------------------------------------------------------------------------- the turn
 
     def _emit(self, run: _Run, event: BaseModel) -> None:
+        # Streamed deltas arrive redacted by a StreamRedactor (see _DeltaStream); every other
+        # event is masked here, before the panel, the side panel or a run_stream caller sees it.
+        if event.type not in _STREAMED_EVENTS:  # type: ignore[attr-defined]
+            event = redact_secrets(event)
         seq = run.seq
         run.seq += 1
         event = event.model_copy(update={"seq": seq})
@@ -343,6 +434,8 @@ class Agent:
         tools: list[Tool],
         tool_choice: str | None,
         run_meta: dict[str, Any],
+        *,
+        force_compaction: bool = False,
     ) -> None:
         user_input = (
             {"type": "text", "text": prompt}
@@ -351,6 +444,9 @@ class Agent:
         )
         self._record(run, "run.start", session_id=self.session_id, input=user_input, meta=run_meta)
         self._record(run, "run.status", status="running")
+        if self._fork_event is not None:
+            self._emit(run, self._fork_event)
+            self._fork_event = None
         if run_meta:
             self.meta.update(run_meta)
         outcome: Literal["completed", "cancelled", "error"] = "completed"
@@ -360,6 +456,11 @@ class Agent:
                 if not any(isinstance(m, SystemMessage) for m in self.history):
                     self.history.insert(0, SystemMessage(content=self.system_prompt))
                 self._system_added = True
+            if force_compaction:
+                await self._maybe_compact(run, mid_turn=False, force=True)
+            if self._resume_reminder is not None:
+                self.history.append(UserMessage(content=self._resume_reminder))
+                self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
             self.history = repair_history([*self.history, UserMessage(content=prompt)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
@@ -392,22 +493,43 @@ class Agent:
             overrides=self.dependency_overrides,
             emit=lambda event: self._emit(run, event),
         )
+        pauses = 0
+        paused_texts: list[str] = []
         for _ in range(self.max_iterations):
             self._trim()
             completion = await self._invoke(run, definitions or None, choice)
             self.history.extend(completion.messages)
-            texts, calls = self._collect(run, completion)
-            if calls or self.require_done_tool:
-                for text in texts:
-                    self._emit(run, ev.TextEvent(content=text))
-            if not calls:
+            reply = self._collect(run, completion)
+            if completion.stop_reason == "pause_turn" and not reply.calls:
+                # The API paused a long server-tool reply: its blocks are in the history, and
+                # asking again with them as the last assistant turn resumes it.
+                if pauses < MAX_PAUSE_CONTINUATIONS:
+                    pauses += 1
+                    paused_texts.extend(reply.texts)
+                    continue
+                reply.texts.append(PAUSE_LIMIT_NOTE.format(count=pauses))
+            if completion.stop_reason in _CUT_OFF_NOTES and not reply.calls:
+                limit = getattr(self.llm, "max_tokens", None)
+                reply.texts.append(_CUT_OFF_NOTES[completion.stop_reason].format(limit=limit))
+            texts = [*paused_texts, *reply.texts]
+            paused_texts = []
+            if reply.calls or self.require_done_tool:
+                for index, text in enumerate(texts):
+                    last = index == len(texts) - 1
+                    self._emit(
+                        run,
+                        ev.TextEvent(
+                            content=text, citations=(reply.citations or None) if last else None
+                        ),
+                    )
+            if not reply.calls:
                 await self._maybe_compact(run, mid_turn=self.require_done_tool)
                 if not self.require_done_tool:
                     final = "\n".join(texts).strip()
-                    self._emit(run, ev.FinalEvent(content=final))
+                    self._emit(run, ev.FinalEvent(content=final, citations=reply.citations or None))
                     return final
                 continue
-            for step, call in enumerate(calls, start=1):
+            for step, call in enumerate(reply.calls, start=1):
                 finished = await self._run_call(run, call, step, tools, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
@@ -420,23 +542,38 @@ class Agent:
         self._emit(run, ev.FinalEvent(content=final))
         return final
 
-    def _collect(
-        self, run: _Run, completion: ChatInvokeCompletion
-    ) -> tuple[list[str], list[ToolCall]]:
-        texts: list[str] = []
-        calls: list[ToolCall] = []
+    def _collect(self, run: _Run, completion: ChatInvokeCompletion) -> _Reply:
+        reply = _Reply()
+        joining = False  # consecutive text blocks are one passage (the API splits at citations)
         for message in completion.messages:
             if isinstance(message, ReasoningMessage):
                 if message.content:
                     self._emit(run, ev.ReasoningEvent(content=message.content))
+                joining = False
             elif isinstance(message, AssistantMessage):
-                text = text_projection(message.content)
+                text = answer_text(message.content)
                 if message.refusal:
                     text = f"{text}\n{message.refusal}" if text else message.refusal
-                if text:
-                    texts.append(text)
-                calls.extend(message.tool_calls or [])
-        return texts, calls
+                if text and joining:
+                    reply.texts[-1] += text
+                elif text:
+                    reply.texts.append(text)
+                joining = bool(text)
+                reply.add_citations(citations_of(message.content))
+                reply.calls.extend(message.tool_calls or [])
+        return reply
+
+    def _cut_off_message(self, call: ToolCall) -> ToolMessage:
+        """The answer to a call the output limit cut off: an error, none of the call run."""
+        limit = getattr(self.llm, "max_tokens", None)
+        text = CUT_OFF_RESULT.format(
+            tool=call.function.name,
+            limit=f"max_tokens={limit}" if isinstance(limit, int) else "max_tokens",
+            chars=len(call.function.arguments),
+        )
+        return ToolMessage(
+            tool_call_id=call.id, tool_name=call.function.name, content=text, is_error=True
+        )
 
     async def _run_call(
         self,
@@ -447,7 +584,8 @@ class Agent:
         hook: Any,
         base_ctx: ToolContext,
     ) -> str | None:
-        """Execute one call; returns the final message when it ends the turn, else None."""
+        """Execute one call (or refuse a cut-off one); returns the final message when it ends
+        the turn, else None."""
         name = call.function.name
         self._emit(run, ev.StepStartEvent(step_id=call.id, title=name, step_number=step))
         self._emit(
@@ -460,9 +598,14 @@ class Agent:
             ),
         )
         started = time.monotonic()
-        # The executor turns every failure, the permission hook's included, into a message.
-        execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
-        raw = _redact_message(execution.message)
+        if call.cut_off:
+            # Half-written arguments would run as a complete-looking call (a truncated write).
+            raw, done, final_message = self._cut_off_message(call), False, None
+        else:
+            # The executor turns every failure, the permission hook's included, into a message.
+            execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
+            raw = _redact_message(execution.message)
+            done, final_message = execution.done, execution.final_message
         processed = self.output_cache.process(raw) if self.output_cache is not None else raw
         self.history.append(processed)
         result_text = text_projection(processed.content)
@@ -504,8 +647,8 @@ class Agent:
                 approval_wait_ms=None if waited is None else max(0, js_round(waited * 1000)),
             ),
         )
-        if execution.done:
-            return execution.final_message or ""
+        if done:
+            return final_message or ""
         return None
 
     def _permission_hook(self, run: _Run, tools: list[Tool]) -> Any:
@@ -572,21 +715,31 @@ class Agent:
         stream: bool = True,
     ) -> ChatInvokeCompletion:
         attempts = max(1, self.retry.max_attempts)
+        streamed = False
+
+        def on_text(delta: str) -> None:
+            nonlocal streamed
+            streamed = True
+            self._emit(run, ev.TextDeltaEvent(delta=delta))
+
         for attempt in range(1, attempts + 1):
+            streamed = False
+            # A new redactor per attempt: what a failed attempt still held back is dropped with it.
+            text = _DeltaStream(on_text)
+            reasoning = _DeltaStream(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
             try:
-                return await self.llm.ainvoke(
+                completion = await self.llm.ainvoke(
                     list(messages),
                     tools=tools,
                     tool_choice=choice,
-                    on_text_delta=(lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)))
-                    if stream
-                    else None,
-                    on_reasoning_delta=(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
-                    if stream
-                    else None,
+                    on_text_delta=text.feed if stream else None,
+                    on_reasoning_delta=reasoning.feed if stream else None,
                     signal=run.signal,
                 )
             except LlmError as exc:
+                if streamed:
+                    # The reply broke off mid-stream: what was shown of it will never complete.
+                    self._emit(run, ev.TextDiscardedEvent())
                 if not exc.retryable or attempt == attempts:
                     raise AgentRunError(
                         _llm_failure_text(exc, attempt), kind=exc.kind, status=exc.status
@@ -606,6 +759,10 @@ class Agent:
                     ),
                 )
                 await asyncio.sleep(delay)
+            else:
+                text.flush()
+                reasoning.flush()
+                return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _account(self, run: _Run, completion: ChatInvokeCompletion) -> None:
@@ -615,6 +772,8 @@ class Agent:
         cached = usage.input_cached_tokens or 0
         created = usage.input_cache_creation_tokens or 0
         self.usage.add(usage.input_tokens, usage.output_tokens, cached, created)
+        self.usage.web_search_requests += usage.web_search_requests or 0
+        self.usage.web_fetch_requests += usage.web_fetch_requests or 0
         self.usage.last_total_tokens = usage.total_tokens
         cost = self.llm.cost_usd(usage)
         if cost is None:
@@ -642,16 +801,22 @@ class Agent:
                 total_cost_usd=self.usage.cost_usd,
                 context_limit=limit,
                 context_left_percent=left,
+                web_search_requests=usage.web_search_requests,
+                web_fetch_requests=usage.web_fetch_requests,
             ),
         )
 
-    async def _maybe_compact(self, run: _Run, *, mid_turn: bool) -> None:
-        """Summarise the history when the last call filled the context window (see _compaction)."""
+    async def _maybe_compact(self, run: _Run, *, mid_turn: bool, force: bool = False) -> bool:
+        """Summarise the history when the last call filled the context window (see _compaction),
+        or now when ``force`` (then with the default settings if compaction is off).
+        True when the history was replaced."""
         config = self.compaction
-        if config is None or not config.should_compact(
+        if force:
+            config = config or CompactionConfig()
+        elif config is None or not config.should_compact(
             self.usage.last_total_tokens, self.llm.context_limit()
         ):
-            return
+            return False
         self._emit(run, ev.CompactionStartEvent())
         request = prepare_request(repair_history(self.history), config)
         compacted = False
@@ -667,7 +832,7 @@ class Agent:
             else:
                 self._account(run, completion)
                 reply = "\n".join(
-                    text_projection(m.content)
+                    answer_text(m.content)
                     for m in completion.messages
                     if isinstance(m, AssistantMessage) and m.content
                 )
@@ -680,6 +845,7 @@ class Agent:
                     self.usage.last_total_tokens = 0
                     compacted = True
         self._emit(run, ev.CompactionCompleteEvent(compacted=compacted))
+        return compacted
 
     async def _summary(self, run: _Run) -> str:
         messages = [*repair_history(self.history), UserMessage(content=MAX_ITERATIONS_PROMPT)]
@@ -692,7 +858,7 @@ class Agent:
             return SUMMARY_UNAVAILABLE
         self._account(run, completion)
         texts = [
-            text_projection(m.content)
+            answer_text(m.content)
             for m in completion.messages
             if isinstance(m, AssistantMessage) and m.content
         ]
@@ -700,6 +866,47 @@ class Agent:
 
 
 _RETRY_KINDS = ("rate_limit", "overloaded", "timeout", "network", "provider")
+
+_CUT_OFF_NOTES = {
+    "max_tokens": "(This answer was cut off at the output limit, max_tokens={limit}.)",
+    "model_context_window_exceeded": (
+        "(This answer was cut off: the conversation filled the model's context window.)"
+    ),
+}
+"""Said under an answer that ended because a limit was hit, so it is not taken as complete."""
+
+CUT_OFF_RESULT = (
+    "Not run: this {tool} call was cut off at the output limit ({limit}) before its arguments "
+    "were complete (only {chars} characters of them arrived), so nothing was executed or "
+    "written. Make the change in smaller steps: write a short first version of a long file, "
+    "then extend it with edit or apply_patch calls of a few hundred lines each."
+)
+
+
+@dataclass
+class _Reply:
+    """What one model reply says: its text passages, their citations, the calls it makes."""
+
+    texts: list[str] = field(default_factory=list)
+    citations: list[ev.Citation] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def add_citations(self, raw: list[dict[str, Any]]) -> None:
+        seen = {(c.url, c.title) for c in self.citations}
+        for item in raw:
+            citation = ev.Citation(
+                title=_str_or_none(item.get("title") or item.get("document_title")),
+                url=_str_or_none(item.get("url")),
+                cited_text=_str_or_none(item.get("cited_text")),
+            )
+            key = (citation.url, citation.title)
+            if key != (None, None) and key not in seen:
+                seen.add(key)
+                self.citations.append(citation)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncIterator[Any]:
@@ -716,6 +923,25 @@ async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncI
     while not queue.empty():
         yield queue.get_nowait()
     task.result()
+
+
+class _DeltaStream:
+    """Passes streamed deltas on redacted; a secret split across two deltas is held back until
+    it is whole, so the deltas never carry it and still add up to the redacted text."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._redactor = StreamRedactor()
+
+    def feed(self, delta: str) -> None:
+        safe = self._redactor.feed(delta)
+        if safe:
+            self._emit(safe)
+
+    def flush(self) -> None:
+        rest = self._redactor.flush()
+        if rest:
+            self._emit(rest)
 
 
 def _redact_message(message: ToolMessage) -> ToolMessage:
@@ -755,7 +981,14 @@ def _llm_failure_text(exc: Exception, attempts: int) -> str:
     return f"The model request failed{tried}: {exc}"
 
 
-def _default_output_cache(tools: Sequence[Tool]) -> ToolOutputCache | None:
+def _default_output_cache(
+    tools: Sequence[Tool], output_store: ToolOutputCacheStore | None
+) -> ToolOutputCache | None:
+    """Save results in the explicit store, else the one the tools share (a ``ToolSet``'s, or
+    the one the ``tool_output_cache`` tools read), so the refs the model gets are readable."""
     from ..cache import ToolOutputCache
 
-    return ToolOutputCache(getattr(tools, "output_store", None))
+    store = output_store or getattr(tools, "output_store", None)
+    if store is None:
+        store = next((t.output_store for t in tools if hasattr(t, "output_store")), None)
+    return ToolOutputCache(store)
