@@ -225,15 +225,15 @@ class MessagesCache:
     def __init__(self) -> None:
         self.blocks = BlockCache()
         self._inputs: list[Any] = []
-        self._replay_thinking = False
-        # Final turns as (role, content) before breakpoints and collapsing, which edit a request.
-        self._turns: list[tuple[str, list[Block]]] = []
+        self._options = (False, False)  # replay_thinking, collapse
+        # Final turns as (role, content) before breakpoints, which edit a request.
+        self._turns: list[tuple[str, str | list[Block]]] = []
         # (messages before the seam, turns before the seam), in history order.
         self._seams: list[tuple[int, int]] = []
 
-    def reusable(self, messages: Sequence[Any], replay_thinking: bool) -> tuple[int, int]:
+    def reusable(self, messages: Sequence[Any], options: tuple[bool, bool]) -> tuple[int, int]:
         """The last seam within the unchanged start of ``messages``: (messages, turns)."""
-        if replay_thinking != self._replay_thinking:
+        if options != self._options:
             return 0, 0
         same = 0
         for new, old in zip(messages, self._inputs, strict=False):
@@ -247,21 +247,27 @@ class MessagesCache:
 
     def prefix(self, turns: int) -> list[ApiMessage]:
         """Fresh copies of the first ``turns`` turns (their blocks are shared, never edited)."""
-        return [{"role": role, "content": list(content)} for role, content in self._turns[:turns]]
+        return [
+            {"role": role, "content": content if type(content) is str else list(content)}
+            for role, content in self._turns[:turns]
+        ]
 
     def remember(
         self,
         messages: Sequence[Any],
-        replay_thinking: bool,
+        options: tuple[bool, bool],
         seam: tuple[int, int],
         rest: list[ApiMessage],
         rest_seams: list[tuple[int, int]],
     ) -> None:
         start, turns = seam
         self._inputs = list(messages)
-        self._replay_thinking = replay_thinking
+        self._options = options
         del self._turns[turns:]
-        self._turns.extend((turn["role"], list(turn["content"])) for turn in rest)
+        self._turns.extend(
+            (turn["role"], content if type(content := turn["content"]) is str else list(content))
+            for turn in rest
+        )
         self._seams = [s for s in self._seams if s[0] <= start]
         self._seams.extend((start + index, turns + position) for index, position in rest_seams)
 
@@ -270,22 +276,29 @@ def to_anthropic_messages(
     messages: Sequence[Any],
     *,
     replay_thinking: bool = False,
+    collapse: bool = False,
     cache: MessagesCache | None = None,
 ) -> list[ApiMessage]:
     """History → the ``messages`` array (system messages excluded; see :func:`system_text`).
 
     ``replay_thinking``: put thinking blocks kept in ``ReasoningMessage.raw_item`` back at the
     start of the assistant turn they preceded, as extended thinking with tool use requires.
+    ``collapse``: send a turn that is one plain text block as a string (see
+    :func:`collapse_plain_text`).
     ``cache``: reuse the conversion of the history's start that the last request also had.
     """
     if cache is None:
-        return _convert(messages, replay_thinking, _uncached, None)
-    seam = cache.reusable(messages, replay_thinking)
+        result = _convert(messages, replay_thinking, _uncached, None)
+        return collapse_plain_text(result) if collapse else result
+    options = (replay_thinking, collapse)
+    seam = cache.reusable(messages, options)
     rest_seams: list[tuple[int, int]] = []
     rest = _convert(messages[seam[0] :], replay_thinking, cache.blocks.blocks, rest_seams)
     cache.blocks.sweep()
+    if collapse:
+        collapse_plain_text(rest)
     result = cache.prefix(seam[1])
-    cache.remember(messages, replay_thinking, seam, rest, rest_seams)
+    cache.remember(messages, options, seam, rest, rest_seams)
     result.extend(rest)
     return result
 
@@ -510,11 +523,14 @@ def add_cache_breakpoints(
     if tools:
         tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
     for message in reversed(messages):
-        if message["role"] == "user" and message["content"]:
-            last = message["content"][-1]
+        content = message["content"]
+        if message["role"] == "user" and content:
+            if isinstance(content, str):  # collapsed plain text: a breakpoint needs its block
+                content = message["content"] = [_text_block(content)]
+            last = content[-1]
             # The API refuses a cache_control on an empty text block; nothing to cache there.
             if not (last.get("type") == "text" and last.get("text") == ""):
-                message["content"][-1] = {**last, "cache_control": dict(EPHEMERAL)}
+                content[-1] = {**last, "cache_control": dict(EPHEMERAL)}
             break
     return system_blocks
 

@@ -19,7 +19,6 @@ from ._anthropic_errors import classify_exception, classify_status, malformed_st
 from ._anthropic_request import (
     MessagesCache,
     add_cache_breakpoints,
-    collapse_plain_text,
     system_cache_allowed,
     system_text,
     to_anthropic_messages,
@@ -162,7 +161,7 @@ class AnthropicChat:
     ) -> dict[str, Any]:
         """The JSON body of the Messages API request for this history (without ``stream``)."""
         api_messages = to_anthropic_messages(
-            messages, replay_thinking=True, cache=self._messages_cache
+            messages, replay_thinking=True, collapse=True, cache=self._messages_cache
         )
         api_tools = to_anthropic_tools(tools, tool_choice)
         system = system_text(messages)
@@ -175,7 +174,7 @@ class AnthropicChat:
                 request["system"] = system_blocks
         elif system:
             request["system"] = system
-        request["messages"] = collapse_plain_text(api_messages)
+        request["messages"] = api_messages
         if api_tools:
             request["tools"] = api_tools
             choice = to_anthropic_tool_choice(tool_choice)

@@ -19,7 +19,12 @@ from jupyter_codelia.llm import (
     ToolMessage,
     UserMessage,
 )
-from jupyter_codelia.llm._anthropic_request import MessagesCache, to_anthropic_messages
+from jupyter_codelia.llm._anthropic_request import (
+    MessagesCache,
+    add_cache_breakpoints,
+    collapse_plain_text,
+    to_anthropic_messages,
+)
 from jupyter_codelia.llm.anthropic import AnthropicChat
 from jupyter_codelia.llm.messages import FunctionCall
 
@@ -56,11 +61,17 @@ class Checker:
         cached = self.chat.build_request(list(history), tools=[READ])
         fresh = AnthropicChat(api_key="k").build_request(list(history), tools=[READ])
         assert wire(cached) == wire(fresh)
+        # The reference order: breakpoints on the uncollapsed turns, then collapsing.
+        reference = to_anthropic_messages(history, replay_thinking=True)
+        add_cache_breakpoints(None, [], reference)
+        assert wire(cached["messages"]) == wire(collapse_plain_text(reference))
         for replay in (True, False):
-            assert wire(to_anthropic_messages(history, replay_thinking=replay, cache=self.cache))
-            assert wire(
-                to_anthropic_messages(history, replay_thinking=replay, cache=self.cache)
-            ) == wire(to_anthropic_messages(history, replay_thinking=replay))
+            for collapse in (True, False):
+                options = {"replay_thinking": replay, "collapse": collapse}
+                fresh_messages = wire(to_anthropic_messages(history, **options))
+                assert wire(to_anthropic_messages(history, cache=self.cache, **options)) == (
+                    fresh_messages
+                )
         self.requests += 1
         return cached
 
@@ -79,7 +90,8 @@ def test_an_agent_loop_reuses_the_start_and_matches_a_fresh_conversion() -> None
     checker.check(history)
     cache = checker.chat._messages_cache
     # Everything up to the last user turn comes from the cache: only it is new.
-    assert cache.reusable([*history, AssistantMessage(content="a")], True)[0] == len(history)
+    seam = cache.reusable([*history, AssistantMessage(content="a")], (True, True))
+    assert seam[0] == len(history)
 
 
 def test_a_tool_result_for_the_last_assistant_turn_and_parallel_results() -> None:
