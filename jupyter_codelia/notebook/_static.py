@@ -108,7 +108,8 @@ def _widget_tree(root: widgets.Widget) -> Iterator[widgets.Widget]:
 
 def close_tree(root: widgets.Widget) -> None:
     """Close ``root`` and every widget under it, so the kernel keeps none of their models."""
-    for widget in list(_widget_tree(root)):
+    # Leaves first: a front end then never removes a child view from a parent already gone.
+    for widget in reversed(list(_widget_tree(root))):
         widget.close()
 
 

@@ -78,10 +78,6 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
         "el => getComputedStyle(el).color.match(/\\d+/g).slice(0, 3).map(Number)"
     )
     assert sum(rgb) / 3 > 150, rgb  # light text: readable on the dark background
-    page.evaluate(
-        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
-        "{theme: 'JupyterLab Light'})"
-    )
 
 
 def test_background_run_allow_button_and_stop_button(
