@@ -67,17 +67,6 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
     assert output.locator(".jupyter-widgets").count() == 0
     assert output.locator("details summary", has_text="Arguments").count() == 3
 
-    # Dark theme: the diff's context lines take the theme's text colour (light on dark).
-    page.evaluate(
-        "() => window.jupyterapp.commands.execute('apputils:change-theme', "
-        "{theme: 'JupyterLab Dark'})"
-    )
-    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
-    context_line = output.locator(".codelia-diff span", has_text="other = 3").last
-    rgb = context_line.evaluate(
-        "el => getComputedStyle(el).color.match(/\\d+/g).slice(0, 3).map(Number)"
-    )
-    assert sum(rgb) / 3 > 150, rgb  # light text: readable on the dark background
 
 
 def test_background_run_allow_button_and_stop_button(
