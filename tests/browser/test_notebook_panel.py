@@ -68,7 +68,6 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
     assert output.locator("details summary", has_text="Arguments").count() == 3
 
 
-
 def test_background_run_allow_button_and_stop_button(
     page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
 ) -> None:
