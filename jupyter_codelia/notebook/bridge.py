@@ -25,9 +25,23 @@ PROTOCOL_VERSION = 1
 log = logging.getLogger("jupyter_codelia.notebook.bridge")
 
 _DECISIONS = ("allow", "allow_remember", "deny")
-# Requests that only touch thread-safe state, so control() may serve them from a subshell.
+# Requests that only touch thread-safe state, so control() may serve them from a subshell:
+# besides Stop and approvals, the store reads (the session index and the tool-output cache are
+# safe for several threads), so the panel can browse history while a cell is busy.
 _CONTROL_SAFE = frozenset(
-    {"run.cancel", "permission.respond", "state.get", "sessions.list", "todos.get"}
+    {
+        "run.cancel",
+        "permission.respond",
+        "state.get",
+        "sessions.list",
+        "session.transcript",
+        "cache.list",
+        "cache.read",
+        "cache.grep",
+        "cache.line",
+        "cache.parts",
+        "todos.get",
+    }
 )
 
 
@@ -115,7 +129,24 @@ class Bridge:
                 "source": active.source,
             },
             "api_key_configured": api_key_configured(),
+            "store": self.store(),
         }
+
+    def store(self) -> dict[str, Any]:
+        """Where this kernel's sessions and cache live, and the store id that names them.
+
+        The Jupyter server compares the id with the one it sees at its own home: equal ids mean
+        both read the same files, so the panel may list sessions from the server directly.
+        """
+        from ..session import ensure_store_id
+
+        home = self.nb.home()
+        try:
+            store_id: str | None = ensure_store_id(home)
+        except OSError as exc:
+            log.warning("cannot create the store id in %s: %s", home, exc)
+            store_id = None
+        return {"home": str(home), "store_id": store_id}
 
     def handle(self, data: Any, *, from_control: bool = False) -> dict[str, Any]:
         """One request → one response envelope (never raises)."""

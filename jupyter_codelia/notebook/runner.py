@@ -23,12 +23,13 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
-from .config import Settings
+from .config import ConfigError, Settings, tool_output_dir
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ class NotebookAgent:
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
+            settings.home,
         )
         current = self.agent
         if new_session:
@@ -122,7 +124,11 @@ class NotebookAgent:
             self.session_store().load_state(session_id)
             resume = session_id
         else:
-            resume = current.session_id if current is not None and current.history else None
+            resume = (
+                current.session_id
+                if current is not None and current.history and self._same_home(current, settings)
+                else None
+            )
         if (
             current is not None
             and llm is None
@@ -148,11 +154,9 @@ class NotebookAgent:
         return self._build(settings, None, llm)
 
     def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
-        from pathlib import Path
-
         from ..agent import Agent
         from ..agent.permissions import PermissionPolicy
-        from ..session import SessionStore, default_home
+        from ..session import SessionStore
         from ..standard_tools import standard_tools
         from .kernel_tools import kernel_tools
 
@@ -161,6 +165,7 @@ class NotebookAgent:
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            cache_dir=tool_output_dir(settings.home),
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
             extra=extra,
@@ -170,7 +175,7 @@ class NotebookAgent:
             sandbox_root=root,
             config_path=settings.config_path,
         )
-        store = SessionStore(default_home())
+        store = SessionStore(settings.home)
         agent = Agent(
             llm,
             tools,
@@ -184,23 +189,39 @@ class NotebookAgent:
         self._toolsets[agent] = tools
         return agent
 
+    def home(self) -> Path:
+        """Where this kernel's sessions and cache live: the agent's store, else the settings'."""
+        agent = self.agent
+        if agent is not None and agent.session_store is not None:
+            return Path(agent.session_store.home)
+        try:
+            return self.settings().home
+        except ConfigError:
+            from ..session import default_home
+
+            return default_home()
+
     def session_store(self) -> Any:
-        from ..session import SessionStore, default_home
+        from ..session import SessionStore
 
         agent = self.agent
         if agent is not None and agent.session_store is not None:
             return agent.session_store
-        return SessionStore(default_home())
+        return SessionStore(self.home())
 
     def output_store(self) -> Any:
-        """The tool-output cache the agent writes (the default location before the first run)."""
+        """The tool-output cache the agent writes (the configured location before the first run)."""
         store = getattr(self.tools, "output_store", None)
         if store is not None:
             return store
         from ..cache import ToolOutputCacheStore
-        from ..session import default_home
 
-        return ToolOutputCacheStore(default_home() / "cache" / "tool-output")
+        return ToolOutputCacheStore(tool_output_dir(self.home()))
+
+    @staticmethod
+    def _same_home(agent: Agent, settings: Settings) -> bool:
+        store = agent.session_store
+        return store is None or Path(store.home) == settings.home
 
     def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
         """(session id, todo items) of the current session; empty before the first run."""

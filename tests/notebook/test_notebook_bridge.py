@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from jupyter_codelia.session import STORE_ID_FILE, SessionStore
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
 
 
@@ -220,3 +221,75 @@ def test_control_on_a_subshell_cancels_a_busy_blocking_cell(
         )
         broken = kernel.execute(f"print({control}('{{nope'))")
         assert json.loads(broken.stream_text())["error"].startswith("invalid JSON:")
+
+
+def test_hello_names_the_store_and_codelia_home_moves_it(
+    start_kernel: Any, codelia_home: Path, tmp_path: Path
+) -> None:
+    with ScriptedAnthropicServer([reply(text("Stored on the shared volume."))]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        front = FrontEnd(kernel)
+        hello = front.wait(lambda d: d.get("type") == "hello")
+        store_id = (codelia_home / STORE_ID_FILE).read_text().strip()
+        assert hello["store"] == {"home": str(codelia_home), "store_id": store_id}
+
+        shared = tmp_path / "shared-volume"
+        kernel.execute(f"%config Codelia.home = {str(shared)!r}")
+        state = front.request({"type": "state.get"})["result"]
+        assert state["store"]["home"] == str(shared)
+        assert state["store"]["store_id"] == (shared / STORE_ID_FILE).read_text().strip()
+        assert state["store"]["store_id"] != store_id
+
+        started = front.request({"type": "run.start", "prompt": "where do you write?"})
+        front.wait(lambda d: d.get("type") == "run.status" and d.get("status") == "completed")
+        session_id = started["result"]["session_id"]
+        assert (shared / "sessions" / "state" / f"{session_id}.json").is_file()
+        assert not (codelia_home / "sessions" / "state" / f"{session_id}.json").exists()
+        assert SessionStore(codelia_home).list_sessions() == []
+
+
+def test_control_reads_sessions_and_the_cache_while_a_cell_is_busy(
+    start_kernel: Any, tmp_path: Path
+) -> None:
+    script = [
+        reply(tool_use("python", {"code": "print('cached for the browser')"})),
+        reply(text("Ran it.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia\n%config Codelia.approval_mode = 'full-access'")
+        kernel.execute("%%codelia\nrun the probe")
+        subshell = _subshell(kernel)
+        flag = tmp_path / "release.flag"
+        answers: dict[str, Any] = {}
+
+        def read_while_busy(k: Any) -> None:
+            if answers:
+                return
+            sessions = _control_on_subshell(
+                k, subshell, {"type": "sessions.list", "request_id": "l"}, tmp_path / "l.json"
+            )
+            session_id = sessions["result"]["sessions"][0]["session_id"]
+            transcript = {"type": "session.transcript", "request_id": "t", "session_id": session_id}
+            answers["transcript"] = _control_on_subshell(k, subshell, transcript, tmp_path / "t")
+            listing = {"type": "cache.list", "request_id": "c"}
+            answers["cache"] = _control_on_subshell(k, subshell, listing, tmp_path / "c.json")
+            ref_id = answers["cache"]["result"]["entries"][0]["ref_id"]
+            read = {"type": "cache.read", "request_id": "r", "ref_id": ref_id}
+            answers["read"] = _control_on_subshell(k, subshell, read, tmp_path / "r.json")
+            flag.write_text("go")
+
+        busy = f"import os, time\nwhile not os.path.exists({str(flag)!r}):\n    time.sleep(0.05)"
+        kernel.execute(busy, during=read_while_busy)
+
+        events = answers["transcript"]["result"]["events"]
+        assert events[0] == {
+            "type": "run.started",
+            "run_id": events[0]["run_id"],
+            "session_id": answers["transcript"]["result"]["session_id"],
+            "prompt": "run the probe",
+            "source": "magic",
+        }
+        assert events[-1]["type"] == "run.status"
+        assert "cached for the browser" in answers["read"]["result"]["text"]
