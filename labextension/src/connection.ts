@@ -217,6 +217,15 @@ export class CodeliaConnection implements IDisposable {
     return { route: 'subshell', result: this.executeControl(subshell, payload) };
   }
 
+  /**
+   * A read of the kernel's store (`sessions.list`, `session.transcript`, `cache.*`): on a
+   * subshell when the kernel has them, so history shows while a cell is busy; else the comm.
+   */
+  async read(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+    const { result } = await this.control(type, fields);
+    return result;
+  }
+
   dispose(): void {
     if (this._disposed) {
       return;

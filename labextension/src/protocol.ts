@@ -132,6 +132,14 @@ export interface HelloMessage {
   approval_mode?: string;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean;
+  /** Where the kernel keeps sessions and cache (absent from kernels older than this field). */
+  store?: StoreInfo;
+}
+
+/** A codelia home as a process sees it; equal `store_id`s mean the same files. */
+export interface StoreInfo {
+  home: string;
+  store_id: string | null;
 }
 
 /** Everything the kernel sends on the comm. */

@@ -10,8 +10,9 @@ Reusable fixtures:
   ``artifacts/<test>.png`` after the test and the test fails if the page logged errors.
 * ``open_notebook(name, cells=...)``: writes a notebook and opens it with a ready, idle kernel.
 
-:func:`launch_lab` and :func:`launch_browser` are plain context managers, so scripts (for
-example ``bench/sidepanel.py``) can use them without pytest.
+:func:`launch_lab`, :func:`launch_gateway` and :func:`launch_browser` are plain context
+managers, so scripts (for example ``bench/sidepanel.py``) can use them without pytest.
+``launch_lab(gateway_url=...)`` starts a lab whose kernels run behind a kernel gateway.
 """
 
 from __future__ import annotations
@@ -100,9 +101,124 @@ class Lab:
         return self.log_path.read_text(errors="replace")
 
 
+def _clean_env() -> dict[str, str]:
+    """This process's environment without any Anthropic or codelia setting of the developer."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("ANTHROPIC_", "JUPYTER_CODELIA_"))
+    }
+
+
+def _wait_http_ok(url: str, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited early:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start in 90 s:\n{log.read_text(errors='replace')}")
+        time.sleep(0.25)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@dataclass
+class Gateway:
+    """A Jupyter Kernel Gateway: its kernels run in ``root`` and keep their store in ``home``."""
+
+    url: str
+    root: Path
+    home: Path
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+# Variables the gateway hands on to the kernels it starts (it passes no others but PATH): the
+# model endpoint and key live with the kernels, as on a real cluster; PYTHONPATH lets a work
+# tree's jupyter_codelia win over the installed one.
+GATEWAY_KERNEL_ENV = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "JUPYTER_CODELIA_HOME",
+    "PYTHONPATH",
+)
+
+
 @contextmanager
-def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
-    """Start JupyterLab on a free loopback port; stop it (and its kernels) on exit."""
+def launch_gateway(env_extra: dict[str, str] | None = None) -> Iterator[Gateway]:
+    """Start ``jupyter kernelgateway`` on a free loopback port; stop it (and kernels) on exit.
+
+    Its kernels get their own working directory and codelia home, apart from the lab's: the
+    side panel must reach their store through the kernel, as with a kernel on another host.
+    """
+    base = Path(tempfile.mkdtemp(prefix="codelia-gateway-"))
+    root, home, runtime = base / "root", base / "home", base / "runtime"
+    for directory in (root, home, runtime):
+        directory.mkdir(parents=True)
+    port = free_port()
+    env = _clean_env()
+    env.update(
+        {
+            "JUPYTER_RUNTIME_DIR": str(runtime),
+            "JUPYTER_CODELIA_HOME": str(home),
+            "PYTHONUNBUFFERED": "1",
+            # The gateway splits this on commas (a list option on its command line would not).
+            "KG_ENV_PROCESS_WHITELIST": ",".join(GATEWAY_KERNEL_ENV),
+        }
+    )
+    env.update(env_extra or {})
+    log_path = base / "gateway.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kernel_gateway",
+                "--KernelGatewayApp.ip=127.0.0.1",
+                f"--KernelGatewayApp.port={port}",
+                # The lab lists and reconnects to running kernels through the gateway.
+                "--JupyterWebsocketPersonality.list_kernels=True",
+            ],
+            env=env,
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    gateway = Gateway(f"http://127.0.0.1:{port}", root, home, process, log_path)
+    try:
+        _wait_http_ok(f"{gateway.url}/api/kernelspecs", process, "the kernel gateway", log_path)
+        yield gateway
+    finally:
+        _stop(process)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def launch_lab(
+    env_extra: dict[str, str] | None = None, *, gateway_url: str | None = None
+) -> Iterator[Lab]:
+    """Start JupyterLab on a free loopback port; stop it (and its kernels) on exit.
+
+    With ``gateway_url`` the lab runs its kernels on that kernel gateway (``--gateway-url``).
+    """
     if not (BUILD / "package.json").is_file():
         raise RuntimeError(
             f"the labextension is not built ({BUILD} is missing): run `pip install -e .` or "
@@ -123,11 +239,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_codelia": True}}})
     )
     port = free_port()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("ANTHROPIC_", "JUPYTER_CODELIA_"))
-    }
+    env = _clean_env()
     env.update(
         {
             "JUPYTER_CONFIG_DIR": str(config),
@@ -156,6 +268,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
                 "--LabApp.expose_app_in_browser=True",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                *([f"--gateway-url={gateway_url}"] if gateway_url else []),
             ],
             env=env,
             cwd=root,
@@ -164,27 +277,10 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
         )
     lab = Lab(f"http://127.0.0.1:{port}", root, home, process, log_path)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited early:\n{lab.log()}")
-            try:
-                with urllib.request.urlopen(f"{lab.url}/api/status", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not start in 90 s:\n{lab.log()}")
-            time.sleep(0.25)
+        _wait_http_ok(f"{lab.url}/api/status", process, "JupyterLab", log_path)
         yield lab
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        _stop(process)
         shutil.rmtree(base, ignore_errors=True)
 
 
