@@ -363,9 +363,10 @@ def browser() -> Iterator[Any]:
 @dataclass
 class ConsoleLog:
     errors: list[str] = field(default_factory=list)
+    benign: tuple[str, ...] = BENIGN_CONSOLE
 
     def record(self, kind: str, text: str) -> None:
-        if kind == "error" and not any(noise in text for noise in BENIGN_CONSOLE):
+        if kind == "error" and not any(noise in text for noise in self.benign):
             self.errors.append(text)
 
 
@@ -374,29 +375,40 @@ def console() -> ConsoleLog:
     return ConsoleLog()
 
 
-@pytest.fixture
-def page(
-    browser: Any, lab: Lab, console: ConsoleLog, anthropic: TurnQueue, request: Any
+@contextmanager
+def browser_page(
+    browser: Any, console: ConsoleLog, name: str, *, shutdown_kernels: bool = True
 ) -> Iterator[Any]:
+    """A fresh page recording console errors; on exit a screenshot ``artifacts/<name>.png``,
+    this page's kernels shut down (unless they are gone already) and the context closed."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(60_000)
     page = context.new_page()
     page.on("console", lambda message: console.record(message.type, message.text))
     page.on("pageerror", lambda error: console.errors.append(f"page error: {error}"))
-    anthropic.turns.clear()
     try:
         yield page
     finally:
         ARTIFACTS.mkdir(exist_ok=True)
         try:
-            page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
         except Exception as exc:  # the page may already be gone after a failure
             print(f"screenshot failed: {exc}")
-        # Shut this test's kernels down so the next test starts clean.
-        page.evaluate(
-            "async () => { await window.jupyterapp.serviceManager.sessions.shutdownAll(); }"
-        )
+        if shutdown_kernels:
+            # Shut this test's kernels down so the next test starts clean.
+            page.evaluate(
+                "async () => { await window.jupyterapp.serviceManager.sessions.shutdownAll(); }"
+            )
         context.close()
+
+
+@pytest.fixture
+def page(
+    browser: Any, lab: Lab, console: ConsoleLog, anthropic: TurnQueue, request: Any
+) -> Iterator[Any]:
+    anthropic.turns.clear()
+    with browser_page(browser, console, request.node.name) as page:
+        yield page
     assert console.errors == [], f"the page logged errors: {console.errors}"
 
 
@@ -446,12 +458,19 @@ WAIT_KERNEL_IDLE = (
 )
 
 
+def open_notebook_in(
+    page: Any, lab: Lab, name: str, cells: list[str] | None = None, kernel: str = "python3"
+) -> None:
+    """Write a notebook into ``lab`` and open it with a ready, idle kernel."""
+    write_notebook(lab.root, name, cells or [""], kernel)
+    open_lab(page, lab, name)
+    page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+
+
 @pytest.fixture
 def open_notebook(page: Any, lab: Lab) -> Callable[..., None]:
     def open_it(name: str, cells: list[str] | None = None, kernel: str = "python3") -> None:
-        write_notebook(lab.root, name, cells or [""], kernel)
-        open_lab(page, lab, name)
-        page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+        open_notebook_in(page, lab, name, cells, kernel)
 
     return open_it
 
