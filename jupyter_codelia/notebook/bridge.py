@@ -385,22 +385,42 @@ def unregister_comm_target(shell: Any) -> None:
         manager.unregister_target(TARGET, manager.targets[TARGET])
 
 
-def control(request_json: str) -> str:
-    """Thread-safe control entry point (run.cancel, permission.respond, state and lists).
+class ControlResponse(str):
+    """A response envelope as JSON text that also displays as ``application/json``.
 
-    Returns the response envelope as a JSON string.
+    The side panel calls :func:`control` in a user expression, whose value comes back as a
+    mime bundle: the ``application/json`` entry carries the envelope itself, so the browser
+    reads large answers (a session transcript) without decoding the Python ``repr`` that
+    IPython still puts in ``text/plain`` for every ``str``.
+    """
+
+    envelope: dict[str, Any]
+
+    def __new__(cls, envelope: dict[str, Any]) -> ControlResponse:
+        text = super().__new__(cls, json.dumps(envelope))
+        text.envelope = envelope
+        return text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {"application/json": self.envelope}
+
+
+def control(request_json: str) -> str:
+    """Thread-safe control entry point (run.cancel, permission.respond, state and store reads).
+
+    Returns the response envelope as a JSON string (a :class:`ControlResponse`).
     """
     from IPython import get_ipython
 
     try:
         data = json.loads(request_json)
     except (TypeError, ValueError) as exc:
-        return json.dumps(
+        return ControlResponse(
             {"type": "response", "request_id": None, "ok": False, "error": f"invalid JSON: {exc}"}
         )
     shell = get_ipython()
     if shell is None:
-        return json.dumps(
+        return ControlResponse(
             {
                 "type": "response",
                 "request_id": data.get("request_id") if isinstance(data, dict) else None,
@@ -408,4 +428,4 @@ def control(request_json: str) -> str:
                 "error": "no IPython kernel is running here; run %load_ext jupyter_codelia",
             }
         )
-    return json.dumps(bridge_for(shell).handle(data, from_control=True))
+    return ControlResponse(bridge_for(shell).handle(data, from_control=True))

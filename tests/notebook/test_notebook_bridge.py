@@ -293,3 +293,28 @@ def test_control_reads_sessions_and_the_cache_while_a_cell_is_busy(
         }
         assert events[-1]["type"] == "run.status"
         assert "cached for the browser" in answers["read"]["result"]["text"]
+
+
+def test_control_answers_a_user_expression_as_application_json(start_kernel: Any) -> None:
+    kernel = start_kernel()
+    kernel.execute("%load_ext jupyter_codelia")
+    control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+    expressions = {
+        "state": f"{control}({json.dumps(json.dumps({'type': 'state.get', 'request_id': 's'}))})",
+        "broken": f"{control}('{{nope')",
+    }
+    msg_id = kernel.kc.execute("", silent=True, store_history=False, user_expressions=expressions)
+    while True:
+        answer = kernel.kc.get_shell_msg(timeout=30)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    values = answer["content"]["user_expressions"]
+
+    state = values["state"]["data"]
+    assert state["application/json"]["ok"] is True
+    assert state["application/json"]["result"]["api_key_configured"] is True
+    # Front ends that read text/plain (a Python repr of the JSON text) keep working.
+    assert json.loads(eval(state["text/plain"])) == state["application/json"]
+    broken = values["broken"]["data"]["application/json"]
+    assert broken["ok"] is False
+    assert broken["error"].startswith("invalid JSON:")
