@@ -46,7 +46,8 @@ Subcommands:
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
 background, python_timeout, max_tokens, root, system_prompt), JUPYTER_CODELIA_<NAME>
-environment variables, or <JUPYTER_CODELIA_HOME>/config.json. The API key is ANTHROPIC_API_KEY.
+environment variables, or <home>/config.json. %config Codelia.home (or JUPYTER_CODELIA_HOME)
+moves sessions, cache and config, e.g. to shared storage. The API key is ANTHROPIC_API_KEY.
 """
 
 _VALUE_OPTIONS = {

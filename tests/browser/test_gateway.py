@@ -104,6 +104,12 @@ def test_codelia_cell_approvals_sessions_resume_and_cache_over_a_gateway(
         }
         assert page.evaluate(f"() => ({PANEL_JS}).history.route()") == "kernel"
 
+        # A blocking %%codelia cell shows in the panel.
+        anthropic.queue(reply("Hello from the **gateway** kernel."))
+        run_cell(page, "%%codelia\nSay hello")
+        page.locator(f"{PANEL} .jp-codelia-final strong", has_text="gateway").wait_for()
+        wait_idle_panel(page)
+
         anthropic.queue(
             reply(tool_use("write", {"file_path": "out.txt", "content": "from the gateway\n"})),
             reply(tool_use("python", {"code": "print(open('out.txt').read() * 3)"})),
@@ -154,8 +160,9 @@ def test_codelia_cell_approvals_sessions_resume_and_cache_over_a_gateway(
         page.locator(f"{PANEL} .jp-codelia-sessions-button").click()
         rows = page.locator(f"{PANEL} .jp-codelia-session")
         rows.first.wait_for()
+        # One session: the blocking and the background magic run continued the same one.
         assert rows.count() == 1
-        rows.filter(has_text="Write out.txt and print it").click()
+        rows.filter(has_text="Say hello").click()
         page.locator(f"{PANEL} .jp-codelia-final", has_text="Wrote and printed").wait_for()
         assert "Resuming" in page.locator(f"{PANEL} .jp-codelia-resume").inner_text()
 
@@ -166,7 +173,17 @@ def test_codelia_cell_approvals_sessions_resume_and_cache_over_a_gateway(
         sent = json.dumps(anthropic.requests[-1].json["messages"])
         assert "Write out.txt and print it" in sent
         sessions = SessionStore(gateway.home).list_sessions()
-        assert [s.last_user_message for s in sessions] == ["What did out.txt say?"]
+        assert sessions[0].last_user_message == "What did out.txt say?"
+        assert SessionStore(lab.home).list_sessions() == []
+
+        # Stop reaches the kernel through the gateway.
+        anthropic.queue(reply(" ".join(f"word{i}" for i in range(600)), delay_s=0.05))
+        send(page, "Talk for a long time")
+        page.locator(f"{PANEL} .jp-codelia-streaming").wait_for()
+        page.locator(f"{PANEL} .jp-codelia-stop").click()
+        page.locator(f"{PANEL} .jp-codelia-notice-warning").wait_for()
+        wait_idle_panel(page)
+        assert "word599" not in page.locator(f"{PANEL} .jp-codelia-assistant").last.inner_text()
     assert console.errors == [], f"the page logged errors: {console.errors}"
 
 
