@@ -1,4 +1,4 @@
-"""Side-panel first paint of a past session's 200-event transcript: kernel behind a gateway vs local.
+"""Side-panel first paint of a 200-event past session: kernel behind a gateway vs local kernel.
 
 Runs real JupyterLab, a Jupyter Kernel Gateway and Debian Chromium (the fixtures of
 tests/browser/conftest.py). The same session (one run of 200 agent events: tool calls and their
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sidepanel import _load_browser_fixtures  # noqa: E402  (the sibling bench script)
+from sidepanel import _load_browser_fixtures  # the sibling bench script
 
 TARGET_RATIO = 2.0
 PANEL_JS = (
@@ -86,9 +86,12 @@ def write_session(home: Path, session_id: str, events: int) -> None:
         store.close()
 
 
-def open_panel_on_kernel(fixtures: Any, page: Any, lab: Any) -> str:
+def open_panel_on_kernel(fixtures: Any, page: Any, lab: Any, gateway: Any | None) -> str:
     """Open a notebook with jupyter_codelia loaded and the panel connected; the read route."""
-    fixtures.open_notebook_in(page, lab, "bench.ipynb")
+    if gateway is None:
+        fixtures.open_notebook_in(page, lab, "bench.ipynb")
+    else:
+        fixtures.open_gateway_notebook(page, lab, gateway, "bench.ipynb")
     fixtures.run_cell(page, "%load_ext jupyter_codelia")
     page.evaluate("() => window.jupyterapp.commands.execute('codelia:open')")
     page.wait_for_selector('#jp-codelia-panel .jp-codelia-kernel[data-state="ready"]')
@@ -114,14 +117,14 @@ def main() -> int:
         write_session(local.home, session_id, args.events)
         write_session(gateway.home, session_id, args.events)
         pages = {}
-        for name, lab in (("local", local), ("gateway", remote)):
+        for name, lab, kernels_on in (("local", local, None), ("gateway", remote, gateway)):
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            route = open_panel_on_kernel(fixtures, page, lab)
+            route = open_panel_on_kernel(fixtures, page, lab, kernels_on)
             print(f"{name:>7} kernel: the panel reads sessions through the {route}")
             pages[name] = page
         results: dict[str, list[float]] = {name: [] for name in pages}
         arg = {"sessionId": session_id, "minimum": args.events // 2}
-        for name, page in pages.items():  # warm-up: first requests, code paths, subshell
+        for page in pages.values():  # warm-up: first requests, code paths, subshell
             page.evaluate(MEASURE_JS, arg)
         for _ in range(args.rounds):
             for name, page in pages.items():  # interleaved, so machine noise hits both alike
@@ -129,12 +132,9 @@ def main() -> int:
     local_ms = statistics.median(results["local"])
     gateway_ms = statistics.median(results["gateway"])
     ratio = gateway_ms / local_ms
-    print(
-        f"first paint, {args.events}-event transcript, local kernel  : {local_ms:7.1f} ms (median)"
-    )
-    print(
-        f"first paint, {args.events}-event transcript, gateway kernel: {gateway_ms:7.1f} ms (median)"
-    )
+    label = f"first paint, {args.events}-event transcript"
+    print(f"{label}, local kernel  : {local_ms:7.1f} ms (median)")
+    print(f"{label}, gateway kernel: {gateway_ms:7.1f} ms (median)")
     verdict = "OK" if ratio <= TARGET_RATIO else "OVER TARGET"
     print(f"ratio gateway/local: {ratio:.2f}x (target <= {TARGET_RATIO}x) {verdict}")
     return 0 if ratio <= TARGET_RATIO else 1

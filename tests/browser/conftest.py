@@ -467,6 +467,36 @@ def open_notebook_in(
     page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
 
 
+# Through a gateway JupyterLab first asks for the v1 kernel websocket protocol, which the
+# server's gateway proxy refuses; Lab reconnects at once with the same session id, and on a busy
+# machine the gateway may keep the refused attempt's connection ("Replacing stale connection")
+# instead of the new one, leaving the kernel's status "unknown". Reconnecting recovers, as
+# reloading the page does for a user.
+RECONNECT_KERNEL_JS = (
+    "async () => { await (" + NOTEBOOK_JS + ").sessionContext.session.kernel.reconnect(); }"
+)
+
+
+def open_gateway_notebook(
+    page: Any, lab: Lab, gateway: Gateway, name: str, *, attempts: int = 3
+) -> None:
+    """Open a notebook on a gateway kernel (see RECONNECT_KERNEL_JS); on failure show logs."""
+    write_notebook(lab.root, name, [""])
+    open_lab(page, lab, name)
+    for attempt in range(attempts):
+        try:
+            page.wait_for_function(WAIT_KERNEL_IDLE, timeout=40_000, polling=250)
+            return
+        except Exception as exc:
+            if attempt == attempts - 1:
+                raise AssertionError(
+                    f"the notebook's gateway kernel did not become idle ({exc})\n"
+                    f"--- lab log ---\n{lab.log()[-4000:]}\n"
+                    f"--- gateway log ---\n{gateway.log()[-4000:]}"
+                ) from exc
+            page.evaluate(RECONNECT_KERNEL_JS)
+
+
 @pytest.fixture
 def open_notebook(page: Any, lab: Lab) -> Callable[..., None]:
     def open_it(name: str, cells: list[str] | None = None, kernel: str = "python3") -> None:

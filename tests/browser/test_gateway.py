@@ -30,7 +30,7 @@ from .conftest import (
     browser_page,
     launch_gateway,
     launch_lab,
-    open_notebook_in,
+    open_gateway_notebook,
     run_cell,
 )
 from .test_sidepanel import CELL_RUNNING, LOAD, PANEL, open_panel, send, wait_idle_panel
@@ -65,17 +65,6 @@ def _kernel_env(anthropic: TurnQueue) -> dict[str, str]:
     return env
 
 
-def open_remote_notebook(page: Any, gateway: Gateway, lab: Lab, name: str) -> None:
-    """Open a notebook on a gateway kernel; on failure show both servers' logs."""
-    try:
-        open_notebook_in(page, lab, name)
-    except Exception as exc:
-        raise AssertionError(
-            f"the notebook's gateway kernel did not become idle ({exc})\n"
-            f"--- lab log ---\n{lab.log()[-4000:]}\n--- gateway log ---\n{gateway.log()[-4000:]}"
-        ) from exc
-
-
 @pytest.fixture(scope="module")
 def gateway_lab(anthropic: TurnQueue) -> Iterator[tuple[Gateway, Lab]]:
     with (
@@ -92,7 +81,7 @@ def test_codelia_cell_approvals_sessions_resume_and_cache_over_a_gateway(
     console = ConsoleLog(benign=GATEWAY_CONSOLE)
     anthropic.turns.clear()
     with browser_page(browser, console, request.node.name) as page:
-        open_remote_notebook(page, gateway, lab, "remote.ipynb")
+        open_gateway_notebook(page, lab, gateway, "remote.ipynb")
         run_cell(page, LOAD)
         open_panel(page)
         # The kernel runs on the gateway (its cwd and home), and says where its store is.
@@ -201,7 +190,7 @@ def test_killing_the_gateway_mid_run_is_reported_and_tears_nothing(
             launch_lab(gateway_url=gateway.url) as lab,
             browser_page(browser, console, request.node.name, shutdown_kernels=False) as page,
         ):
-            open_remote_notebook(page, gateway, lab, "doomed.ipynb")
+            open_gateway_notebook(page, lab, gateway, "doomed.ipynb")
             run_cell(page, LOAD)
             open_panel(page)
             anthropic.queue(
