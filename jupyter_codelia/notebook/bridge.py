@@ -130,6 +130,8 @@ class Bridge:
             },
             "api_key_configured": api_key_configured(),
             "store": self.store(),
+            # What control() serves, so front ends know which reads may go on a subshell.
+            "control_requests": sorted(_CONTROL_SAFE),
         }
 
     def store(self) -> dict[str, Any]:

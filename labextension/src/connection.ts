@@ -222,6 +222,10 @@ export class CodeliaConnection implements IDisposable {
    * subshell when the kernel has them, so history shows while a cell is busy; else the comm.
    */
   async read(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+    // Kernels list what control() serves; older ones served only Stop and approvals there.
+    if (!(this._hello?.control_requests ?? []).includes(type)) {
+      return this.request(type, fields);
+    }
     const { result } = await this.control(type, fields);
     return result;
   }

@@ -34,9 +34,9 @@ export async function kernelAnswers(
     ...request,
     channel: 'control'
   } as unknown as KernelMessage.IControlMessage;
-  let timer = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<boolean>(resolve => {
-    timer = window.setTimeout(() => resolve(false), timeoutMs);
+    timer = setTimeout(() => resolve(false), timeoutMs);
   });
   try {
     const future = kernel.sendControlMessage(msg, true, true);
@@ -44,7 +44,7 @@ export async function kernelAnswers(
   } catch {
     return false;
   } finally {
-    window.clearTimeout(timer);
+    clearTimeout(timer);
   }
 }
 
@@ -60,15 +60,15 @@ export class KernelLiveness {
   }
 
   start(): void {
-    if (this.timer === 0) {
-      this.timer = window.setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
+    if (this.timer === undefined) {
+      this.timer = setInterval(() => void this.probe(), PROBE_INTERVAL_MS);
     }
   }
 
   /** Stop probing; a lost kernel stays reported until a probe or `reset()` says otherwise. */
   stop(): void {
-    window.clearInterval(this.timer);
-    this.timer = 0;
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   reset(): void {
@@ -96,7 +96,7 @@ export class KernelLiveness {
     }
   }
 
-  private timer = 0;
+  private timer: ReturnType<typeof setInterval> | undefined;
   private probing = false;
   private _lost = false;
 }

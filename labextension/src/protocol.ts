@@ -134,6 +134,8 @@ export interface HelloMessage {
   api_key_configured?: boolean;
   /** Where the kernel keeps sessions and cache (absent from kernels older than this field). */
   store?: StoreInfo;
+  /** The request types `control()` serves on a subshell (absent from older kernels). */
+  control_requests?: string[];
 }
 
 /** A codelia home as a process sees it; equal `store_id`s mean the same files. */

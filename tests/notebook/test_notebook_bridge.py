@@ -233,6 +233,9 @@ def test_hello_names_the_store_and_codelia_home_moves_it(
         hello = front.wait(lambda d: d.get("type") == "hello")
         store_id = (codelia_home / STORE_ID_FILE).read_text().strip()
         assert hello["store"] == {"home": str(codelia_home), "store_id": store_id}
+        assert "session.transcript" in hello["control_requests"]
+        assert "cache.read" in hello["control_requests"]
+        assert "run.start" not in hello["control_requests"]
 
         shared = tmp_path / "shared-volume"
         kernel.execute(f"%config Codelia.home = {str(shared)!r}")
