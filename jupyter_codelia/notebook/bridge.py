@@ -134,6 +134,9 @@ class Bridge:
             "control_requests": sorted(_CONTROL_SAFE),
         }
 
+    def store_changed(self) -> None:
+        self.notify({"type": "store.changed", "store": self.store()})
+
     def store(self) -> dict[str, Any]:
         """Where this kernel's sessions and cache live, and the store id that names them.
 
@@ -359,9 +362,12 @@ def bridge_for(shell: Any) -> Bridge:
     existing = getattr(shell, _BRIDGE_KEY, None)
     if existing is not None:
         return existing
-    from .magics import notebook_agent
+    from .magics import codelia_traits, notebook_agent
 
     created = Bridge(notebook_agent(shell))
+    # %config Codelia.home moves the store: open panels chose where to read history by the
+    # store their hello named.
+    codelia_traits(shell).observe(lambda _change: created.store_changed(), names="home")
     setattr(shell, _BRIDGE_KEY, created)
     return created
 

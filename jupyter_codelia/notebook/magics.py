@@ -267,13 +267,14 @@ def notebook_agent(shell: Any) -> NotebookAgent:
     from .config import resolve_settings
     from .runner import NotebookAgent
 
-    traits = _traits(shell)
+    traits = codelia_traits(shell)
     created = NotebookAgent(shell, lambda: resolve_settings(traits))
     setattr(shell, _STATE_KEY, created)
     return created
 
 
-def _traits(shell: Any) -> Codelia:
+def codelia_traits(shell: Any) -> Codelia:
+    """The kernel's ``Codelia`` configurable (what ``%config Codelia.<name>`` sets)."""
     for configurable in getattr(shell, "configurables", []):
         if isinstance(configurable, Codelia):
             return configurable
@@ -283,7 +284,7 @@ def _traits(shell: Any) -> Codelia:
 
 
 def register(shell: Any) -> None:
-    traits = _traits(shell)
+    traits = codelia_traits(shell)
     shell.register_magics(CodeliaMagics(shell, traits))
     from .bridge import register_comm_target
 

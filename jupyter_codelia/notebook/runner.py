@@ -190,10 +190,7 @@ class NotebookAgent:
         return agent
 
     def home(self) -> Path:
-        """Where this kernel's sessions and cache live: the agent's store, else the settings'."""
-        agent = self.agent
-        if agent is not None and agent.session_store is not None:
-            return Path(agent.session_store.home)
+        """Where this kernel keeps sessions and cache: the configured home (``Codelia.home``)."""
         try:
             return self.settings().home
         except ConfigError:
@@ -202,21 +199,25 @@ class NotebookAgent:
             return default_home()
 
     def session_store(self) -> Any:
+        """The agent's store while it is in the configured home, else one opened there."""
         from ..session import SessionStore
 
+        home = self.home()
         agent = self.agent
-        if agent is not None and agent.session_store is not None:
-            return agent.session_store
-        return SessionStore(self.home())
+        store = agent.session_store if agent is not None else None
+        if store is not None and Path(store.home) == home:
+            return store
+        return SessionStore(home)
 
     def output_store(self) -> Any:
-        """The tool-output cache the agent writes (the configured location before the first run)."""
+        """The tool-output cache the agent writes, or the configured home's before a run."""
+        cache_dir = tool_output_dir(self.home())
         store = getattr(self.tools, "output_store", None)
-        if store is not None:
+        if store is not None and Path(store.root) == cache_dir:
             return store
         from ..cache import ToolOutputCacheStore
 
-        return ToolOutputCacheStore(tool_output_dir(self.home()))
+        return ToolOutputCacheStore(cache_dir)
 
     @staticmethod
     def _same_home(agent: Agent, settings: Settings) -> bool:

@@ -305,6 +305,10 @@ export class CodeliaConnection implements IDisposable {
       }
       return;
     }
+    if (message.type === 'store.changed' && this._hello) {
+      // `%config Codelia.home` moved the kernel's store (history.ts reads hello.store).
+      this._hello = { ...this._hello, store: message.store };
+    }
     this._messageReceived.emit(message);
   }
 

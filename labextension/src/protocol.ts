@@ -181,7 +181,8 @@ export type KernelMessage =
       decision: PermissionDecision;
       reason?: string;
     }
-  | { type: 'todos.updated'; session_id?: string | null; todos: TodoItem[] };
+  | { type: 'todos.updated'; session_id?: string | null; todos: TodoItem[] }
+  | { type: 'store.changed'; store: StoreInfo };
 
 /** A session row, as `sessions.list` and `GET /codelia/api/sessions` return it. */
 export interface SessionSummary {

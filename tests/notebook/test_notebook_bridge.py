@@ -238,8 +238,15 @@ def test_hello_names_the_store_and_codelia_home_moves_it(
         assert "run.start" not in hello["control_requests"]
 
         shared = tmp_path / "shared-volume"
-        kernel.execute(f"%config Codelia.home = {str(shared)!r}")
+        moved = kernel.execute(f"%config Codelia.home = {str(shared)!r}")
+        # Open panels hear of the move (they chose where to read history by hello.store).
+        notices = [
+            m["content"]["data"]
+            for m in moved.messages
+            if m["msg_type"] == "comm_msg" and m["content"].get("comm_id") == front.comm_id
+        ]
         state = front.request({"type": "state.get"})["result"]
+        assert notices == [{"type": "store.changed", "store": state["store"]}]
         assert state["store"]["home"] == str(shared)
         assert state["store"]["store_id"] == (shared / STORE_ID_FILE).read_text().strip()
         assert state["store"]["store_id"] != store_id
