@@ -1,8 +1,8 @@
 """The permission policy: which tool calls run at once, which are refused, which ask the user.
 
-Implements spec/agent-and-session.md §5.1-§5.3: approval modes with a system allowlist, allow and
-deny rules (deny beats allow), shell commands checked segment by segment with ``cd`` tracked
-inside the sandbox, the confirm prompt texts and the rules remembered after "don't ask again".
+Approval modes with a system allowlist, allow and deny rules (deny beats allow), shell commands
+checked segment by segment with ``cd`` tracked inside the sandbox, the confirm prompt texts and the
+rules remembered after "don't ask again".
 
 Remembered rules live in a JSON file (``config_path``) of the form
 ``{"permissions": {"allow": [rule, ...], "deny": [rule, ...]}}``; other top-level keys are kept.
@@ -31,7 +31,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from .._approval import APPROVAL_MODES, ApprovalMode
 from .._text import split_lines, utf8_len
+from ..errors import CodeliaError
 from ._shell_words import (
     ShellSplit,
     analyse_shell,
@@ -48,8 +50,6 @@ from ._shell_words import (
 
 logger = logging.getLogger("jupyter_codelia.agent.permissions")
 
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("minimal", "trusted", "full-access")
 
 SHELL_TOOLS = frozenset({"shell", "bash"})  # "bash" is the legacy name; its rules still apply
 SKILL_TOOL = "skill_load"
@@ -115,7 +115,7 @@ _THIRD_WORD_AFTER: dict[str, frozenset[str] | None] = {
 }
 
 
-class PermissionConfigError(ValueError):
+class PermissionConfigError(CodeliaError, ValueError):
     """The permission config file cannot be used; the message names the file and the problem."""
 
 
@@ -311,7 +311,7 @@ def _is_subcommand(word: str) -> bool:
 
 
 class PermissionPolicy:
-    """Decides allow / deny / confirm for each tool call (spec §5)."""
+    """Decides allow / deny / confirm for each tool call."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The tool-output cache (seed §6, design §2.8).
+"""The tool-output cache.
 
 Every tool result is saved under its ref id (typed parts kept, text projection indexed by line),
 the in-context copy is bounded, old outputs are trimmed to ref placeholders when the total
@@ -22,7 +22,8 @@ from ._errors import (
 )
 from ._limits import CacheLimits
 from ._service import ToolOutputCache, ToolOutputCacheConfig, derive_budget, estimate_tokens
-from ._store import StreamingOutputWriter, ToolOutputCacheStore
+from ._store import ToolOutputCacheStore
+from ._writer import StreamingOutputWriter
 from .protocol import OutputWriter, ToolOutputStore, normalize_ref_id
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``NotebookAgent`` (one per kernel) owns the notebook's :class:`~jupyter_codelia.agent.Agent`,
 the open approval requests and the listeners (the comm bridge) that receive every event as a
-JSON envelope (docs/comm-protocol.md). A turn runs one of two ways (design §4):
+JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 
 * **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on a private event loop in
   a worker thread while the cell's thread draws the panel and asks approvals through the
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
+from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import ConfigError, Settings, tool_output_dir
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
@@ -111,6 +112,7 @@ class NotebookAgent:
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
+            settings.thinking,
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
@@ -294,16 +296,11 @@ class NotebookAgent:
             mode=mode,
         )
         self.active = run
-        self.broadcast(
-            {
-                "type": "run.started",
-                "run_id": run.run_id,
-                "session_id": run.session_id,
-                "prompt": prompt,
-                "source": source,
-            }
+        started = RunStarted(
+            run_id=run.run_id, session_id=run.session_id, prompt=prompt, source=source
         )
-        self.broadcast({"type": "run.status", "run_id": run.run_id, "status": "running"})
+        self.broadcast(started.dump())
+        self.broadcast(status_message(run.run_id, "running"))
         return run
 
     async def _drive(
@@ -506,7 +503,9 @@ def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
-        return AnthropicChat(model=settings.model, max_tokens=settings.max_tokens)
+        return AnthropicChat(
+            model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+        )
 
     return make
 

@@ -1,4 +1,4 @@
-"""The ``view_image`` tool (spec/file-tools.md §9, design §2.7).
+"""The ``view_image`` tool.
 
 The format is sniffed from the content with Pillow (the extension is only a hint), and an image
 whose long edge exceeds 1568 px (what the model sees at most) or whose size exceeds ``max_bytes``
@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .._text import describe_exc
+from ..errors import CodeliaError
 from ..llm.messages import ImageMediaType, ImagePart, TextPart
 from ..tools import DependencyKey, FunctionTool, PartsResult, ToolContext, define_tool
 from ._fileio import resolve_in_sandbox
@@ -59,7 +60,7 @@ class ViewImageInput(BaseModel):
     )
 
 
-class UnsupportedImageError(ValueError):
+class UnsupportedImageError(CodeliaError, ValueError):
     pass
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import CodeliaError
 
-class ToolError(Exception):
+
+class ToolError(CodeliaError):
     """Base class for errors a tool call reports back to the model."""
 
 
@@ -15,11 +17,11 @@ class ToolInputError(ToolError):
     """The arguments were valid JSON but did not match the tool's input schema."""
 
 
-class ToolDefinitionError(TypeError):
+class ToolDefinitionError(CodeliaError, TypeError):
     """A tool was defined incorrectly (a programming error, raised at definition time)."""
 
 
-class TaskComplete(Exception):  # noqa: N818 - the seed's name for the done signal
+class TaskComplete(Exception):  # noqa: N818 - a signal, not an error (public name)
     """Raised by the ``done`` tool to end the run with ``final_message``."""
 
     def __init__(self, final_message: str | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Model-facing JSON Schema for a tool's input model (spec/core.md §2.1, design §2.1).
+"""Model-facing JSON Schema for a tool's input model.
 
 pydantic emits JSON Schema 2020-12 with titles, ``$defs`` and ``anyOf [X, null]`` for every
 ``X | None = None`` field. Providers and models want compact draft-07: this module inlines
@@ -28,7 +28,7 @@ def input_schema(model: type[BaseModel], *, forbid_extra: bool) -> dict[str, Any
     raw = model.model_json_schema(mode="validation", ref_template="#/$defs/{model}")
     defs: dict[str, Any] = raw.pop("$defs", {})
     recursive = _recursive_defs(defs)
-    schema = _clean(_inline(raw, defs, recursive, ()))
+    schema: dict[str, Any] = _clean(_inline(raw, defs, recursive, ()))
     if recursive:
         schema["definitions"] = {
             name: _clean(_inline(defs[name], defs, recursive, (name,)))

@@ -15,7 +15,7 @@ export type HistoryRoute = 'server' | 'kernel';
 
 /** The route for a kernel reporting `kernelStore`, given what the server sees. */
 export function chooseRoute(
-  kernelStore: StoreInfo | undefined,
+  kernelStore: StoreInfo | null | undefined,
   server: StoreInfo | null
 ): HistoryRoute {
   if (!kernelStore || !kernelStore.store_id) {
