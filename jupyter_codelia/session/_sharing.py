@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import CodeliaError
+
 SHARED_STORE_ENV = "JUPYTER_CODELIA_SHARED_STORE"
 
 # Filesystems that several hosts mount at once; "fuse.*" (sshfs, s3fs, gcsfuse, juicefs, ...)
@@ -38,7 +40,7 @@ _NETWORK_FILESYSTEMS = frozenset(
 _MOUNTINFO = Path("/proc/self/mountinfo")
 
 
-class SharedStoreSettingError(ValueError):
+class SharedStoreSettingError(CodeliaError, ValueError):
     """``JUPYTER_CODELIA_SHARED_STORE`` holds something other than a yes/no value."""
 
 

@@ -181,7 +181,7 @@ async def test_run_handle_result_before_the_end_says_what_to_do() -> None:
 def test_home_from_the_trait_beats_the_environment(home: Path, tmp_path: Path) -> None:
     shared = tmp_path / "shared-volume" / "codelia"
     (shared).mkdir(parents=True)
-    (shared / "config.json").write_text(json.dumps({"model": "from-shared-home"}))
+    (shared / "config.json").write_text(json.dumps({"model": "claude-opus-5-5"}))
 
     settings = resolve_settings(Codelia(home=f"{shared}/"), {})
 
@@ -189,7 +189,7 @@ def test_home_from_the_trait_beats_the_environment(home: Path, tmp_path: Path) -
     assert settings.sources["home"] == "%config Codelia.home"
     # The config file is the one in that home.
     assert settings.config_path == shared / "config.json"
-    assert settings.model == "from-shared-home"
+    assert settings.model == "claude-opus-5-5"
     assert f"home            {shared}" in describe_settings(settings)
 
 
