@@ -374,7 +374,14 @@ export class CodeliaConnection implements IDisposable {
       },
       true
     );
-    const reply = await future.done;
+    // The answer is in the reply: do not also wait for the request's idle status, which
+    // arrives separately on iopub (and later still when a gateway relays the channels).
+    const reply = await new Promise<JupyterMessage.IExecuteReplyMsg>(
+      (resolve, reject) => {
+        future.onReply = resolve;
+        future.done.then(resolve, reject);
+      }
+    );
     const expressions = (reply.content as { user_expressions?: JSONObject })
       .user_expressions;
     const outcome = expressions?.response as
