@@ -9,6 +9,7 @@ from ._identity import STORE_ID_FILE, ensure_store_id, read_store_id
 from ._jsonl import read_jsonl
 from ._models import (
     InvalidSessionIdError,
+    SessionConflictError,
     SessionLoadError,
     SessionNotFound,
     SessionState,
@@ -22,6 +23,7 @@ __all__ = [
     "STORE_ID_FILE",
     "InvalidSessionIdError",
     "RunLog",
+    "SessionConflictError",
     "SessionLoadError",
     "SessionNotFound",
     "SessionState",
