@@ -53,6 +53,11 @@ class Codelia(Configurable):
     python_timeout = Float(
         None, allow_none=True, help="Default timeout of the python tool in seconds."
     ).tag(config=True)
+    python_timeout_to_job = Bool(
+        None,
+        allow_none=True,
+        help="A python call outliving its timeout becomes a background job (False: stop it).",
+    ).tag(config=True)
     max_tokens = Integer(None, allow_none=True, help="Max output tokens per model call.").tag(
         config=True
     )
@@ -77,6 +82,7 @@ FIELDS: tuple[_Field, ...] = (
     _Field("max_iterations", int, 200),
     _Field("background", bool, False),
     _Field("python_timeout", float, 120.0),
+    _Field("python_timeout_to_job", bool, True),
     _Field("max_tokens", int, 8192),
     _Field("root", str, None),
     _Field("system_prompt", str, None),
@@ -93,6 +99,7 @@ class Settings:
     max_iterations: int = 200
     background: bool = False
     python_timeout: float = 120.0
+    python_timeout_to_job: bool = True
     max_tokens: int = 8192
     root: str | None = None
     system_prompt: str | None = None

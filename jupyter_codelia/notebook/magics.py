@@ -234,9 +234,19 @@ def run_with_panel(
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
     )
     display(panel.widget)
+    # Jobs started in this turn get cards below the panel; they keep updating after the turn.
+    from .jobs import JobCards
+
+    job_cards = JobCards(nb.jobs)
+    display(job_cards.box)
     if background:
-        return nb.start_background(agent, prompt, panel)
-    result = nb.run_blocking(agent, prompt, panel)
+        handle = nb.start_background(agent, prompt, panel)
+        handle.add_done_callback(lambda _handle: job_cards.stop_following())
+        return handle
+    try:
+        result = nb.run_blocking(agent, prompt, panel)
+    finally:
+        job_cards.stop_following()
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.

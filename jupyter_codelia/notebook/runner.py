@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
+from ..standard_tools.jobs import JobRegistry
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import Settings
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
@@ -69,6 +70,7 @@ class NotebookAgent:
         self.flush_interval = FLUSH_INTERVAL
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
+        self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
 
     # ------------------------------------------------------------------ configuration
 
@@ -113,6 +115,7 @@ class NotebookAgent:
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
+            settings.python_timeout_to_job,
         )
         current = self.agent
         if new_session:
@@ -157,10 +160,16 @@ class NotebookAgent:
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        extra = kernel_tools(shell=self.shell, default_timeout=settings.python_timeout)
+        extra = kernel_tools(
+            shell=self.shell,
+            default_timeout=settings.python_timeout,
+            jobs=self.jobs,
+            timeout_to_job=settings.python_timeout_to_job,
+        )
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
             extra=extra,
@@ -293,7 +302,8 @@ class NotebookAgent:
 
         final = ""
         try:
-            async for event in agent.run_stream(prompt, signal=run.signal, run_id=run.run_id):
+            turn_input = _with_job_notice(prompt, self.jobs.turn_notice())
+            async for event in agent.run_stream(turn_input, signal=run.signal, run_id=run.run_id):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
                 deliver(event)
@@ -464,6 +474,15 @@ class NotebookAgent:
 
         task = loop.create_task(main())
         return RunHandle(run, task)
+
+
+def _with_job_notice(prompt: str, notice: str | None) -> Any:
+    """The user's prompt, plus a second text block on background jobs when there is news."""
+    if notice is None:
+        return prompt
+    from ..llm.messages import TextPart
+
+    return [TextPart(text=prompt), TextPart(text=notice)]
 
 
 def parse_answer(answer: str) -> tuple[str, str | None]:
