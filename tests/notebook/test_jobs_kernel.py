@@ -1,0 +1,157 @@
+"""Background jobs in a real kernel, driven by the scripted Anthropic server through %%codelia."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+# Prints for 20 s (with a tqdm-style bar on stderr) unless stopped.
+TWENTY_SECONDS = (
+    "import sys, time\n"
+    "for i in range(100):\n"
+    "    print(f'tick {i}', flush=True)\n"
+    "    sys.stderr.write(f'\\r{i}%|###       | {i}/100 [00:01<00:19, 5.0it/s]')\n"
+    "    time.sleep(0.2)\n"
+    "job_finished = True\n"
+)
+SHORT = "import time\ntime.sleep(1.5)\nprint('short job says bye')\nshort_value = 7\n"
+
+
+def _tool_results(server: ScriptedAnthropicServer, index: int = -1) -> list[str]:
+    found: list[str] = []
+    for message in server.requests[index].messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    found.append(" ".join(str(b.get("text", "")) for b in inner))
+                else:
+                    found.append(str(inner))
+    return found
+
+
+def _last_user_text(server: ScriptedAnthropicServer, index: int) -> str:
+    message = server.requests[index].messages[-1]
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+
+
+def test_background_job_is_listed_read_waited_on_and_stopped(start_kernel: Any) -> None:
+    script = [
+        reply(
+            text("Starting the long job."),
+            tool_use("python", {"code": TWENTY_SECONDS, "background": True}),
+            tool_use("python", {"code": SHORT, "background": True}),
+        ),
+        reply(tool_use("python", {"code": "import time; time.sleep(1.0)"})),
+        reply(tool_use("job_list", {})),
+        reply(tool_use("job_output", {"job_id": "job-1"})),
+        reply(tool_use("job_wait", {"job_id": "job-1", "timeout_seconds": 1})),
+        reply(tool_use("job_stop", {"job_id": "job-1"})),
+        reply(tool_use("job_output", {"job_id": "job-404"})),
+        reply(text("Stopped it.")),
+        # The next turn.
+        reply(text("The short job finished.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        assert kernel.execute("%load_ext jupyter_codelia").status == "ok"
+        run = kernel.execute("%%codelia --approval-mode full-access\ntrain in the background")
+        assert run.status == "ok", run.reply["content"]
+        results = _tool_results(server)
+        started, started_short, _sleep, listed, read, waited, stopped, missing = results
+        assert "Started background job job-1" in started
+        assert "Started background job job-2" in started_short
+        assert "job-1 [python] running" in listed
+        assert "last line:" in listed
+        # Read while running: the new output so far, and the tqdm progress in the status.
+        assert "job-1 [python] running" in read
+        assert "tick 0" in read
+        assert "/100)" in read
+        # The bounded wait returned while the job still ran, with only the new output.
+        assert "[wait] still running after 1 s of waiting" in waited
+        assert "tick 0\n" not in waited
+        assert "job-1 [python] stopped" in stopped
+        assert "Execution stopped" in stopped
+        assert "No background job 'job-404'" in missing
+        assert "job_list lists them" in missing
+        # The job's prints went to the job, not to the cell that was running.
+        assert "tick" not in run.stream_text()
+        check = kernel.execute("print('job_finished' in globals())")
+        assert check.stream_text().strip() == "False"
+        # The card shows the job, its state and its last lines.
+        kernel.wait_for(lambda k: "stopped" in k.html_text() and "job-1" in k.html_text())
+        html = kernel.html_text()
+        assert "codelia" in html and "[python]" in html
+        assert any(
+            state.get("value", 0) > 0 for state in kernel.widgets_of("FloatProgressModel").values()
+        )
+        # The short job ends after the turn; the next turn's request says so.
+        kernel.wait_for(
+            lambda k: k.execute("print(globals().get('short_value'))").stream_text().strip() == "7",
+            timeout=30,
+        )
+        second = kernel.execute("%%codelia\nhow are the jobs?")
+        assert second.status == "ok", second.reply["content"]
+        notice = _last_user_text(server, -1)
+        assert "how are the jobs?" in notice
+        assert "[background jobs]" in notice
+        assert "finished since your last turn: job-2 [python] completed" in notice
+        assert "characters of output not read yet" in notice
+        # job-1's stop was already reported by job_stop: it is not news.
+        assert "job-1" not in notice
+
+
+def test_foreground_call_past_its_timeout_becomes_a_job(start_kernel: Any) -> None:
+    slow = (
+        "import time\n"
+        "for i in range(30):\n"
+        "    print('slow', i, flush=True)\n"
+        "    time.sleep(0.1)\n"
+        "slow_result = 'finished'\n"
+        "slow_result"
+    )
+    script = [
+        reply(tool_use("python", {"code": slow, "timeout_seconds": 1})),
+        reply(tool_use("job_wait", {"job_id": "job-1", "timeout_seconds": 60})),
+        reply(text("It finished in the background.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --approval-mode full-access\nrun the slow thing")
+        assert run.status == "ok", run.reply["content"]
+        timed_out, waited = _tool_results(server)
+        assert "slow 0" in timed_out
+        assert "[timeout] still running after 1 s: it continues as background job job-1" in (
+            timed_out
+        )
+        assert "job-1 [python] completed" in waited
+        assert "slow 29" in waited
+        assert "[result]\n'finished'" in waited
+        # What the foreground call already returned is not read twice.
+        assert "slow 0\n" not in waited
+        check = kernel.execute("print(slow_result)")
+        assert check.stream_text().strip() == "finished"
+
+
+def test_timeout_stops_the_call_when_jobs_are_off(start_kernel: Any) -> None:
+    script = [
+        reply(tool_use("python", {"code": "while True:\n    pass", "timeout_seconds": 1})),
+        reply(text("stopped")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        kernel.execute("%config Codelia.python_timeout_to_job = False")
+        run = kernel.execute("%%codelia --approval-mode full-access\nspin")
+        assert run.status == "ok", run.reply["content"]
+        (result,) = _tool_results(server)
+        assert "[timeout] stopped after 1 s" in result
+        assert "background job" not in result
