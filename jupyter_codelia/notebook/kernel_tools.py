@@ -21,6 +21,7 @@ from ..standard_tools.jobs import JobRegistry, png_of_display
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
+from .undo import NamespaceUndo, change_report
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 MAX_TIMEOUT_SECONDS = 3600.0
@@ -84,11 +85,13 @@ def kernel_tools(
     default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
     jobs: JobRegistry | None = None,
     timeout_to_job: bool = True,
+    undo: NamespaceUndo | None = None,
 ) -> list[FunctionTool]:
     """The three kernel tools bound to ``shell.user_ns`` (or a plain ``namespace`` dict).
 
     With a ``jobs`` registry, ``python`` can start background jobs, and a call outliving its
-    timeout becomes one when ``timeout_to_job`` (otherwise it is stopped).
+    timeout becomes one when ``timeout_to_job`` (otherwise it is stopped). With ``undo``, every
+    foreground call records what it changed in the namespace and its result lists it.
     """
     if namespace is None and shell is None:
         raise ValueError("kernel_tools needs the namespace to work on: pass shell= or namespace=.")
@@ -118,9 +121,13 @@ def kernel_tools(
             )
         detach = jobs is not None and timeout_to_job
         before = _open_figures()
+        snapshot = undo.before(args.code, ctx.tool_call_id) if undo is not None else None
         capture = await run_code(
             args.code, ns, shell=shell, timeout=timeout, detach_on_timeout=detach
         )
+        report = None
+        if undo is not None and snapshot is not None:
+            report = change_report(undo.after(snapshot))
         job_id: str | None = None
         if detach and capture.timed_out:
             from .jobs import adopt_python_job
@@ -132,7 +139,7 @@ def kernel_tools(
             else:
                 job_id = adopted.job_id
         images = _new_figure_pngs(before) if job_id is None else []
-        return _python_result(capture, images, shell, timeout, job_id)
+        return _python_result(capture, images, shell, timeout, job_id, report)
 
     def list_variables(args: ListVariablesInput, ctx: ToolContext) -> str:
         rows: list[str] = []
@@ -241,7 +248,12 @@ def _format_value(value: Any, shell: Any) -> tuple[str, bytes | None]:
 
 
 def _python_result(
-    capture: Capture, images: list[bytes], shell: Any, timeout: float, job_id: str | None = None
+    capture: Capture,
+    images: list[bytes],
+    shell: Any,
+    timeout: float,
+    job_id: str | None = None,
+    namespace_report: str | None = None,
 ) -> Any:
     sections: list[str] = []
     if capture.stdout:
@@ -277,6 +289,10 @@ def _python_result(
         if capture.still_running:
             note += " (it is blocked in native code and will stop at its next Python step)"
         sections.append(note)
+    if namespace_report is not None:
+        if job_id is not None:
+            namespace_report += "\n(as of the timeout; what the job changes later is not tracked)"
+        sections.append(namespace_report)
     pngs += images
     if pngs:
         sections.append(f"[images] {len(pngs)} image(s) attached below")

@@ -18,7 +18,7 @@ from .config import API_KEY_HELP, APPROVAL_MODES, Codelia, ConfigError, api_key_
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "undo", "jobs")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -42,6 +42,9 @@ Subcommands:
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
   %codelia stop          stop the active background run
+  %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
+                         variables; says exactly what was restored and what could not be
+  %codelia jobs          list background jobs; %codelia jobs stop JOB_ID stops one
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
@@ -232,6 +235,7 @@ def run_with_panel(
         prompt=prompt,
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
+        on_undo=nb.undo.undo,
     )
     display(panel.widget)
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.

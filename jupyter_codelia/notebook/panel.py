@@ -79,6 +79,7 @@ class RunPanel:
         prompt: str | None = None,
         on_stop: Callable[[], None] | None = None,
         on_decision: DecisionCallback | None = None,
+        on_undo: Callable[[str], list[str]] | None = None,
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -94,6 +95,7 @@ class RunPanel:
         self._clock = clock
         self._on_stop = on_stop
         self._on_decision = on_decision
+        self._on_undo = on_undo
         self._last_flush = float("-inf")
         self._dirty = False
         self._segment: _TextSegment | None = None
@@ -366,7 +368,30 @@ class RunPanel:
         result_view = widgets.Accordion(children=[widgets.HTML(value=renderers.pre(text))])
         result_view.set_title(0, "Error" if event.is_error else "Result")
         result_view.selected_index = 0 if event.is_error else None
+        if self._on_undo is not None and "\n[namespace]\n" in f"\n{event.result}":
+            extra.append(self._undo_button(event.tool_call_id))
         card.box.children = (*card.box.children, *extra, result_view)
+
+    def _undo_button(self, tool_call_id: str) -> widgets.Widget:
+        """Undo what one python call did to the namespace; shows exactly what was restored."""
+        button = widgets.Button(
+            description="Undo", icon="undo", tooltip="Restore the variables this call changed"
+        )
+        outcome = widgets.HTML(value="")
+        on_undo = self._on_undo
+
+        def clicked(_button: Any) -> None:
+            button.disabled = True
+            try:
+                lines = on_undo(tool_call_id) if on_undo is not None else []
+            except LookupError as exc:
+                lines = [str(exc)]
+            outcome.value = renderers.pre("\n".join(lines), max_height="10em")
+
+        button.on_click(clicked)
+        box = widgets.VBox([button, outcome])
+        box.add_class("codelia-undo")
+        return box
 
     def _step_complete(self, event: ev.StepCompleteEvent) -> None:
         card = self._cards.get(event.step_id)

@@ -31,6 +31,7 @@ from ..standard_tools.jobs import JobRegistry
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import Settings
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
+from .undo import NamespaceUndo
 
 if TYPE_CHECKING:
     from ..agent import Agent, ConfirmResponse
@@ -71,6 +72,7 @@ class NotebookAgent:
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
         self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
+        self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
 
     # ------------------------------------------------------------------ configuration
 
@@ -165,6 +167,7 @@ class NotebookAgent:
             default_timeout=settings.python_timeout,
             jobs=self.jobs,
             timeout_to_job=settings.python_timeout_to_job,
+            undo=self.undo,
         )
         tools = standard_tools(
             root,
@@ -281,6 +284,7 @@ class NotebookAgent:
             mode=mode,
         )
         self.active = run
+        self.undo.begin_run(run.run_id)
         self.broadcast(
             {
                 "type": "run.started",

@@ -155,3 +155,61 @@ def test_timeout_stops_the_call_when_jobs_are_off(start_kernel: Any) -> None:
         (result,) = _tool_results(server)
         assert "[timeout] stopped after 1 s" in result
         assert "background job" not in result
+
+
+def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any) -> None:
+    change = "keep = 'new'\ndel tmp\ndf['a'] = df['a'] * 10\nbig[0] = 5\nadded = 1\n"
+    script = [
+        reply(tool_use("python", {"code": change})),
+        reply(text("Changed them.")),
+        reply(tool_use("python", {"code": "keep = 'button'"})),
+        reply(text("Changed keep again.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        setup = kernel.execute(
+            "import numpy as np, pandas as pd\n"
+            "df = pd.DataFrame({'a': [1, 2, 3]})\n"
+            "keep = 'old'\n"
+            "tmp = [1, 2]\n"
+            "big = np.zeros(15_000_000)  # 114 MB: over the 100 MB copy budget"
+        )
+        assert setup.status == "ok"
+        run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
+        assert run.status == "ok", run.reply["content"]
+        (result,) = _tool_results(server)
+        assert "added: added (int)" in result
+        assert "rebound: keep (str len 3, was str len 3)" in result
+        assert "deleted: tmp (was list len 2)" in result
+        assert "changed in place: big (ndarray 15000000, not restorable: no copy kept: " in result
+        assert "df (DataFrame 3x1, copy kept)" in result
+        undone = kernel.execute("%codelia undo")
+        assert undone.status == "ok"
+        out = undone.stream_text()
+        assert "removed: added (added by the call)" in out
+        assert "restored: keep = str len 3" in out
+        assert "restored: tmp = list len 2 (it was deleted)" in out
+        assert "restored: df (now the copy kept before the call" in out
+        assert "NOT restorable: big was changed in place and no copy kept: 114.4 MB is over" in out
+        check = kernel.execute("print(keep, tmp, df['a'].tolist(), big[0], 'added' in globals())")
+        assert check.stream_text().strip() == "old [1, 2] [1, 2, 3] 5.0 False"
+        again = kernel.execute("%codelia undo")
+        assert again.status == "error"
+        assert "Nothing to undo for the last run" in again.reply["content"]["evalue"]
+        # The Undo button on a tool card restores that call.
+        second = kernel.execute("%%codelia --approval-mode full-access\nchange keep")
+        assert second.status == "ok"
+        kernel.drain()
+        assert kernel.execute("print(keep)").stream_text().strip() == "button"
+        buttons = [
+            comm_id
+            for comm_id, state in kernel.widgets_of("ButtonModel").items()
+            if state.get("description") == "Undo"
+        ]
+        assert len(buttons) == 2  # one per python card; the newest is the second run's
+        kernel.click(buttons[0])
+        kernel.wait_for(lambda k: "Nothing to undo for call or run" in k.html_text())
+        kernel.click(buttons[1])
+        kernel.wait_for(lambda k: "restored: keep = str len 3" in k.html_text())
+        assert kernel.execute("print(keep)").stream_text().strip() == "old"
