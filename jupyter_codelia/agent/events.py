@@ -186,6 +186,21 @@ class TodosUpdatedEvent(_Event):
     todos: list[TodoItemView]
 
 
+class BudgetEvent(_Event):
+    """Spend against the run's and the session's budget; ``reached`` says which limit ended it.
+
+    Sent when a run with limits starts, after each model call and tool call, and once a limit
+    is reached (then ``reached`` is set and the run ends with a summary).
+    """
+
+    type: Literal["budget"] = "budget"
+    run_spent: dict[str, float | None]
+    run_limits: dict[str, float]
+    session_spent: dict[str, float | None]
+    session_limits: dict[str, float]
+    reached: str | None = None
+
+
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
@@ -210,6 +225,7 @@ AgentEvent = Annotated[
     | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
+    | BudgetEvent
     | FinalEvent,
     Field(discriminator="type"),
 ]

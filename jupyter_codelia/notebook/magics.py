@@ -30,6 +30,11 @@ Options:
   --model MODEL          Claude model id for this turn (e.g. claude-sonnet-5-5)
   --approval-mode MODE   minimal | trusted | full-access
   --max-iterations N     model calls allowed in this turn
+  --max-cost USD         budget of this turn in US dollars (e.g. 0.2); reaching it ends the
+                         turn with a summary, never in the middle of a tool
+  --max-tool-calls N     budget of this turn in tool calls
+  --max-seconds S        budget of this turn in wall-clock seconds
+  --max-run-tokens N     budget of this turn in tokens (input + output)
   --background           run in the background: the cell returns a handle at once and the
                          panel's Stop / Allow / Deny buttons work
   --blocking             keep the cell busy until the turn ends (the default); Stop is the
@@ -48,7 +53,8 @@ Subcommands:
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
-background, python_timeout, max_tokens, root, system_prompt), JUPYTER_CODELIA_<NAME>
+background, python_timeout, python_timeout_to_job, max_tokens, root, system_prompt, and the
+budgets max_{cost,tokens,tool_calls,seconds}_per_{run,session}), JUPYTER_CODELIA_<NAME>
 environment variables, or <JUPYTER_CODELIA_HOME>/config.json. The API key is ANTHROPIC_API_KEY.
 """
 
@@ -57,6 +63,10 @@ _VALUE_OPTIONS = {
     "--model": "model",
     "--approval-mode": "approval_mode",
     "--max-iterations": "max_iterations",
+    "--max-cost": "max_cost_per_run",
+    "--max-tool-calls": "max_tool_calls_per_run",
+    "--max-seconds": "max_seconds_per_run",
+    "--max-run-tokens": "max_tokens_per_run",
 }
 _FLAG_OPTIONS = {"--new": "new", "--background": "background", "--blocking": "blocking",
                  "--demo": "demo"}  # fmt: skip
@@ -69,6 +79,10 @@ class MagicOptions:
     model: str | None = None
     approval_mode: str | None = None
     max_iterations: int | None = None
+    max_cost_per_run: float | None = None
+    max_tool_calls_per_run: int | None = None
+    max_seconds_per_run: float | None = None
+    max_tokens_per_run: int | None = None
     background: bool = False
     blocking: bool = False
     demo: bool = False
@@ -122,10 +136,28 @@ def _example(name: str) -> str:
         "--model": "claude-sonnet-5-5",
         "--approval-mode": "trusted",
         "--max-iterations": "20",
+        "--max-cost": "0.2",
+        "--max-tool-calls": "10",
+        "--max-seconds": "300",
+        "--max-run-tokens": "200000",
     }[name]
 
 
+_NUMBER_OPTIONS = {"--max-cost": float, "--max-seconds": float, "--max-tool-calls": int,
+                   "--max-run-tokens": int}  # fmt: skip
+
+
 def _convert(name: str, value: str) -> Any:
+    kind = _NUMBER_OPTIONS.get(name)
+    if kind is not None:
+        try:
+            number = kind(value)
+        except ValueError:
+            noun = "a number" if kind is float else "a whole number"
+            raise UsageError(f"{name} needs {noun}, got {value!r}.") from None
+        if not number > 0:
+            raise UsageError(f"{name} must be greater than 0, got {value}.")
+        return number
     if name == "--max-iterations":
         try:
             number = int(value)
@@ -182,6 +214,10 @@ class CodeliaMagics(Magics):
             model=options.model,
             approval_mode=options.approval_mode,
             max_iterations=options.max_iterations,
+            max_cost_per_run=options.max_cost_per_run,
+            max_tool_calls_per_run=options.max_tool_calls_per_run,
+            max_seconds_per_run=options.max_seconds_per_run,
+            max_tokens_per_run=options.max_tokens_per_run,
         )
         background = settings.background
         if options.background:

@@ -104,6 +104,8 @@ class RunPanel:
         self._previews: dict[str, str] = {}
 
         self.header = widgets.HTML(value=self._header_html())
+        self.budget = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        self.budget.add_class("codelia-budget")
         self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
         self.body = widgets.VBox([])
         self.error = widgets.HTML(value="", layout=widgets.Layout(display="none"))
@@ -122,7 +124,7 @@ class RunPanel:
         )
         self.hint = widgets.HTML(value=f'<span style="color:#777;font-size:11px">{hint}</span>')
         footer = widgets.HBox([self.stop_button, self.hint])
-        children: list[widgets.Widget] = [self.header]
+        children: list[widgets.Widget] = [self.header, self.budget]
         if prompt:
             children.append(
                 widgets.HTML(
@@ -240,6 +242,11 @@ class RunPanel:
                 f"Model call failed ({event.failure_kind}); retry {event.next_attempt}/"
                 f"{event.max_attempts} in {renderers.format_duration(event.delay_ms)}."
             )
+        elif isinstance(event, ev.BudgetEvent):
+            self.budget.value = _budget_html(event)
+            self.budget.layout.display = None
+            if event.reached:
+                self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
         elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
             self._notice("Conversation compacted to fit the context window.")
 
@@ -488,6 +495,30 @@ def _card_header(card: _ToolCard) -> str:
         f"<b>{renderers.escape(card.tool)}</b>{summary}"
         f'<span style="color:#777"> · {card.status}{duration}</span></div>'
     )
+
+
+_BUDGET_LABELS = {
+    "max_cost_usd": ("cost_usd", lambda v: f"${v:.4f}".rstrip("0").rstrip(".")),
+    "max_tokens": ("tokens", lambda v: f"{int(v):,} tokens"),
+    "max_tool_calls": ("tool_calls", lambda v: f"{int(v)} tool calls"),
+    "max_wall_seconds": ("wall_seconds", lambda v: f"{v:.0f} s"),
+}
+
+
+def _budget_html(event: ev.BudgetEvent) -> str:
+    """The meter: spend against each set limit of the run and the session."""
+    parts: list[str] = []
+    for scope, spent, limits in (
+        ("run", event.run_spent, event.run_limits),
+        ("session", event.session_spent, event.session_limits),
+    ):
+        for limit_name, limit in limits.items():
+            key, fmt = _BUDGET_LABELS[limit_name]
+            value = spent.get(key)
+            used = "?" if value is None else fmt(value)
+            parts.append(f"{scope} {renderers.escape(used)} / {renderers.escape(fmt(limit))}")
+    colour = "#d93025" if event.reached else "#555"
+    return f'<div style="font-size:11px;color:{colour}">budget: ' + " · ".join(parts) + "</div>"
 
 
 def _image_layout() -> widgets.Layout:

@@ -135,9 +135,11 @@ class NotebookAgent:
             and key == self._agent_key
             and (session_id is None or session_id == current.session_id)
         ):
+            _configure_budget(current, settings)
             return current
         factory = _anthropic_factory(settings) if llm is None else None
         agent = self._build(settings, resume, llm if factory is None else factory())
+        _configure_budget(agent, settings)
         self.agent = agent
         self.tools = self._toolsets.get(agent)
         self._llm_factory = factory
@@ -478,6 +480,18 @@ class NotebookAgent:
 
         task = loop.create_task(main())
         return RunHandle(run, task)
+
+
+def _configure_budget(agent: Agent, settings: Settings) -> None:
+    """This turn's budget: per-run limits apply to the turn, per-session ones to the agent's
+    session (a rebuilt agent, a new or resumed session, starts counting again)."""
+    from ..agent import BudgetLimits
+    from .config import budget_limits
+
+    agent.budget.configure(
+        run=BudgetLimits(**budget_limits(settings, "run")),
+        session=BudgetLimits(**budget_limits(settings, "session")),
+    )
 
 
 def _with_job_notice(prompt: str, notice: str | None) -> Any:
