@@ -8,10 +8,10 @@ place). :meth:`NamespaceUndo.undo` restores a call or a whole run, newest change
 reports exactly what it did: a name changed again since is left alone, and an in-place change
 without a copy is named as not restorable.
 
-Fingerprints are cheap on purpose: a DataFrame, Series or array up to ``EXACT_BYTES`` is hashed
-whole; a larger one by shape, dtypes, columns and a fixed sample of rows (an edit to rows outside
-the sample is not seen). Lists, dicts and sets up to ``CONTAINER_LIMIT`` items are compared by
-the identity of their items. Objects only reached indirectly (a function that mutates a global
+Fingerprints are cheap on purpose: a DataFrame, Series or array up to ``EXACT_CELLS`` cells is
+hashed whole; a larger one by shape, dtypes, columns and a fixed sample of rows (an edit to rows
+outside the sample is not seen). Lists, dicts and sets up to ``CONTAINER_LIMIT`` items are compared
+by the identity of their items. Objects only reached indirectly (a function that mutates a global
 the code does not name) are not fingerprinted; rebinding is always seen.
 
 pandas and numpy are used only when the namespace holds their objects (nothing is imported).
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
+import operator
 import sys
 import uuid
 from collections import OrderedDict
@@ -31,14 +33,15 @@ from . import _describe
 
 COPY_BUDGET_BYTES = 100 * 1024 * 1024
 """Copies kept per run for restoring in-place changes; larger objects are not copied."""
-EXACT_BYTES = 1024 * 1024
-"""Arrays and frames up to this size are hashed whole; larger ones are sampled."""
+EXACT_CELLS = 65_536
+"""Arrays and frames with at most this many cells are hashed whole; larger ones are sampled."""
 SAMPLE_ROWS = 64
 CONTAINER_LIMIT = 10_000
 KEPT_RUNS = 3
 """Runs whose records (and so old values and copies) are kept for undo."""
 
 _MISSING: Any = object()
+_NAN = "<NaN>"
 ChangeKind = Literal["added", "rebound", "deleted", "mutated"]
 
 
@@ -108,35 +111,35 @@ class NamespaceUndo:
     # ------------------------------------------------------------------ recording
 
     def before(self, code: str, tool_call_id: str | None) -> Snapshot:
-        ns = self.namespace
-        bindings = {k: v for k, v in ns.items() if self._tracked(k)}
+        # A plain dict copy and the values' ids: C-speed, so thousands of names cost little.
+        bindings = dict(self.namespace)
         named: dict[str, tuple[Any, Any, Any, str | None]] = {}
         for name in sorted(names_in(code)):
             value = bindings.get(name, _MISSING)
-            if value is _MISSING:
+            if value is _MISSING or not self._tracked(name):
                 continue
             mark = fingerprint(value)
             if mark is None:
                 continue
             kept, note = self._copy(value)
             named[name] = (value, mark, kept, note)
-        return Snapshot(tool_call_id or f"call-{uuid.uuid4().hex[:8]}", bindings, named)
+        call_id = tool_call_id or f"call-{uuid.uuid4().hex[:8]}"
+        return Snapshot(call_id, bindings, named)
 
     def after(self, snapshot: Snapshot) -> CallRecord:
         ns = self.namespace
         record = CallRecord(snapshot.tool_call_id, self.run_id)
         old = snapshot.bindings
-        for name, value in ns.items():
-            if not self._tracked(name):
-                continue
-            previous = old.get(name, _MISSING)
-            if previous is _MISSING:
-                record.changes.append(Change(name, "added", after=value))
-            elif previous is not value:
-                record.changes.append(Change(name, "rebound", before=previous, after=value))
-        for name, previous in old.items():
-            if name not in ns:
-                record.changes.append(Change(name, "deleted", before=previous))
+        added, rebound, deleted = _binding_changes(old, ns)
+        for name in added:
+            if self._tracked(name):
+                record.changes.append(Change(name, "added", after=ns[name]))
+        for name in rebound:
+            if self._tracked(name):
+                record.changes.append(Change(name, "rebound", before=old[name], after=ns[name]))
+        for name in deleted:
+            if self._tracked(name):
+                record.changes.append(Change(name, "deleted", before=old[name]))
         for name, (obj, mark, kept, note) in snapshot.named.items():
             if ns.get(name, _MISSING) is not obj:
                 continue  # rebound or deleted: listed above
@@ -160,7 +163,7 @@ class NamespaceUndo:
         return not name.startswith("_") and name not in self.hidden and name not in _IPYTHON_NAMES
 
     def _copy(self, value: Any) -> tuple[Any, str | None]:
-        size = _shallow_size(value)
+        size = _shallow_size(value, self._copy_budget)
         if size > self._copy_budget:
             return _MISSING, (
                 f"no copy kept: {_describe.human_bytes(size)} is over what is left of the "
@@ -239,10 +242,33 @@ class NamespaceUndo:
         return f"restored: {name} ({how})"
 
 
-def _shallow_size(value: Any) -> int:
+def _binding_changes(
+    old: dict[str, Any], now: dict[str, Any]
+) -> tuple[list[str], list[str], list[str]]:
+    """(added, rebound, deleted) names, by identity; C-speed in the common case.
+
+    Dicts keep insertion order, so when nothing was deleted the old names are a prefix of the
+    new ones: rebinding is then an identity comparison of two value sequences (``map`` over
+    ``operator.is_not``) and the added names are the rest.
+    """
+    old_keys = list(old)
+    new_keys = list(now)
+    count = len(old_keys)
+    if new_keys[:count] == old_keys:
+        flags = map(operator.is_not, itertools.islice(now.values(), count), old.values())
+        return new_keys[count:], list(itertools.compress(old_keys, flags)), []
+    added = [name for name in new_keys if name not in old]
+    rebound = [name for name in new_keys if name in old and now[name] is not old[name]]
+    deleted = [name for name in old_keys if name not in now]
+    return added, rebound, deleted
+
+
+def _shallow_size(value: Any, budget: int) -> int:
     """Bytes a copy would take, without walking object columns (deep sizes are slow)."""
     try:
         if _describe.is_dataframe(value):
+            if value.size > budget:  # a cell takes at least one byte: surely over
+                return int(value.size)
             return int(value.memory_usage(index=True, deep=False).sum())
         if _describe.is_series(value) or _describe.is_ndarray(value):
             return int(value.nbytes)
@@ -332,29 +358,40 @@ def _sample_positions(length: int) -> Any:
 
 
 def _frame_fingerprint(frame: Any) -> Any:
-    pandas = sys.modules["pandas"]
     is_frame = _describe.is_dataframe(frame)
     columns = tuple(map(str, frame.columns[:1000])) if is_frame else (str(frame.name),)
     dtypes = tuple(map(str, frame.dtypes.iloc[:1000])) if is_frame else (str(frame.dtype),)
-    nbytes = int(frame.memory_usage(index=True, deep=False).sum() if is_frame else frame.nbytes)
-    if nbytes <= EXACT_BYTES or len(frame) <= SAMPLE_ROWS:
-        digest = int(pandas.util.hash_pandas_object(frame, index=True).sum())
+    if frame.size <= EXACT_CELLS or len(frame) <= SAMPLE_ROWS:
+        part = frame
     else:
-        sample = frame.iloc[_sample_positions(len(frame))]
-        digest = pandas.util.hash_pandas_object(sample, index=True).to_numpy().tobytes()
-    return (frame.shape, columns, dtypes, digest)
+        part = frame.iloc[_sample_positions(len(frame))]
+    return (frame.shape, columns, dtypes, _values_digest(part.to_numpy()), _index_digest(part))
+
+
+def _index_digest(part: Any) -> int:
+    return hash(tuple(part.index.tolist()))
 
 
 def _array_fingerprint(array: Any) -> Any:
     numpy = sys.modules["numpy"]
     pointer = array.__array_interface__["data"][0]
-    if array.nbytes <= EXACT_BYTES or array.size <= SAMPLE_ROWS:
-        data = array.tobytes() if array.dtype != object else tuple(map(id, array.ravel()))
-        return (array.shape, array.dtype.str, pointer, hash(data))
-    flat = _sample_positions(array.size)
-    sample = array[numpy.unravel_index(flat, array.shape)]
-    data = sample.tobytes() if array.dtype != object else tuple(map(id, sample))
-    return (array.shape, array.dtype.str, pointer, hash(data))
+    if array.size <= EXACT_CELLS:
+        sample = array
+    else:
+        sample = array[numpy.unravel_index(_sample_positions(array.size), array.shape)]
+    return (array.shape, array.dtype.str, pointer, _values_digest(sample, by_identity=True))
+
+
+def _values_digest(values: Any, *, by_identity: bool = False) -> int:
+    """Hash of an array's values; object arrays by their items (identity for live arrays, whose
+    items persist; value for the fresh boxes ``to_numpy`` makes of a frame's cells)."""
+    if values.dtype != object:
+        return hash(values.tobytes())
+    items = values.ravel().tolist()
+    if by_identity:
+        return hash(tuple(map(id, items)))
+    # NaN hashes by identity and each to_numpy() boxes it anew: give it one stable stand-in.
+    return hash(tuple(item if item == item else _NAN for item in items))
 
 
 def change_report(record: CallRecord) -> str | None:

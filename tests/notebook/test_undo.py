@@ -73,8 +73,9 @@ async def test_undo_of_a_run_reverts_its_calls_newest_first() -> None:
     await run_python(ns, undo, "z = 3", "c3")
     assert undo.undo() == ["removed: z (added by the call)"]
     assert undo.undo("run-1") == [
-        "removed: m (added by the call)",
+        # c2 first (its own changes in any order), then c1.
         "restored: n = int",
+        "removed: m (added by the call)",
         "restored: n = int",
     ]
     assert {k: v for k, v in ns.items() if k != "__builtins__"} == {"n": 0}
