@@ -16,6 +16,7 @@ JSON envelope (docs/comm-protocol.md). A turn runs one of two ways (design §4):
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import queue
 import threading
@@ -72,6 +73,9 @@ class NotebookAgent:
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
         self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
+        # Shell jobs run in process groups of their own: without this they would outlive the
+        # kernel (python jobs are daemon threads and end with it anyway).
+        atexit.register(self.jobs.stop_all)
         self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
 
     # ------------------------------------------------------------------ configuration

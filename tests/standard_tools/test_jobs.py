@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,44 @@ def test_job_output_is_bounded_and_reads_progress_and_carriage_returns() -> None
         "100",
     )
     assert output.last_lines(2) == ["first", " 55%|#####     | 55/100 [00:05"]
+
+
+@pytest.mark.asyncio
+async def test_long_job_output_is_paged_through_the_output_cache(tmp_path: Path) -> None:
+    from jupyter_codelia.agent import Agent
+    from jupyter_codelia.llm.anthropic import AnthropicChat
+    from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+    registry, _tools = job_tools_for(tmp_path)
+    tools = standard_tools(tmp_path, cache_dir=tmp_path / "cache", include_web=False, jobs=registry)
+    started = await call(
+        {t.name: t for t in tools},
+        "shell",
+        command='for i in $(seq 1 20000); do echo "row $i of the long job output"; done',
+        background=True,
+    )
+    job = registry.get(started["job_id"])
+    await wait_until(job.done.is_set, "the job to end")
+    script = [
+        reply(tool_use("job_output", {"job_id": job.job_id})),
+        reply(text("read it")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        chat = AnthropicChat(model="claude-sonnet-5-5", base_url=server.url, api_key="sk-test")
+        agent = Agent(chat, tools)
+        await agent.run("read the job")
+        result = next(
+            block
+            for message in server.requests[-1].messages
+            if isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        )
+    seen = json.dumps(result)
+    assert "row 1 of the long job output" in seen
+    assert "row 20000 of" not in seen  # cut in context ...
+    ref = re.search(r"\[tool output truncated; ref=([A-Za-z0-9_-]+)\]", seen)
+    assert ref is not None
+    cached = await call({t.name: t for t in tools}, "tool_output_cache", ref_id=ref.group(1),
+                        offset=19990, limit=20)  # fmt: skip
+    assert "row 20000 of the long job output" in cached  # ... and paged from the cache
