@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
@@ -213,3 +214,42 @@ def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any
         kernel.click(buttons[1])
         kernel.wait_for(lambda k: "restored: keep = str len 3" in k.html_text())
         assert kernel.execute("print(keep)").stream_text().strip() == "old"
+
+
+def test_shell_jobs_end_when_the_kernel_shuts_down(start_kernel: Any) -> None:
+    import uuid
+
+    import psutil
+
+    tag = f"{900000 + uuid.uuid4().int % 99999}.{uuid.uuid4().int % 1000:03d}"
+    script = [
+        reply(tool_use("shell", {"command": f"sleep {tag}", "background": True})),
+        reply(text("started")),
+    ]
+
+    def sleepers() -> list[psutil.Process]:
+        found = []
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if tag in " ".join(proc.info["cmdline"] or []) and (
+                    proc.info["status"] != psutil.STATUS_ZOMBIE
+                ):
+                    found.append(proc)
+            except psutil.Error:
+                continue
+        return found
+
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --approval-mode full-access\nsleep in the background")
+        assert run.status == "ok", run.reply["content"]
+        assert "Started background job job-1" in _tool_results(server)[0]
+        assert sleepers()
+        jobs = kernel.execute("%codelia jobs").stream_text()
+        assert "job-1 [shell] running after" in jobs and f"sleep {tag}" in jobs
+        kernel.km.shutdown_kernel(now=False)  # a graceful shutdown runs the kernel's atexit
+        deadline = time.monotonic() + 30
+        while sleepers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not sleepers()
