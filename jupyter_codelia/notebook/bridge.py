@@ -27,8 +27,9 @@ log = logging.getLogger("jupyter_codelia.notebook.bridge")
 _DECISIONS = ("allow", "allow_remember", "deny")
 # Requests that only touch thread-safe state, so control() may serve them from a subshell.
 _CONTROL_SAFE = frozenset(
-    {"run.cancel", "permission.respond", "state.get", "sessions.list", "todos.get"}
-)
+    {"run.cancel", "permission.respond", "state.get", "sessions.list", "todos.get", "jobs.list",
+     "job.stop"}
+)  # fmt: skip
 
 
 class RequestError(ValueError):
@@ -266,6 +267,24 @@ class Bridge:
         return self.state()
 
 
+def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
+    from .jobs import job_view
+
+    return {"jobs": [job_view(job) for job in bridge.nb.jobs.jobs()]}
+
+
+def _job_stop(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
+    from ..standard_tools.jobs import JobNotFoundError
+    from .jobs import job_view
+
+    try:
+        job = bridge.nb.jobs.get(_field(data, "job_id", str))
+    except JobNotFoundError as exc:
+        raise RequestError(str(exc)) from None
+    job.stop()
+    return {"job": job_view(job)}
+
+
 _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "run.start": Bridge._run_start,
     "run.cancel": Bridge._run_cancel,
@@ -279,6 +298,8 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "cache.parts": Bridge._cache_parts,
     "todos.get": Bridge._todos_get,
     "state.get": Bridge._state_get,
+    "jobs.list": _jobs_list,
+    "job.stop": _job_stop,
 }
 
 

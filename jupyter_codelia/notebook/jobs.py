@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..standard_tools.jobs import Job, JobRegistry, png_of_display
 from . import _describe
@@ -89,6 +89,56 @@ def adopt_python_job(
         return None
     registry.announce(job)
     return job
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    """A job as JSON for the side panel: state, elapsed time, last lines and progress."""
+    progress = job.output.progress()
+    return {
+        "job_id": job.job_id,
+        "kind": job.kind,
+        "title": job.title,
+        "state": job.state,
+        "elapsed_s": round(job.elapsed_seconds, 1),
+        "summary": job.summary,
+        "last_lines": job.output.last_lines(),
+        "progress": None
+        if progress is None
+        else {"percent": progress.percent, "done": progress.done, "total": progress.total},
+    }
+
+
+class JobNotifier:
+    """Broadcasts ``job.updated`` envelopes to the comm listeners while jobs run (and their end).
+
+    Driven by the same ticker as the cards: at most one envelope per job per refresh, and only
+    when its output or state changed (front ends count the elapsed time on from ``elapsed_s``).
+    """
+
+    def __init__(self, registry: JobRegistry, broadcast: Any) -> None:
+        self.registry = registry
+        self.broadcast = broadcast
+        self._sent: dict[str, tuple[int, str]] = {}
+        registry.subscribe(lambda job: self._started(job))
+
+    def _started(self, job: Job) -> None:
+        self._send(job)
+        _ticker.watch(self)
+
+    def _send(self, job: Job) -> None:
+        self._sent[job.job_id] = (job.output.end, job.state)
+        self.broadcast({"type": "job.updated", "job": job_view(job)})
+
+    def refresh(self) -> bool:
+        alive = False
+        for job in self.registry.jobs():
+            last = self._sent.get(job.job_id)
+            if last is not None and last[1] != "running":
+                continue  # its end was sent already
+            if last != (job.output.end, job.state):
+                self._send(job)
+            alive = alive or job.running
+        return alive
 
 
 # --- cards -------------------------------------------------------------------------------------
@@ -180,16 +230,20 @@ class _JobCard:
         return job.running
 
 
+class _Refreshing(Protocol):
+    def refresh(self) -> bool: ...
+
+
 class _Ticker:
     """One daemon thread refreshing every live set of cards while any job runs."""
 
     def __init__(self) -> None:
-        self._cards: weakref.WeakSet[JobCards] = weakref.WeakSet()
+        self._cards: weakref.WeakSet[_Refreshing] = weakref.WeakSet()
         self._rounds_left = _IDLE_ROUNDS
         self._running = False
         self._lock = threading.Lock()
 
-    def watch(self, cards: JobCards) -> None:
+    def watch(self, cards: _Refreshing) -> None:
         with self._lock:
             self._cards.add(cards)
             self._rounds_left = _IDLE_ROUNDS

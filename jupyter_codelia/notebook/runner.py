@@ -76,6 +76,9 @@ class NotebookAgent:
         # Shell jobs run in process groups of their own: without this they would outlive the
         # kernel (python jobs are daemon threads and end with it anyway).
         atexit.register(self.jobs.stop_all)
+        from .jobs import JobNotifier
+
+        self._job_notifier = JobNotifier(self.jobs, self.broadcast)
         self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
 
     # ------------------------------------------------------------------ configuration

@@ -253,3 +253,45 @@ def test_shell_jobs_end_when_the_kernel_shuts_down(start_kernel: Any) -> None:
         while sleepers() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not sleepers()
+
+
+def test_side_panel_protocol_sees_job_updates_lists_and_stops_jobs(start_kernel: Any) -> None:
+    from .test_notebook_bridge import FrontEnd
+
+    code = (
+        "import sys, time\n"
+        "print('step 1'); print('step 2', flush=True)\n"
+        "sys.stderr.write('\\r 40%|####      | 4/10 [00:01<00:02]')\n"
+        "for _ in range(600):\n"
+        "    time.sleep(0.1)  # short sleeps: a stop lands at the next Python step\n"
+    )
+    script = [
+        reply(tool_use("python", {"code": code, "background": True})),
+        reply(text("Started.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        kernel.execute("%config Codelia.approval_mode = 'full-access'")
+        front = FrontEnd(kernel)
+        front.wait(lambda d: d.get("type") == "hello")
+        assert front.request({"type": "run.start", "prompt": "start a job"})["ok"] is True
+        update = front.wait(
+            lambda d: d.get("type") == "job.updated" and d["job"]["progress"] is not None
+        )
+        job = update["job"]
+        assert job["job_id"] == "job-1" and job["kind"] == "python" and job["state"] == "running"
+        assert job["last_lines"][:2] == ["step 1", "step 2"]
+        assert job["progress"] == {"percent": 40, "done": "4", "total": "10"}
+        listed = front.request({"type": "jobs.list"})
+        assert [j["job_id"] for j in listed["result"]["jobs"]] == ["job-1"]
+        missing = front.request({"type": "job.stop", "job_id": "job-9"})
+        assert missing["ok"] is False
+        assert missing["error"].startswith("No background job 'job-9'. Known jobs: job-1.")
+        assert front.request({"type": "job.stop"})["error"] == "job.stop: missing field 'job_id'"
+        stopped = front.request({"type": "job.stop", "job_id": "job-1"})
+        assert stopped["ok"] is True
+        end = front.wait(
+            lambda d: d.get("type") == "job.updated" and d["job"]["state"] != "running"
+        )
+        assert end["job"]["state"] == "stopped"
