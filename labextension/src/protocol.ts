@@ -116,6 +116,15 @@ export type AgentEvent =
       context_left_percent?: number | null;
     }
   | { type: 'todos.updated'; session_id?: string | null; todos: TodoItem[] }
+  | {
+      type: 'budget';
+      run_spent: { [measure: string]: number | null };
+      run_limits: { [measure: string]: number };
+      session_spent: { [measure: string]: number | null };
+      session_limits: { [measure: string]: number };
+      /** The limit that ended the run, or null/absent while within the budget. */
+      reached?: string | null;
+    }
   | { type: 'final'; content: string };
 
 /** Content parts as tools return them; images carry a data URL. */
@@ -171,7 +180,20 @@ export type KernelMessage =
       decision: PermissionDecision;
       reason?: string;
     }
-  | { type: 'todos.updated'; session_id?: string | null; todos: TodoItem[] };
+  | { type: 'todos.updated'; session_id?: string | null; todos: TodoItem[] }
+  | { type: 'job.updated'; job: JobView };
+
+/** A background job, as `job.updated` and `jobs.list` describe it. */
+export interface JobView {
+  job_id: string;
+  kind: 'python' | 'shell';
+  title: string;
+  state: 'running' | 'completed' | 'failed' | 'stopped';
+  elapsed_s: number;
+  summary?: string | null;
+  last_lines: string[];
+  progress: { percent: number; done: string; total: string } | null;
+}
 
 /** A session row, as `sessions.list` and `GET /codelia/api/sessions` return it. */
 export interface SessionSummary {
