@@ -295,3 +295,51 @@ def test_side_panel_protocol_sees_job_updates_lists_and_stops_jobs(start_kernel:
             lambda d: d.get("type") == "job.updated" and d["job"]["state"] != "running"
         )
         assert end["job"]["state"] == "stopped"
+
+
+def test_job_images_reach_the_model_and_bad_subcommands_explain_themselves(
+    start_kernel: Any,
+) -> None:
+    drawing = (
+        "import matplotlib.pyplot as plt  # the kernel's inline backend renders PNGs\n"
+        "from IPython.display import display\n"
+        "fig, ax = plt.subplots(figsize=(2, 2))\n"
+        "ax.plot([1, 2, 3])\n"
+        "display(fig)\n"
+        "plt.close(fig)\n"
+        "print('drawn')\n"
+    )
+    script = [
+        reply(tool_use("python", {"code": drawing, "background": True})),
+        reply(tool_use("job_wait", {"job_id": "job-1", "timeout_seconds": 60})),
+        reply(text("Drew it.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --approval-mode full-access\ndraw in the background")
+        assert run.status == "ok", run.reply["content"]
+        last = server.requests[-1]
+        results = [
+            block
+            for message in last.messages
+            if isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        ]
+        waited = results[-1]["content"]
+        assert any(part.get("type") == "image" for part in waited)
+        assert "job-1 [python] completed" in waited[0]["text"]
+        assert "drawn" in waited[0]["text"] and "[images] 1 image(s)" in waited[0]["text"]
+        # The figure went to the job, not to the cell's output.
+        assert not [m for m in run.messages if m["msg_type"] == "display_data"
+                    and "image/png" in m["content"]["data"]]  # fmt: skip
+        for line, message in [
+            ("%codelia undo nonsense", "Nothing to undo for call or run 'nonsense'"),
+            ("%codelia jobs stop", "Usage: %codelia jobs stop JOB_ID (see %codelia jobs)."),
+            ("%codelia jobs stop job-77", "No background job 'job-77'. Known jobs: job-1."),
+            ("%codelia jobs frobnicate", "Usage: %codelia jobs, or %codelia jobs stop JOB_ID."),
+        ]:
+            failed = kernel.execute(line)
+            assert failed.status == "error", line
+            assert failed.reply["content"]["evalue"].startswith(message), failed.reply["content"]
