@@ -7,7 +7,7 @@
 from typing import Any
 
 from ..llm.base import ChatModel
-from ._agent import Agent, AgentRunError, SessionStateHook, UsageTotals
+from ._agent import Agent, AgentRunError, RunAlreadyActiveError, SessionStateHook, UsageTotals
 from ._budget import BudgetLimits, BudgetMeter
 from ._compaction import CompactionConfig
 from ._history import repair_history
@@ -26,6 +26,7 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRule",
     "RetryConfig",
+    "RunAlreadyActiveError",
     "SessionStateHook",
     "UsageTotals",
     "repair_history",

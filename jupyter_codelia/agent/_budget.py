@@ -13,6 +13,7 @@ the first check rather than silently ignored.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -80,7 +81,7 @@ class BudgetReached:
 
     @property
     def reason(self) -> str:
-        labels = {
+        labels: dict[str, tuple[str, Callable[[float], str]]] = {
             "max_cost_usd": ("cost", lambda v: f"${v:.4f}"),
             "max_tokens": ("tokens", lambda v: f"{int(v):,}"),
             "max_tool_calls": ("tool calls", lambda v: f"{int(v)}"),

@@ -7,18 +7,21 @@ the same JSON over the ``codelia`` comm.
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..tools.events import Event as _Event
+from ..tools.events import TodoItemView, TodosUpdatedEvent, now_ms
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
+class Citation(BaseModel):
+    """A source the model cited for its text: a web page (``url``) or a passage of a document."""
 
-class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+    title: str | None = None
+    url: str | None = None
+    cited_text: str | None = None
 
 
 class TextEvent(_Event):
@@ -26,6 +29,7 @@ class TextEvent(_Event):
 
     type: Literal["text"] = "text"
     content: str
+    citations: list[Citation] | None = None
     timestamp: int = Field(default_factory=now_ms)
 
 
@@ -34,6 +38,14 @@ class TextDeltaEvent(_Event):
 
     type: Literal["text_delta"] = "text_delta"
     delta: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class TextDiscardedEvent(_Event):
+    """The text streamed since the last complete block is void: the model call failed mid-reply
+    and will be retried, so front ends remove what they showed of it."""
+
+    type: Literal["text_discarded"] = "text_discarded"
     timestamp: int = Field(default_factory=now_ms)
 
 
@@ -168,22 +180,9 @@ class UsageEvent(_Event):
     total_cost_usd: float | None = None
     context_limit: int | None = None
     context_left_percent: int | None = None
-
-
-class TodoItemView(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-    id: str
-    content: str
-    status: Literal["pending", "in_progress", "completed"]
-    priority: int = 3
-    notes: str | None = None
-    active_form: str | None = Field(default=None, alias="activeForm")
-
-
-class TodosUpdatedEvent(_Event):
-    type: Literal["todos.updated"] = "todos.updated"
-    session_id: str | None = None
-    todos: list[TodoItemView]
+    web_search_requests: int | None = None
+    """Searches the API's server-side web search tool ran in this call (priced in ``cost_usd``)."""
+    web_fetch_requests: int | None = None
 
 
 class BudgetEvent(_Event):
@@ -204,11 +203,13 @@ class BudgetEvent(_Event):
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
+    citations: list[Citation] | None = None
 
 
 AgentEvent = Annotated[
     TextEvent
     | TextDeltaEvent
+    | TextDiscardedEvent
     | ReasoningEvent
     | ReasoningDeltaEvent
     | LlmRetryEvent
@@ -239,3 +240,33 @@ def event_to_json(event: BaseModel) -> dict[str, Any]:
 
 def event_from_json(data: dict[str, Any]) -> AgentEvent:
     return event_adapter.validate_python(data)
+
+
+__all__ = [
+    "AgentEvent",
+    "CompactionCompleteEvent",
+    "CompactionStartEvent",
+    "FailureKind",
+    "FinalEvent",
+    "HiddenUserMessageEvent",
+    "LlmRetryEvent",
+    "PermissionPreviewEvent",
+    "PermissionReadyEvent",
+    "PermissionRequestEvent",
+    "PermissionResolvedEvent",
+    "ReasoningDeltaEvent",
+    "ReasoningEvent",
+    "StepCompleteEvent",
+    "StepStartEvent",
+    "TextDeltaEvent",
+    "TextEvent",
+    "TodoItemView",
+    "TodosUpdatedEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "UsageEvent",
+    "event_adapter",
+    "event_from_json",
+    "event_to_json",
+    "now_ms",
+]

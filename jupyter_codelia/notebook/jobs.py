@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..standard_tools.jobs import Job, JobRegistry, png_of_display
+from ..wire import JobProgress, JobUpdated, JobView
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, start_thread, stop_thread
 
@@ -91,21 +92,21 @@ def adopt_python_job(
     return job
 
 
-def job_view(job: Job) -> dict[str, Any]:
-    """A job as JSON for the side panel: state, elapsed time, last lines and progress."""
+def job_view(job: Job) -> JobView:
+    """A job as the side panel sees it: state, elapsed time, last lines and progress."""
     progress = job.output.progress()
-    return {
-        "job_id": job.job_id,
-        "kind": job.kind,
-        "title": job.title,
-        "state": job.state,
-        "elapsed_s": round(job.elapsed_seconds, 1),
-        "summary": job.summary,
-        "last_lines": job.output.last_lines(),
-        "progress": None
+    return JobView(
+        job_id=job.job_id,
+        kind=job.kind,
+        title=job.title,
+        state=job.state,
+        elapsed_s=round(job.elapsed_seconds, 1),
+        summary=job.summary,
+        last_lines=job.output.last_lines(),
+        progress=None
         if progress is None
-        else {"percent": progress.percent, "done": progress.done, "total": progress.total},
-    }
+        else JobProgress(percent=progress.percent, done=progress.done, total=progress.total),
+    )
 
 
 class JobNotifier:
@@ -127,7 +128,7 @@ class JobNotifier:
 
     def _send(self, job: Job) -> None:
         self._sent[job.job_id] = (job.output.end, job.state)
-        self.broadcast({"type": "job.updated", "job": job_view(job)})
+        self.broadcast(JobUpdated(job=job_view(job)).dump())
 
     def refresh(self) -> bool:
         alive = False

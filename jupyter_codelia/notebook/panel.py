@@ -39,6 +39,41 @@ DecisionCallback = Callable[[str, Decision, "str | None"], None]
 Mode = Literal["blocking", "background"]
 
 
+ROWS_PER_BLOCK = 40
+"""Body widgets are appended into blocks of this many (see :class:`_Rows`)."""
+
+
+class _Rows:
+    """The panel's body: its widgets in order, held in blocks of at most ``ROWS_PER_BLOCK``.
+
+    Setting a ``children`` trait validates and sends the whole list, so one flat box would make
+    every append cost as much as the run is long. Appending goes into the last block instead,
+    and the outer box changes only once per block (see bench/cell_panel.py).
+    """
+
+    def __init__(self) -> None:
+        self.box = widgets.VBox([])
+        self._blocks: list[widgets.VBox] = []
+
+    @property
+    def children(self) -> tuple[widgets.Widget, ...]:
+        return tuple(child for block in self._blocks for child in block.children)
+
+    def append(self, widget: widgets.Widget) -> None:
+        if not self._blocks or len(self._blocks[-1].children) >= ROWS_PER_BLOCK:
+            block = widgets.VBox([])
+            self._blocks.append(block)
+            self.box.children = (*self.box.children, block)
+        last = self._blocks[-1]
+        last.children = (*last.children, widget)
+
+    def remove(self, gone: set[int]) -> None:
+        """Take out the widgets whose ``id()`` is in ``gone``."""
+        for block in self._blocks:
+            if any(id(child) in gone for child in block.children):
+                block.children = tuple(c for c in block.children if id(c) not in gone)
+
+
 @dataclass
 class _ToolCard:
     tool: str
@@ -107,7 +142,7 @@ class RunPanel:
         self.budget = widgets.HTML(value="", layout=widgets.Layout(display="none"))
         self.budget.add_class("codelia-budget")
         self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
-        self.body = widgets.VBox([])
+        self.body = _Rows()
         self.error = widgets.HTML(value="", layout=widgets.Layout(display="none"))
         self.stop_button = widgets.Button(
             description="Stop",
@@ -132,7 +167,7 @@ class RunPanel:
                     f"{renderers.escape(clip_chars(prompt, 300))}</div>"
                 )
             )
-        children += [self.todos, self.body, self.error, footer]
+        children += [self.todos, self.body.box, self.error, footer]
         self.widget = widgets.VBox(
             children,
             layout=widgets.Layout(border="1px solid #ddd", padding="4px 8px", width="100%"),
@@ -168,7 +203,7 @@ class RunPanel:
         return "Stop the run (history is repaired and the session saved)."
 
     def _append(self, widget: widgets.Widget) -> None:
-        self.body.children = (*self.body.children, widget)
+        self.body.append(widget)
 
     # ------------------------------------------------------------------ run-level state
 
@@ -207,6 +242,14 @@ class RunPanel:
             self._stream(event.delta)
         elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
             self._complete_text(event.content)
+            if event.citations:
+                self._append(
+                    widgets.HTML(
+                        value=renderers.citations_to_html([c.model_dump() for c in event.citations])
+                    )
+                )
+        elif isinstance(event, ev.TextDiscardedEvent):
+            self._discard_segment()
         elif isinstance(event, ev.ReasoningEvent):
             self._end_segment()
             self._append(
@@ -318,13 +361,23 @@ class RunPanel:
             self.flush_pending(force=True)
         elif content.strip():
             if segment is not None:
-                gone = {id(w) for w in segment.sealed}
-                if segment.live is not None:
-                    gone.add(id(segment.live))
-                self.body.children = tuple(c for c in self.body.children if id(c) not in gone)
+                self._remove_widgets(segment)
             self._append(widgets.HTML(value=renderers.markdown_to_html(content)))
         self._segment = None
         self._dirty = False
+
+    def _discard_segment(self) -> None:
+        """Remove the text streamed so far: its model call failed and is being retried."""
+        if self._segment is not None:
+            self._remove_widgets(self._segment)
+        self._segment = None
+        self._dirty = False
+
+    def _remove_widgets(self, segment: _TextSegment) -> None:
+        gone = {id(w) for w in segment.sealed}
+        if segment.live is not None:
+            gone.add(id(segment.live))
+        self.body.remove(gone)
 
     def _end_segment(self) -> None:
         if self._segment is not None:
@@ -497,7 +550,7 @@ def _card_header(card: _ToolCard) -> str:
     )
 
 
-_BUDGET_LABELS = {
+_BUDGET_LABELS: dict[str, tuple[str, Callable[[float], str]]] = {
     "max_cost_usd": ("cost_usd", lambda v: f"${v:.4f}".rstrip("0").rstrip(".")),
     "max_tokens": ("tokens", lambda v: f"{int(v):,} tokens"),
     "max_tool_calls": ("tool_calls", lambda v: f"{int(v)} tool calls"),

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._text import describe_exc
 from ..agent import events as ev
 from ..standard_tools.jobs import JobRegistry
+from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import Settings
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
@@ -121,6 +122,7 @@ class NotebookAgent:
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
+            settings.thinking,
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
@@ -294,16 +296,11 @@ class NotebookAgent:
         )
         self.active = run
         self.undo.begin_run(run.run_id)
-        self.broadcast(
-            {
-                "type": "run.started",
-                "run_id": run.run_id,
-                "session_id": run.session_id,
-                "prompt": prompt,
-                "source": source,
-            }
+        started = RunStarted(
+            run_id=run.run_id, session_id=run.session_id, prompt=prompt, source=source
         )
-        self.broadcast({"type": "run.status", "run_id": run.run_id, "status": "running"})
+        self.broadcast(started.dump())
+        self.broadcast(status_message(run.run_id, "running"))
         return run
 
     async def _drive(
@@ -528,7 +525,9 @@ def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
-        return AnthropicChat(model=settings.model, max_tokens=settings.max_tokens)
+        return AnthropicChat(
+            model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+        )
 
     return make
 

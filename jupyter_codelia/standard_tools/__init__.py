@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from .._approval import ApprovalMode
 from ..tools import Tool, done_tool
 from .todos import TODO_SESSION_KEY
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from .jobs import JobRegistry
     from .todos import TodoStore
     from .web import WebConfig
-
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
 
 
 class TodoSessionHook:

@@ -11,6 +11,7 @@
 
 import {
   AgentEvent,
+  Citation,
   ContentPart,
   JSONObject,
   KernelMessage,
@@ -42,6 +43,8 @@ export interface TextItem {
   streaming: boolean;
   /** True for the run's terminal answer. */
   final: boolean;
+  /** Sources the model cited for this text, shown as numbered links under it. */
+  citations: Citation[];
 }
 
 export interface ImageRef {
@@ -134,6 +137,7 @@ export interface KernelInfo {
 export type Change =
   | { op: 'add'; item: TranscriptItem }
   | { op: 'update'; item: TranscriptItem }
+  | { op: 'remove'; item: TranscriptItem }
   | { op: 'todos'; todos: TodoItem[] }
   | { op: 'usage'; usage: UsageMeter }
   | { op: 'run'; run: RunState }
@@ -178,7 +182,7 @@ export function looksLikeDiff(text: string): boolean {
   return /^(--- .*\n\+\+\+ .*\n@@ |diff --git )/.test(text);
 }
 
-function imagesOf(parts: ContentPart[] | undefined): ImageRef[] {
+function imagesOf(parts: ContentPart[] | null | undefined): ImageRef[] {
   const images: ImageRef[] = [];
   for (const part of parts ?? []) {
     if (part.type === 'image_url') {
@@ -260,14 +264,14 @@ export class Transcript {
           const run = message.active_run;
           return [
             { op: 'kernel', kernel: this.kernel },
-            ...this.startRun(run.run_id, run.session_id, run.prompt, run.source)
+            ...this.startRun(run.run_id, run.session_id ?? null, run.prompt, run.source)
           ];
         }
         return [{ op: 'kernel', kernel: this.kernel }];
       case 'run.started': {
         const started = this.startRun(
           message.run_id,
-          message.session_id,
+          message.session_id ?? null,
           message.prompt,
           message.source
         );
@@ -290,23 +294,6 @@ export class Transcript {
       }
       case 'run.status':
         return this.setRunStatus(message.run_id, message.status, message.message ?? null);
-      case 'permission.request':
-        return this.openPermission(message.run_id, message.permission_request_id, {
-          tool: message.tool,
-          toolCallId: message.tool_call_id ?? null,
-          title: message.title,
-          message: message.message,
-          args: message.args ?? {},
-          rememberRules: message.remember_rules ?? []
-        });
-      case 'permission.resolved':
-        return this.resolvePermission(
-          message.permission_request_id,
-          message.decision,
-          message.reason ?? null
-        );
-      case 'todos.updated':
-        return this.setTodos(message.todos);
       case 'job.updated':
         return this.updateJob(message.job);
       default:
@@ -450,6 +437,20 @@ export class Transcript {
     return [{ op: 'update', item: open }];
   }
 
+  /** The streamed text's model call failed and is retried: take the text away. */
+  private discardText(runId: string): Change[] {
+    const open = this.openText.get(runId);
+    if (!open || open.kind !== 'text') {
+      return [];
+    }
+    this.openText.delete(runId);
+    const index = this.items.lastIndexOf(open);
+    if (index >= 0) {
+      this.items.splice(index, 1);
+    }
+    return [{ op: 'remove', item: open }];
+  }
+
   private streamText(runId: string, kind: TextItem['kind'], delta: string): Change[] {
     const open = this.openText.get(runId);
     if (open && open.kind === kind) {
@@ -463,7 +464,8 @@ export class Transcript {
       runId,
       text: delta,
       streaming: true,
-      final: false
+      final: false,
+      citations: []
     };
     this.openText.set(runId, item);
     changes.push(this.add(null, item));
@@ -475,7 +477,8 @@ export class Transcript {
     runId: string,
     kind: TextItem['kind'],
     content: string,
-    final: boolean
+    final: boolean,
+    citations: Citation[] = []
   ): Change[] {
     const open = this.openText.get(runId);
     if (open && open.kind === kind) {
@@ -483,6 +486,7 @@ export class Transcript {
       open.text = content;
       open.streaming = false;
       open.final = final;
+      open.citations = citations;
       return [{ op: 'update', item: open }];
     }
     const changes = this.closeText(runId);
@@ -495,7 +499,8 @@ export class Transcript {
       runId,
       text: content,
       streaming: false,
-      final
+      final,
+      citations
     };
     changes.push(this.add(null, item));
     return changes;
@@ -569,12 +574,14 @@ export class Transcript {
         return this.streamText(runId, 'text', event.delta);
       case 'reasoning_delta':
         return this.streamText(runId, 'reasoning', event.delta);
+      case 'text_discarded':
+        return this.discardText(runId);
       case 'text':
-        return this.wholeText(runId, 'text', event.content, false);
+        return this.wholeText(runId, 'text', event.content, false, event.citations ?? []);
       case 'reasoning':
         return this.wholeText(runId, 'reasoning', event.content, false);
       case 'final':
-        return this.wholeText(runId, 'text', event.content, true);
+        return this.wholeText(runId, 'text', event.content, true, event.citations ?? []);
       case 'step_start':
         return this.ensureTool(runId, event.step_id, event.title);
       case 'tool_call': {
@@ -625,7 +632,8 @@ export class Transcript {
         const item = this.tool(runId, event.tool_call_id)!;
         item.result = event.result;
         item.isError = event.is_error === true;
-        item.images = imagesOf(event.parts);
+        // Parts are content-part JSON (the Python side types them as plain objects).
+        item.images = imagesOf(event.parts as ContentPart[] | null | undefined);
         item.outputRef = event.output_ref ?? null;
         const parsed = resultObject(event.result);
         if (parsed && typeof parsed.diff === 'string' && parsed.diff !== '') {
@@ -735,7 +743,8 @@ export class Transcript {
     return changes;
   }
 
-  private resolvePermission(
+  /** Record the answer to an approval request (the kernel's event confirms it later). */
+  resolvePermission(
     permissionRequestId: string,
     decision: PermissionDecision,
     reason: string | null

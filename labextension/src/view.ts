@@ -9,7 +9,7 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { button, el, formatDuration, renderDiff } from './dom';
-import { PermissionDecision } from './protocol';
+import { Citation, PermissionDecision } from './protocol';
 import {
   Change,
   JobItem,
@@ -39,6 +39,8 @@ const RESULT_DISPLAY_CHARS = 20_000;
  * 10,000 items (see bench/sidepanel.py).
  */
 const ITEMS_PER_BLOCK = 40;
+/** Blocks are grouped into sections of this many (1,000 items), for the same reason. */
+const BLOCKS_PER_SECTION = 25;
 /** Keep following the bottom when the reader is this close to it. */
 const STICK_TO_BOTTOM_PX = 48;
 
@@ -78,6 +80,7 @@ class MarkdownView implements ItemView {
   private timer: number | null = null;
   private rendered = '';
   private latest: TextItem;
+  private sources: HTMLElement | null = null;
 
   constructor(item: TextItem, rendermime: IRenderMimeRegistry) {
     this.latest = item;
@@ -102,11 +105,41 @@ class MarkdownView implements ItemView {
     this.latest = item as TextItem;
     this.node.classList.toggle('jp-codelia-streaming', this.latest.streaming);
     this.node.classList.toggle('jp-codelia-final', this.latest.final);
+    this.showCitations(this.latest.citations);
     if (!this.latest.streaming) {
       this.flush();
     } else if (this.timer === null) {
       this.timer = window.setTimeout(() => this.flush(), MARKDOWN_THROTTLE_MS);
     }
+  }
+
+  /** Numbered links under the text; only http(s) URLs become links. */
+  private showCitations(citations: Citation[]): void {
+    this.sources?.remove();
+    this.sources = null;
+    if (citations.length === 0) {
+      return;
+    }
+    const list = el('div', 'jp-codelia-citations');
+    citations.forEach((citation, index) => {
+      const row = el('div', undefined, `[${index + 1}] `);
+      const url = citation.url ?? '';
+      const label = citation.title || url || 'source';
+      const safe = url.startsWith('https://') || url.startsWith('http://');
+      const link = safe ? el('a', undefined, label) : el('span', undefined, label);
+      if (link instanceof HTMLAnchorElement) {
+        link.href = url;
+        link.target = '_blank';
+        link.rel = 'noopener noreferrer';
+      }
+      if (citation.cited_text) {
+        link.title = citation.cited_text;
+      }
+      row.appendChild(link);
+      list.appendChild(row);
+    });
+    this.sources = list;
+    this.node.appendChild(list);
   }
 
   private flush(): void {
@@ -427,6 +460,7 @@ export class TranscriptView {
   readonly node: HTMLElement;
   private readonly views = new Map<string, ItemView>();
   private readonly blocks: HTMLElement[] = [];
+  private readonly sections: HTMLElement[] = [];
   private readonly empty: HTMLElement;
   /** Whether the reader is at the bottom (kept by scroll events, read without layout). */
   private following = true;
@@ -473,6 +507,13 @@ export class TranscriptView {
         this.empty.hidden = true;
       } else if (change.op === 'update') {
         this.views.get(change.item.id)?.update(change.item);
+      } else if (change.op === 'remove') {
+        const view = this.views.get(change.item.id);
+        if (view) {
+          view.node.remove();
+          view.dispose();
+          this.views.delete(change.item.id);
+        }
       }
     }
     this.scheduleFollow();
@@ -509,9 +550,10 @@ export class TranscriptView {
       view.dispose();
     }
     this.views.clear();
-    for (const block of this.blocks) {
-      block.remove();
+    for (const section of this.sections) {
+      section.remove();
     }
+    this.sections.length = 0;
     this.blocks.length = 0;
     this.empty.hidden = false;
     this.following = true;
@@ -525,8 +567,24 @@ export class TranscriptView {
     }
     const block = el('div', 'jp-codelia-block');
     this.blocks.push(block);
-    this.node.appendChild(block);
+    this.section().appendChild(block);
     return block;
+  }
+
+  /**
+   * The section the next block goes into. Blocks are grouped again so that no container holds
+   * more than a few dozen children: an append then lays out one block, one section and the few
+   * sections of the transcript, whatever its length.
+   */
+  private section(): HTMLElement {
+    const last = this.sections[this.sections.length - 1];
+    if (last && last.childElementCount < BLOCKS_PER_SECTION) {
+      return last;
+    }
+    const section = el('div', 'jp-codelia-section');
+    this.sections.push(section);
+    this.node.appendChild(section);
+    return section;
   }
 
   dispose(): void {

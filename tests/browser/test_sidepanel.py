@@ -5,12 +5,14 @@ magic runs and resuming a past session."""
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
 
-from jupyter_codelia.testing import reply, tool_use, usage
+from jupyter_codelia.testing import recorded, reply, tool_use, usage
 
 from .conftest import (
     ARTIFACTS,
@@ -279,6 +281,35 @@ def test_deny_with_a_reason_tells_the_agent(
     wait_idle_panel(page)
 
 
+def test_void_text_is_removed_and_citations_are_numbered_links(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    recordings = Path(__file__).parent.parent / "llm" / "recordings"
+    open_notebook("citations.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    anthropic.queue(
+        recorded(recordings / "overloaded_mid_stream.http"),
+        recorded(recordings / "web_search_paused.http"),
+        recorded(recordings / "web_search_answer_with_citations.http"),
+    )
+    send(page, "What is the latest pandas release?")
+    final = page.locator(f"{PANEL} .jp-codelia-final")
+    final.wait_for()
+    assert "pandas 3.1.0, released on 12 November 2026" in final.inner_text()
+    links = final.locator(".jp-codelia-citations a")
+    assert links.count() == 2
+    assert links.nth(0).inner_text() == "Release notes: pandas 3.1 — pandas documentation"
+    assert links.nth(0).get_attribute("href") == (
+        "https://pandas.pydata.org/docs/whatsnew/v3.1.0.html"
+    )
+    assert final.locator(".jp-codelia-citations").inner_text().startswith("[1] Release notes")
+    panel_text = page.locator(PANEL).inner_text()
+    assert "Half of an answer" not in panel_text
+    assert "[other:" not in panel_text
+    wait_idle_panel(page)
+
+
 def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
     page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
 ) -> None:
@@ -451,3 +482,54 @@ def test_reconnects_after_a_kernel_restart(
     page.locator(f"{PANEL} .jp-codelia-final", has_text="After the restart.").wait_for()
     assert page.locator(f"{PANEL} .jp-codelia-user").count() == 1
     wait_idle_panel(page)
+
+
+def test_joining_mid_run_and_reloading_show_every_event_once_in_order(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    """Live events and the transcript replay carry the agent's one numbering: a panel that opens
+    while a run is going, and one opened after a reload, show each step exactly once, in order."""
+    open_notebook("midrun.ipynb")
+    steps = [f"step{i}" for i in range(4)]
+    anthropic.queue(
+        *[
+            reply(
+                f"Working on {name}.",
+                tool_use("list_variables", {}, id=f"toolu_{name}"),
+                delay_s=0.15,
+            )
+            for name in steps
+        ],
+        reply("All four steps are done.", delay_s=0.15),
+    )
+    before = len(anthropic.requests)
+    # Loading the extension and starting a background run in one cell (as Run All does): the
+    # panel's comm opens only once the run is going, so its live stream starts mid-run.
+    run_cell(
+        page,
+        "get_ipython().run_line_magic('load_ext', 'jupyter_codelia')\n"
+        "get_ipython().run_cell_magic('codelia', '--background', 'Work through the steps')",
+    )
+    # Open the side panel while the run is between its first and last model calls.
+    deadline = time.monotonic() + 60
+    while len(anthropic.requests) < before + 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(anthropic.requests) >= before + 2, "the run did not reach its second model call"
+    open_panel(page)
+
+    def assert_each_step_once() -> None:
+        page.locator(f"{PANEL} .jp-codelia-final", has_text="All four steps are done.").wait_for()
+        assert page.locator(f"{PANEL} .jp-codelia-final").count() == 1
+        texts = page.locator(f"{PANEL} .jp-codelia-assistant").all_inner_texts()
+        said = [t.strip() for t in texts if t.strip().startswith("Working on")]
+        assert said == [f"Working on {name}." for name in steps], said
+        assert page.locator(f"{PANEL} .jp-codelia-tool").count() == len(steps)
+        assert page.locator(f"{PANEL} .jp-codelia-user").count() == 1
+
+    assert_each_step_once()
+    wait_idle_panel(page)
+
+    # A reload replays the session from the kernel's log: the same items, once each.
+    open_notebook("midrun.ipynb")
+    open_panel(page)
+    assert_each_step_once()
