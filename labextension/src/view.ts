@@ -420,10 +420,11 @@ class JobCardView implements ItemView {
     const running = job.state === 'running';
     this.node.dataset.state = job.state;
     this.renderHeader();
-    this.progress.hidden = job.progress === null;
-    if (job.progress !== null) {
-      this.progress.value = job.progress.percent;
-      this.progress.title = `${job.progress.done}/${job.progress.total}`;
+    const progress = job.progress ?? null;
+    this.progress.hidden = progress === null;
+    if (progress !== null) {
+      this.progress.value = progress.percent;
+      this.progress.title = `${progress.done}/${progress.total}`;
     }
     this.lines.textContent = job.last_lines.join('\n');
     this.stop.hidden = !running;
