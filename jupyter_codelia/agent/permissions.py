@@ -1,8 +1,8 @@
 """The permission policy: which tool calls run at once, which are refused, which ask the user.
 
-Implements spec/agent-and-session.md §5.1-§5.3: approval modes with a system allowlist, allow and
-deny rules (deny beats allow), shell commands checked segment by segment with ``cd`` tracked
-inside the sandbox, the confirm prompt texts and the rules remembered after "don't ask again".
+Approval modes with a system allowlist, allow and deny rules (deny beats allow), shell commands
+checked segment by segment with ``cd`` tracked inside the sandbox, the confirm prompt texts and the
+rules remembered after "don't ask again".
 
 Remembered rules live in a JSON file (``config_path``) of the form
 ``{"permissions": {"allow": [rule, ...], "deny": [rule, ...]}}``; other top-level keys are kept.
@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from .._approval import APPROVAL_MODES, ApprovalMode
+from .._private import make_private_dirs
 from .._text import split_lines, utf8_len
 from ..errors import CodeliaError
 from ._shell_words import (
@@ -236,7 +237,8 @@ def _parse_rules(data: dict[str, Any], path: Path) -> _RuleLists:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
+    # mkstemp creates the temp file 0600, so the renamed file is private too.
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -316,7 +318,7 @@ def _is_subcommand(word: str) -> bool:
 
 
 class PermissionPolicy:
-    """Decides allow / deny / confirm for each tool call (spec §5)."""
+    """Decides allow / deny / confirm for each tool call."""
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from .config import (
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "undo", "jobs")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact", "undo", "jobs")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -54,6 +54,7 @@ Subcommands:
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
   %codelia stop          stop the active background run
+  %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
                          variables; says exactly what was restored and what could not be
   %codelia jobs          list background jobs; %codelia jobs stop JOB_ID stops one

@@ -1,6 +1,6 @@
 """The in-cell widget panel: one agent turn drawn from its event stream with standard ipywidgets.
 
-``RunPanel.handle(event)`` consumes agent events (design §4) and updates widgets: a header
+``RunPanel.handle(event)`` consumes agent events and updates widgets: a header
 (model, session, status, tokens, cost, context left), streaming markdown, a card per tool call
 with a collapsible result, images, coloured diffs, the live todo list, approval cards and a Stop
 button. Streaming text is coalesced: at most one widget update per ``flush_interval`` seconds
@@ -292,6 +292,12 @@ class RunPanel:
                 self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
         elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
             self._notice("Conversation compacted to fit the context window.")
+        elif isinstance(event, ev.SessionForkedEvent):
+            self._notice(
+                f"Another kernel saved session {event.forked_from} while this one had it "
+                f"open: this conversation continues as session {event.session_id}, so neither "
+                "kernel's turns are lost."
+            )
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.value = renderers.todos_to_html(todos)

@@ -1,4 +1,4 @@
-"""Run logs and resumable session snapshots (design §2.11, spec/agent-and-session.md §7).
+"""Run logs and resumable session snapshots.
 
 ``SessionStore`` writes one append-only JSONL log per run and one atomically replaced snapshot
 per session under ``$JUPYTER_CODELIA_HOME`` (default ``<jupyter data dir>/codelia``), with every
@@ -8,6 +8,7 @@ record redacted of secrets. ``read_jsonl`` reads any of those logs tolerantly.
 from ._jsonl import read_jsonl
 from ._models import (
     InvalidSessionIdError,
+    SessionConflictError,
     SessionLoadError,
     SessionNotFound,
     SessionState,
@@ -19,6 +20,7 @@ from ._store import SessionStore, default_home
 __all__ = [
     "InvalidSessionIdError",
     "RunLog",
+    "SessionConflictError",
     "SessionLoadError",
     "SessionNotFound",
     "SessionState",

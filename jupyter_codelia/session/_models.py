@@ -1,4 +1,4 @@
-"""Session data: the resume snapshot, its list summary, the errors and the id rules (spec §7.2).
+"""Session data: the resume snapshot, its list summary, the errors and the id rules.
 
 Owns what a saved session looks like and how ids and timestamps are spelled, so the store, the
 run logs and the index agree byte for byte.
@@ -41,6 +41,19 @@ class SessionLoadError(CodeliaError):
     def __init__(self, session_id: str, reason: str) -> None:
         super().__init__(f"session load failed: {session_id}: {reason}")
         self.session_id = session_id
+
+
+class SessionConflictError(CodeliaError):
+    """Another process saved the session since this writer loaded or last saved it."""
+
+    def __init__(self, session_id: str, on_disk: int, expected: int) -> None:
+        super().__init__(
+            f"session {session_id} was saved by another process meanwhile (generation {on_disk}, "
+            f"this writer expected {expected})"
+        )
+        self.session_id = session_id
+        self.on_disk = on_disk
+        self.expected = expected
 
 
 class InvalidSessionIdError(CodeliaError, ValueError):
@@ -90,7 +103,7 @@ def parse_utc(text: str) -> datetime:
 class SessionState(BaseModel):
     """The resume snapshot of one session: rewritten whole on every save."""
 
-    # Readers ignore fields they do not know (spec §7.1), so older versions read newer snapshots.
+    # Readers ignore fields they do not know, so older versions read newer snapshots.
     model_config = ConfigDict(extra="ignore")
 
     schema_version: int = Field(default=SCHEMA_VERSION, ge=1)
@@ -98,6 +111,9 @@ class SessionState(BaseModel):
     updated_at: str = Field(default_factory=iso_now)
     run_id: str | None = None
     invoke_seq: int = Field(default=0, ge=0)
+    # Bumped by every save; a writer that expected another one lost a race with another process.
+    # Kept before ``messages`` so a save can read it from the head of the file.
+    generation: int = Field(default=0, ge=0)
     messages: list[dict[str, Any]] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
     title: str | None = None

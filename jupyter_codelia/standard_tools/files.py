@@ -1,4 +1,4 @@
-"""The text file tools ``read``, ``read_line``, ``write`` and ``edit`` (spec/file-tools.md §2-§6),
+"""The text file tools ``read``, ``read_line``, ``write`` and ``edit``,
 and :func:`file_tools`, which builds the whole local file tool family around one sandbox.
 
 Every tool resolves its sandbox through the ``"sandbox-context"`` dependency (defaulting to the
@@ -69,7 +69,7 @@ class ReadInput(BaseModel):
 
 
 def _load(path: Path, file_path: str) -> str | tuple[str]:
-    """The file text, or a 1-tuple with the spec's text result for a missing/dir/unreadable file."""
+    """The file text, or a 1-tuple with the text result for a missing/dir/unreadable file."""
     try:
         is_dir = path.is_dir()
         exists = is_dir or path.exists()
@@ -86,7 +86,7 @@ def _load(path: Path, file_path: str) -> str | tuple[str]:
 
 
 def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
-    """The windowed, line-numbered view of ``content`` (spec §3 step 3-6), without the footer."""
+    """The windowed, line-numbered view of ``content``, without the footer."""
     lines = split_lines(content)
     if offset >= len(lines):
         return f"Offset exceeds output length: {file_path}"
@@ -348,7 +348,7 @@ def apply_edit(
     mode: MatchMode,
     file_path: str,
 ) -> tuple[str, int, str]:
-    """``(new content, replacements, mode used)``; raises ``ValueError`` with the spec's texts."""
+    """``(new content, replacements, mode used)``; raises ``ValueError`` with model-facing texts."""
     matches, used = find_matches(content, old_string, mode)
     if not matches:
         explanation = explain_no_match(content, old_string, mode)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._redact import redact_secrets
 from ..tools import FunctionTool, ToolContext, define_tool
 from ..tools.events import TodoItemView, TodosUpdatedEvent
 
@@ -33,8 +34,12 @@ _DASH_RUN = re.compile(r"-{2,}")
 
 
 def slug(text: str) -> str:
-    """A stable id for ``text``: lowercase ``[a-z0-9._-]``, dashes for everything else."""
-    value = _WHITESPACE_RUN.sub("-", text.strip().lower())
+    """A stable id for ``text``: lowercase ``[a-z0-9._-]``, dashes for everything else.
+
+    Secrets are masked first: the id is case-folded, so masking what leaves the agent later
+    would no longer recognise a token inside it.
+    """
+    value = _WHITESPACE_RUN.sub("-", redact_secrets(text).strip().lower())
     value = _DASH_RUN.sub("-", _OUTSIDE_SLUG.sub("-", value))
     return value.strip("-_.") or "todo"
 
@@ -48,7 +53,7 @@ def _priority(value: Any) -> int:
 
 
 def normalize_todo_items(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Normalize raw item dicts into stored items (spec §1.1); earlier items keep their ids."""
+    """Normalize raw item dicts into stored items; earlier items keep their ids."""
     used: set[str] = set()
     result: list[dict[str, Any]] = []
     for index, raw in enumerate(items):
@@ -114,7 +119,7 @@ class TodoStore:
         return self.get(session_id) or None
 
     def restore_meta(self, session_id: str | None, value: Any) -> None:
-        """Load ``meta["codelia_todos"]`` tolerantly (spec §5): bad entries are skipped."""
+        """Load ``meta["codelia_todos"]`` tolerantly: bad entries are skipped."""
         entries = value if isinstance(value, list) else []
         cleaned: list[dict[str, Any]] = []
         for entry in entries:
@@ -156,7 +161,7 @@ class TodoStore:
             return next_items, None
 
 
-# --- output formats (spec §4) ----------------------------------------------------------------
+# --- output formats ----------------------------------------------------------------
 
 
 def _counts(items: list[dict[str, Any]]) -> str:
@@ -209,7 +214,7 @@ def format_mutation(mode: str, items: list[dict[str, Any]]) -> str:
     return "\n".join([head, *_plan_lines(items)])
 
 
-# --- tool inputs (spec §2) -------------------------------------------------------------------
+# --- tool inputs -------------------------------------------------------------------
 
 _ID_DESCRIPTION = (
     "Stable id (a slug). Omit to generate one from the content; keep the existing id when "

@@ -1,4 +1,4 @@
-"""The model-facing JSON Schema of define_tool (spec/core.md §2.1, design §2.1/§2.3).
+"""The model-facing JSON Schema of define_tool.
 
 Each schema must be valid draft-07, acceptable to Anthropic as an ``input_schema``, and agree
 with the pydantic model: instances the model accepts validate against the schema.
@@ -171,6 +171,27 @@ def test_flat_schema_exactly() -> None:
             "tags": {"type": "array", "items": {"type": "string"}, "default": []},
         },
     }
+
+
+class RequiredNullable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    parent: int | None
+    note: Annotated[str | None, Field(description="Why")]
+    later: int | None = 3
+
+
+def test_a_required_optional_field_keeps_null_and_only_defaults_fold_it() -> None:
+    schema = schema_of(RequiredNullable)
+    assert schema["required"] == ["parent", "note"]
+    assert schema["properties"] == {
+        "parent": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Why"},
+        "later": {"type": "integer", "default": 3},
+    }
+    # What validation accepts, the schema allows.
+    instance = {"parent": None, "note": None}
+    RequiredNullable.model_validate(instance)
+    Draft7Validator(schema).validate(instance)
 
 
 def test_nested_models_are_inlined() -> None:
@@ -355,5 +376,5 @@ def test_every_built_in_tool_schema_is_anthropic_shaped(tmp_path: Path) -> None:
     for built_in in tools:
         parameters = built_in.definition.parameters
         assert_anthropic_input_schema(parameters)
-        # Built-in tools reject unknown keys (design §2.1).
+        # Built-in tools reject unknown keys.
         assert parameters.get("additionalProperties") is False, built_in.name
