@@ -29,16 +29,10 @@ add = define_tool(
 )
 
 
-class NapInput(BaseModel):
-    seconds: float
+class NoInput(BaseModel):
+    pass
 
 
-async def _nap(params: NapInput, ctx: ToolContext) -> str:
-    await asyncio.sleep(params.seconds)
-    return "rested"
-
-
-nap = define_tool(name="nap", description="Sleeps", input=NapInput, execute=_nap)
 SUMMARY = "Summary: added some numbers."
 
 
@@ -130,15 +124,28 @@ async def test_wall_time_budget_never_cuts_a_tool_in_half(
     server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
 ) -> None:
     server.add(
-        reply(tool_use("nap", {"seconds": 0.5}), tool_use("nap", {"seconds": 0.5})),
+        reply(tool_use("long_step", {}), tool_use("long_step", {})),
         reply(text(SUMMARY)),
     )
-    agent = make_agent(chat, [nap])
-    agent.budget.configure(run=BudgetLimits(max_wall_seconds=0.2))
+    agent: Agent = make_agent(chat, [])
+    finished: list[str] = []
+
+    async def long_step(params: NoInput, ctx: ToolContext) -> str:
+        # The limit passes while the tool runs (no clock race: it is set from inside the tool).
+        agent.budget.configure(run=BudgetLimits(max_wall_seconds=0.001))
+        await asyncio.sleep(0.05)
+        finished.append("step")
+        return "rested"
+
+    agent.tools = [define_tool(name="long_step", description="Works", input=NoInput,
+                               execute=long_step)]  # fmt: skip
     events = await collect(agent, "rest")
     results = of_type(events, ev.ToolResultEvent)
-    assert [r.result for r in results] == ["rested"]  # the first nap finished; the second never ran
-    assert "run budget of 0.2 s wall time reached" in of_type(events, ev.FinalEvent)[-1].content
+    assert [r.result for r in results] == [
+        "rested"
+    ]  # the first step finished; the second never ran
+    assert finished == ["step"]
+    assert "run budget of 0.0 s wall time reached" in of_type(events, ev.FinalEvent)[-1].content
 
 
 @pytest.mark.asyncio
