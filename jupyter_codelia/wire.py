@@ -125,8 +125,42 @@ class StoreChanged(_Message):
     store: StoreInfo
 
 
+class JobProgress(_Message):
+    """The latest tqdm-style progress line of a job's output."""
+
+    percent: int
+    done: str
+    total: str
+
+
+class JobView(_Message):
+    """A background job: its state, elapsed seconds, last output lines and progress."""
+
+    job_id: str
+    kind: Literal["python", "shell"]
+    title: str
+    state: Literal["running", "completed", "failed", "stopped"]
+    elapsed_s: float
+    summary: str | None = None
+    last_lines: list[str]
+    progress: JobProgress | None
+
+
+class JobUpdated(_Message):
+    """A background job started, printed something new, or ended (jobs outlive runs)."""
+
+    type: Literal["job.updated"] = "job.updated"
+    job: JobView
+
+
 KernelMessage = Annotated[
-    Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged,
+    Hello
+    | Response
+    | RunStarted
+    | AgentEventMessage
+    | RunStatusMessage
+    | StoreChanged
+    | JobUpdated,
     Field(discriminator="type"),
 ]
 

@@ -73,6 +73,11 @@ _MINIMAL_TOOLS = (
     "done",
     "list_variables",
     "inspect_variable",
+    # Watching and stopping the jobs the agent itself started (their start was approved).
+    "job_list",
+    "job_output",
+    "job_wait",
+    "job_stop",
 )
 _TRUSTED_EXTRA_TOOLS = ("write", "edit", "apply_patch")
 _MINIMAL_COMMANDS = (

@@ -1,4 +1,4 @@
-"""``%codelia sessions | todos | cache | config | stop | compact``: the notebook agent's state."""
+"""``%codelia sessions | todos | cache | config | stop | compact | undo | jobs``: agent state."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
         nb.cancel(active.run_id)
         print(f"Stopping run {active.run_id}.")
         return None
+    if name == "undo":
+        return _undo(nb, argument)
+    if name == "jobs":
+        return _jobs(nb, argument)
     raise UsageError(f"Unknown subcommand {name!r}; see %codelia help.")
 
 
@@ -69,6 +73,42 @@ def _compact(nb: NotebookAgent) -> None:
         print(f"Compacted session {agent.session_id}: the next turn continues from a summary.")
     else:
         print("Nothing to compact yet, or the model gave no summary; the history is unchanged.")
+
+
+def _undo(nb: NotebookAgent, argument: str) -> None:
+    from .undo import UndoError
+
+    target = argument.strip() or None
+    try:
+        lines = nb.undo.undo(target)
+    except UndoError as exc:
+        raise UsageError(str(exc)) from None
+    print("\n".join(lines))
+
+
+def _jobs(nb: NotebookAgent, argument: str) -> None:
+    words = argument.split()
+    if words[:1] == ["stop"]:
+        if len(words) != 2:
+            raise UsageError("Usage: %codelia jobs stop JOB_ID (see %codelia jobs).")
+        from ..standard_tools.jobs import JobNotFoundError
+
+        try:
+            job = nb.jobs.get(words[1])
+        except JobNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        job.stop()
+        print(f"Asked {job.job_id} to stop.")
+        return
+    if words:
+        raise UsageError("Usage: %codelia jobs, or %codelia jobs stop JOB_ID.")
+    jobs = nb.jobs.jobs()
+    if not jobs:
+        print("No background jobs.")
+        return
+    for job in jobs:
+        last = job.output.last_lines(1)
+        print(job.status_line() + (f"\n  {last[-1][:200]}" if last else ""))
 
 
 def _sessions(nb: NotebookAgent) -> None:

@@ -45,6 +45,8 @@ _CONTROL_SAFE = frozenset(
         "cache.line",
         "cache.parts",
         "todos.get",
+        "jobs.list",
+        "job.stop",
     }
 )
 
@@ -318,6 +320,24 @@ class Bridge:
         return self.state()
 
 
+def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
+    from .jobs import job_view
+
+    return {"jobs": [job_view(job).dump() for job in bridge.nb.jobs.jobs()]}
+
+
+def _job_stop(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
+    from ..standard_tools.jobs import JobNotFoundError
+    from .jobs import job_view
+
+    try:
+        job = bridge.nb.jobs.get(_field(data, "job_id", str))
+    except JobNotFoundError as exc:
+        raise RequestError(str(exc)) from None
+    job.stop()
+    return {"job": job_view(job).dump()}
+
+
 _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "run.start": Bridge._run_start,
     "run.cancel": Bridge._run_cancel,
@@ -331,6 +351,8 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "cache.parts": Bridge._cache_parts,
     "todos.get": Bridge._todos_get,
     "state.get": Bridge._state_get,
+    "jobs.list": _jobs_list,
+    "job.stop": _job_stop,
 }
 
 

@@ -60,6 +60,11 @@ class Codelia(Configurable):
     python_timeout = Float(
         None, allow_none=True, help="Default timeout of the python tool in seconds."
     ).tag(config=True)
+    python_timeout_to_job = Bool(
+        None,
+        allow_none=True,
+        help="A python call outliving its timeout becomes a background job (False: stop it).",
+    ).tag(config=True)
     max_tokens = Integer(
         None,
         allow_none=True,
@@ -70,6 +75,30 @@ class Codelia(Configurable):
         default_value=None,
         allow_none=True,
         help="'off', 'adaptive' or a thinking budget in tokens (default: the model's own).",
+    ).tag(config=True)
+    max_cost_per_run = Float(
+        None, allow_none=True, help="Budget: USD one run may spend (then it ends with a summary)."
+    ).tag(config=True)
+    max_tokens_per_run = Integer(
+        None, allow_none=True, help="Budget: tokens (input + output) one run may use."
+    ).tag(config=True)
+    max_tool_calls_per_run = Integer(
+        None, allow_none=True, help="Budget: tool calls one run may make."
+    ).tag(config=True)
+    max_seconds_per_run = Float(
+        None, allow_none=True, help="Budget: wall-clock seconds one run may take."
+    ).tag(config=True)
+    max_cost_per_session = Float(
+        None, allow_none=True, help="Budget: USD the session may spend."
+    ).tag(config=True)
+    max_tokens_per_session = Integer(
+        None, allow_none=True, help="Budget: tokens the session may use."
+    ).tag(config=True)
+    max_tool_calls_per_session = Integer(
+        None, allow_none=True, help="Budget: tool calls the session may make."
+    ).tag(config=True)
+    max_seconds_per_session = Float(
+        None, allow_none=True, help="Budget: wall-clock seconds of the session's runs."
     ).tag(config=True)
     root = Unicode(
         None, allow_none=True, help="Directory the file tools may touch (default: cwd)."
@@ -101,12 +130,35 @@ FIELDS: tuple[_Field, ...] = (
     _Field("max_iterations", int, 200),
     _Field("background", bool, False),
     _Field("python_timeout", float, 120.0),
+    _Field("python_timeout_to_job", bool, True),
     _Field("max_tokens", int, None),
     _Field("thinking", str, None),
+    _Field("max_cost_per_run", float, None),
+    _Field("max_tokens_per_run", int, None),
+    _Field("max_tool_calls_per_run", int, None),
+    _Field("max_seconds_per_run", float, None),
+    _Field("max_cost_per_session", float, None),
+    _Field("max_tokens_per_session", int, None),
+    _Field("max_tool_calls_per_session", int, None),
+    _Field("max_seconds_per_session", float, None),
     _Field("root", str, None),
     _Field("system_prompt", str, None),
 )
 FIELD_NAMES = tuple(f.name for f in FIELDS)
+BUDGET_MEASURES = {"cost": "max_cost_usd", "tokens": "max_tokens", "tool_calls": "max_tool_calls",
+                   "seconds": "max_wall_seconds"}  # fmt: skip
+"""Setting ``max_<measure>_per_<scope>`` -> the agent's ``BudgetLimits`` field."""
+BUDGET_FIELDS = tuple(f"max_{m}_per_{s}" for s in ("run", "session") for m in BUDGET_MEASURES)
+
+
+def budget_limits(settings: Settings, scope: str) -> dict[str, float]:
+    """The set budget limits of ``scope`` ("run" or "session") as ``BudgetLimits`` fields."""
+    limits: dict[str, float] = {}
+    for measure, field_name in BUDGET_MEASURES.items():
+        value = getattr(settings, f"max_{measure}_per_{scope}")
+        if value is not None:
+            limits[field_name] = value
+    return limits
 
 
 @dataclass
@@ -118,8 +170,17 @@ class Settings:
     max_iterations: int = 200
     background: bool = False
     python_timeout: float = 120.0
+    python_timeout_to_job: bool = True
     max_tokens: int | None = None
     thinking: ThinkingSetting = None
+    max_cost_per_run: float | None = None
+    max_tokens_per_run: int | None = None
+    max_tool_calls_per_run: int | None = None
+    max_seconds_per_run: float | None = None
+    max_cost_per_session: float | None = None
+    max_tokens_per_session: int | None = None
+    max_tool_calls_per_session: int | None = None
+    max_seconds_per_session: float | None = None
     root: str | None = None
     system_prompt: str | None = None
     home: Path = field(default_factory=lambda: _default_home())
@@ -322,6 +383,8 @@ def describe_settings(settings: Settings) -> str:
     lines = []
     for spec in FIELDS:
         value = getattr(settings, spec.name)
+        if value is None and spec.name in BUDGET_FIELDS:
+            continue  # an unset budget: listed only when set, to keep the table short
         lines.append(f"{spec.name:<15} {value!r:<30} ({settings.sources.get(spec.name, '?')})")
     key_state = "set" if api_key_configured() else "NOT SET - see %codelia help"
     lines.append(f"{'api key':<15} {key_state:<30} ($ANTHROPIC_API_KEY)")

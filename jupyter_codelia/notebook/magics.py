@@ -25,7 +25,7 @@ from .config import (
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact", "undo", "jobs")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -37,6 +37,11 @@ Options:
   --model MODEL          Claude model id for this turn (e.g. claude-sonnet-5-5)
   --approval-mode MODE   minimal | trusted | full-access
   --max-iterations N     model calls allowed in this turn
+  --max-cost USD         budget of this turn in US dollars (e.g. 0.2); reaching it ends the
+                         turn with a summary, never in the middle of a tool
+  --max-tool-calls N     budget of this turn in tool calls
+  --max-seconds S        budget of this turn in wall-clock seconds
+  --max-run-tokens N     budget of this turn in tokens (input + output)
   --background           run in the background: the cell returns a handle at once and the
                          panel's Stop / Allow / Deny buttons work
   --blocking             keep the cell busy until the turn ends (the default); Stop is the
@@ -50,10 +55,14 @@ Subcommands:
   %codelia config        show the configuration and where each value comes from
   %codelia stop          stop the active background run
   %codelia compact       summarise the conversation now, so the next turn starts small
+  %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
+                         variables; says exactly what was restored and what could not be
+  %codelia jobs          list background jobs; %codelia jobs stop JOB_ID stops one
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
-background, python_timeout, max_tokens, thinking, root, system_prompt), JUPYTER_CODELIA_<NAME>
+background, python_timeout, python_timeout_to_job, max_tokens, thinking, root, system_prompt,
+and the budgets max_{cost,tokens,tool_calls,seconds}_per_{run,session}), JUPYTER_CODELIA_<NAME>
 environment variables, or <home>/config.json. %config Codelia.home (or JUPYTER_CODELIA_HOME)
 moves sessions, cache and config, e.g. to shared storage. The API key is ANTHROPIC_API_KEY.
 """
@@ -63,6 +72,10 @@ _VALUE_OPTIONS = {
     "--model": "model",
     "--approval-mode": "approval_mode",
     "--max-iterations": "max_iterations",
+    "--max-cost": "max_cost_per_run",
+    "--max-tool-calls": "max_tool_calls_per_run",
+    "--max-seconds": "max_seconds_per_run",
+    "--max-run-tokens": "max_tokens_per_run",
 }
 _FLAG_OPTIONS = {"--new": "new", "--background": "background", "--blocking": "blocking",
                  "--demo": "demo"}  # fmt: skip
@@ -75,6 +88,10 @@ class MagicOptions:
     model: str | None = None
     approval_mode: str | None = None
     max_iterations: int | None = None
+    max_cost_per_run: float | None = None
+    max_tool_calls_per_run: int | None = None
+    max_seconds_per_run: float | None = None
+    max_tokens_per_run: int | None = None
     background: bool = False
     blocking: bool = False
     demo: bool = False
@@ -128,10 +145,28 @@ def _example(name: str) -> str:
         "--model": "claude-sonnet-5-5",
         "--approval-mode": "trusted",
         "--max-iterations": "20",
+        "--max-cost": "0.2",
+        "--max-tool-calls": "10",
+        "--max-seconds": "300",
+        "--max-run-tokens": "200000",
     }[name]
 
 
+_NUMBER_OPTIONS = {"--max-cost": float, "--max-seconds": float, "--max-tool-calls": int,
+                   "--max-run-tokens": int}  # fmt: skip
+
+
 def _convert(name: str, value: str) -> Any:
+    kind = _NUMBER_OPTIONS.get(name)
+    if kind is not None:
+        try:
+            number = kind(value)
+        except ValueError:
+            noun = "a number" if kind is float else "a whole number"
+            raise UsageError(f"{name} needs {noun}, got {value!r}.") from None
+        if not number > 0:
+            raise UsageError(f"{name} must be greater than 0, got {value}.")
+        return number
     if name == "--max-iterations":
         try:
             number = int(value)
@@ -193,6 +228,10 @@ class CodeliaMagics(Magics):
             model=options.model,
             approval_mode=options.approval_mode,
             max_iterations=options.max_iterations,
+            max_cost_per_run=options.max_cost_per_run,
+            max_tool_calls_per_run=options.max_tool_calls_per_run,
+            max_seconds_per_run=options.max_seconds_per_run,
+            max_tokens_per_run=options.max_tokens_per_run,
         )
         background = settings.background
         if options.background:
@@ -246,11 +285,22 @@ def run_with_panel(
         prompt=prompt,
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
+        on_undo=nb.undo.undo,
     )
     display(panel.widget)
+    # Jobs started in this turn get cards below the panel; they keep updating after the turn.
+    from .jobs import JobCards
+
+    job_cards = JobCards(nb.jobs)
+    display(job_cards.box)
     if background:
-        return nb.start_background(agent, prompt, panel)
-    result = nb.run_blocking(agent, prompt, panel)
+        handle = nb.start_background(agent, prompt, panel)
+        handle.add_done_callback(lambda _handle: job_cards.stop_following())
+        return handle
+    try:
+        result = nb.run_blocking(agent, prompt, panel)
+    finally:
+        job_cards.stop_following()
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.

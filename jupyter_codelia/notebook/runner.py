@@ -16,6 +16,7 @@ JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import queue
 import threading
@@ -28,10 +29,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
+from ..standard_tools.jobs import JobRegistry
 from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import ConfigError, Settings, tool_output_dir
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
+from .undo import NamespaceUndo
 
 if TYPE_CHECKING:
     from ..agent import Agent, ConfirmResponse
@@ -71,6 +74,14 @@ class NotebookAgent:
         self.flush_interval = FLUSH_INTERVAL
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
+        self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
+        # Shell jobs run in process groups of their own: without this they would outlive the
+        # kernel (python jobs are daemon threads and end with it anyway).
+        atexit.register(self.jobs.stop_all)
+        from .jobs import JobNotifier
+
+        self._job_notifier = JobNotifier(self.jobs, self.broadcast)
+        self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
 
     # ------------------------------------------------------------------ configuration
 
@@ -117,6 +128,7 @@ class NotebookAgent:
             settings.system_prompt,
             settings.python_timeout,
             settings.home,
+            settings.python_timeout_to_job,
         )
         current = self.agent
         if new_session:
@@ -138,9 +150,11 @@ class NotebookAgent:
             and key == self._agent_key
             and (session_id is None or session_id == current.session_id)
         ):
+            _configure_budget(current, settings)
             return current
         factory = _anthropic_factory(settings) if llm is None else None
         agent = self._build(settings, resume, llm if factory is None else factory())
+        _configure_budget(agent, settings)
         self.agent = agent
         self.tools = self._toolsets.get(agent)
         self._llm_factory = factory
@@ -163,11 +177,18 @@ class NotebookAgent:
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        extra = kernel_tools(shell=self.shell, default_timeout=settings.python_timeout)
+        extra = kernel_tools(
+            shell=self.shell,
+            default_timeout=settings.python_timeout,
+            jobs=self.jobs,
+            timeout_to_job=settings.python_timeout_to_job,
+            undo=self.undo,
+        )
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
             cache_dir=tool_output_dir(settings.home),
+            jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
             extra=extra,
@@ -296,6 +317,7 @@ class NotebookAgent:
             mode=mode,
         )
         self.active = run
+        self.undo.begin_run(run.run_id)
         started = RunStarted(
             run_id=run.run_id, session_id=run.session_id, prompt=prompt, source=source
         )
@@ -312,7 +334,8 @@ class NotebookAgent:
 
         final = ""
         try:
-            async for event in agent.run_stream(prompt, signal=run.signal, run_id=run.run_id):
+            turn_input = _with_job_notice(prompt, self.jobs.turn_notice())
+            async for event in agent.run_stream(turn_input, signal=run.signal, run_id=run.run_id):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
                 deliver(event)
@@ -485,6 +508,27 @@ class NotebookAgent:
         return RunHandle(run, task)
 
 
+def _configure_budget(agent: Agent, settings: Settings) -> None:
+    """This turn's budget: per-run limits apply to the turn, per-session ones to the agent's
+    session (a rebuilt agent, a new or resumed session, starts counting again)."""
+    from ..agent import BudgetLimits
+    from .config import budget_limits
+
+    agent.budget.configure(
+        run=BudgetLimits(**budget_limits(settings, "run")),
+        session=BudgetLimits(**budget_limits(settings, "session")),
+    )
+
+
+def _with_job_notice(prompt: str, notice: str | None) -> Any:
+    """The user's prompt, plus a second text block on background jobs when there is news."""
+    if notice is None:
+        return prompt
+    from ..llm.messages import TextPart
+
+    return [TextPart(text=prompt), TextPart(text=notice)]
+
+
 def parse_answer(answer: str) -> tuple[str, str | None]:
     """Map a typed approval answer to (decision, reason)."""
     text = (answer or "").strip()
@@ -515,7 +559,10 @@ def _system_prompt(settings: Settings) -> str:
         "You are codelia, a coding and data agent running inside the user's Jupyter kernel. "
         "Use the python tool to run code against the user's live variables (they share the "
         "namespace); list_variables and inspect_variable describe what exists. Plots you make "
-        "with matplotlib are returned to you as images. Plan multi-step work with the todo "
+        "with matplotlib are returned to you as images. For long work (training, slow queries, "
+        "servers) pass background: true to python or shell and watch the job with job_output / "
+        "job_wait instead of blocking; python results list the variables you changed, which "
+        "the user can undo. Plan multi-step work with the todo "
         "tools, keep the user informed briefly, and answer in concise markdown."
     )
     if settings.system_prompt:

@@ -54,7 +54,8 @@ export class CodeliaPanel extends Widget {
       openCacheEntry: refId => {
         this.toggleDrawer(this.cacheDrawer, true);
         void this.cache.open(refId);
-      }
+      },
+      stopJob: jobId => void this.stopJob(jobId)
     });
     this.cache = new CacheBrowser(() => this.connection);
     this.history = new SessionHistory(() => this.connection);
@@ -344,6 +345,21 @@ export class CodeliaPanel extends Widget {
       this.setStatus(`Stop failed: ${errorText(error)}`, 'error', run);
     } finally {
       this.stopButton.disabled = false;
+    }
+  }
+
+  /** Stop a background job; its card updates when the kernel's job.updated says it ended. */
+  private async stopJob(jobId: string): Promise<void> {
+    const connection = this._connection;
+    if (!connection) {
+      this.setStatus('Not connected to the kernel.', 'error');
+      return;
+    }
+    try {
+      const { result } = await connection.control('job.stop', { job_id: jobId });
+      await result;
+    } catch (error) {
+      this.setStatus(`Could not stop ${jobId}: ${errorText(error)}`, 'error');
     }
   }
 

@@ -35,6 +35,9 @@ export type ContentPart =
 
 export type HelloMessage = wire.Hello;
 
+/** A background job, as `job.updated` and `jobs.list` describe it. */
+export type JobView = wire.JobView;
+
 /** Everything the kernel sends on the comm (generated from jupyter_codelia/wire.py). */
 export type KernelMessage = wire.KernelMessage;
 

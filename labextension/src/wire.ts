@@ -14,7 +14,17 @@ export type AgentEventMessage = {
   type: 'agent.event';
   run_id: string;
   seq: number;
-  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | SessionForkedEvent | FinalEvent;
+  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | BudgetEvent | SessionForkedEvent | FinalEvent;
+};
+
+export type BudgetEvent = {
+  seq?: number | null;
+  type: 'budget';
+  run_spent: { [key: string]: number | null };
+  run_limits: { [key: string]: number };
+  session_spent: { [key: string]: number | null };
+  session_limits: { [key: string]: number };
+  reached?: string | null;
 };
 
 export type Citation = {
@@ -59,6 +69,28 @@ export type HiddenUserMessageEvent = {
   seq?: number | null;
   type: 'hidden_user_message';
   content: string;
+};
+
+export type JobProgress = {
+  percent: number;
+  done: string;
+  total: string;
+};
+
+export type JobUpdated = {
+  type: 'job.updated';
+  job: JobView;
+};
+
+export type JobView = {
+  job_id: string;
+  kind: 'python' | 'shell';
+  title: string;
+  state: 'running' | 'completed' | 'failed' | 'stopped';
+  elapsed_s: number;
+  summary?: string | null;
+  last_lines: Array<string>;
+  progress?: JobProgress | null;
 };
 
 export type LlmRetryEvent = {
@@ -260,4 +292,4 @@ export type UsageEvent = {
   web_fetch_requests?: number | null;
 };
 
-export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged;
+export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged | JobUpdated;
