@@ -27,7 +27,14 @@ log = logging.getLogger("jupyter_codelia.notebook.bridge")
 _DECISIONS = ("allow", "allow_remember", "deny")
 # Requests that only touch thread-safe state, so control() may serve them from a subshell.
 _CONTROL_SAFE = frozenset(
-    {"run.cancel", "permission.respond", "state.get", "sessions.list", "todos.get"}
+    {
+        "run.cancel",
+        "permission.respond",
+        "state.get",
+        "sessions.list",
+        "todos.get",
+        "notebook.reply",
+    }
 )
 
 
@@ -265,6 +272,17 @@ class Bridge:
     def _state_get(self, _data: dict[str, Any]) -> dict[str, Any]:
         return self.state()
 
+    def _notebook_reply(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The notebook front end's answer to a kernel request (see notebook/frontend.py)."""
+        from .frontend import frontend_for
+
+        reply_to = _field(data, "reply_to", str)
+        ok = bool(_field(data, "ok", bool))
+        error = _field(data, "error", str, required=False)
+        if not frontend_for(self.nb.shell).resolve(reply_to, ok, data.get("result"), error):
+            raise RequestError(f"notebook.reply: no open kernel request {reply_to!r}")
+        return {}
+
 
 _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "run.start": Bridge._run_start,
@@ -279,6 +297,7 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "cache.parts": Bridge._cache_parts,
     "todos.get": Bridge._todos_get,
     "state.get": Bridge._state_get,
+    "notebook.reply": Bridge._notebook_reply,
 }
 
 

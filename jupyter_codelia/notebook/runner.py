@@ -154,10 +154,12 @@ class NotebookAgent:
         from ..agent.permissions import PermissionPolicy
         from ..session import SessionStore, default_home
         from ..standard_tools import standard_tools
+        from .cell_tools import NotebookContext, notebook_tools
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
         extra = kernel_tools(shell=self.shell, default_timeout=settings.python_timeout)
+        extra += notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings)))
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
@@ -183,6 +185,19 @@ class NotebookAgent:
         )
         self._toolsets[agent] = tools
         return agent
+
+    def run_info(self, settings: Settings) -> dict[str, Any]:
+        """Who is acting right now, for the notebook tools' provenance metadata."""
+        active = self.active
+        if active is None:
+            return {"model": settings.model}
+        return {
+            "run_id": active.run_id,
+            "session_id": active.session_id,
+            "prompt": active.prompt,
+            "model": settings.model,
+            "blocking": active.mode == "blocking",
+        }
 
     def session_store(self) -> Any:
         from ..session import SessionStore, default_home

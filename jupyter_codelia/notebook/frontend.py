@@ -1,0 +1,187 @@
+"""Kernel → front end requests over the ``codelia.notebook`` comm (docs/comm-protocol.md).
+
+The kernel opens a comm with target ``codelia.notebook``; the JupyterLab / Notebook 7 extension
+registers that target on every notebook's kernel and answers the ``hello`` with its client id.
+Requests travel on that comm (kernel → front end messages go out on IOPub, so they arrive even
+while a cell is busy). Answers come back as ``notebook.reply`` requests: through
+:func:`jupyter_codelia.notebook.bridge.control` on a kernel subshell when the kernel has them
+(a busy cell does not block a subshell) or on the comm otherwise (delivered once the main shell
+is idle, which is enough for background runs).
+
+:meth:`FrontendClient.call` blocks the calling thread until the answer arrives; tools call it
+through ``asyncio.to_thread``. A kernel that no front end answers (nbclient, VS Code, classic
+Notebook) raises :class:`FrontendUnavailableError` after a short probe, remembered for a minute so
+headless runs do not pay the probe on every call.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+TARGET = "codelia.notebook"
+PROTOCOL_VERSION = 1
+PROBE_SECONDS = 5.0
+ABSENT_RETRY_SECONDS = 60.0
+DEFAULT_REPLY_SECONDS = 30.0
+NO_FRONTEND = (
+    "no JupyterLab or Notebook 7 tab with the jupyter-codelia extension answered for this "
+    "kernel (VS Code, Colab, classic Notebook and headless runs such as nbclient cannot show "
+    "agent edits)"
+)
+
+
+class FrontendError(RuntimeError):
+    """The front end answered a request with an error."""
+
+
+class FrontendUnavailableError(FrontendError):
+    """No front end answers: the notebook tools fall back or refuse."""
+
+
+class FrontendTimeoutError(FrontendError):
+    """A front end that answered before did not answer this request in time."""
+
+
+@dataclass
+class FrontendInfo:
+    client_id: str
+    client: str
+    path: str | None
+    subshells: bool
+
+
+class FrontendClient:
+    """One per kernel: the comm to the notebook front end and the open requests."""
+
+    def __init__(self, probe_seconds: float = PROBE_SECONDS) -> None:
+        self.probe_seconds = probe_seconds
+        self.info: FrontendInfo | None = None
+        self._comm: Any = None
+        self._pending: dict[str, concurrent.futures.Future[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self._connect_lock = threading.Lock()
+        self._absent_until = 0.0
+
+    # ------------------------------------------------------------------ answers
+
+    def resolve(self, reply_to: str, ok: bool, result: Any, error: str | None) -> bool:
+        """Deliver one ``notebook.reply`` (thread-safe); False when nobody waits for it."""
+        with self._lock:
+            future = self._pending.pop(reply_to, None)
+        if future is None or future.done():
+            return False
+        if ok:
+            future.set_result(result if isinstance(result, dict) else {})
+        else:
+            future.set_exception(FrontendError(error or "the front end refused the request"))
+        return True
+
+    def _on_comm_msg(self, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data")
+        if isinstance(data, dict) and isinstance(data.get("reply_to"), str):
+            ok, error = bool(data.get("ok")), data.get("error")
+            self.resolve(data["reply_to"], ok, data.get("result"), error)
+
+    def _on_comm_close(self, _msg: Any) -> None:
+        with self._lock:
+            self._comm = None
+            self.info = None
+
+    # ------------------------------------------------------------------ requests
+
+    def _wait(self, request_id: str, send: Any, timeout: float) -> dict[str, Any]:
+        future: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+        with self._lock:
+            self._pending[request_id] = future
+        try:
+            send()
+            return future.result(timeout)
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+
+    def connect(self) -> FrontendInfo:
+        """The answering front end, probing with a new comm when none is known."""
+        with self._connect_lock:
+            if self.info is not None and self._comm is not None:
+                return self.info
+            if time.monotonic() < self._absent_until:
+                raise FrontendUnavailableError(NO_FRONTEND)
+            request_id = uuid.uuid4().hex
+            holder: list[Any] = []
+
+            def open_comm() -> None:
+                from comm import create_comm
+
+                comm = create_comm(
+                    target_name=TARGET,
+                    data={"type": "hello", "request_id": request_id, "protocol": PROTOCOL_VERSION},
+                )
+                comm.on_msg(self._on_comm_msg)
+                comm.on_close(self._on_comm_close)
+                holder.append(comm)
+
+            try:
+                hello = self._wait(request_id, open_comm, self.probe_seconds)
+            except concurrent.futures.TimeoutError:
+                self._absent_until = time.monotonic() + ABSENT_RETRY_SECONDS
+                if holder:
+                    holder[0].close()
+                raise FrontendUnavailableError(NO_FRONTEND) from None
+            self._comm = holder[0]
+            self.info = FrontendInfo(
+                client_id=str(hello.get("client_id") or ""),
+                client=str(hello.get("client") or "jupyterlab"),
+                path=hello.get("path") if isinstance(hello.get("path"), str) else None,
+                subshells=bool(hello.get("subshells")),
+            )
+            return self.info
+
+    def forget(self) -> None:
+        """Drop the known front end (it stopped answering): the next call probes again."""
+        with self._lock:
+            comm, self._comm, self.info = self._comm, None, None
+        if comm is not None:
+            try:
+                comm.close()
+            except Exception:  # the comm may already be gone with its kernel
+                pass
+
+    def call(
+        self, action: str, params: dict[str, Any], timeout: float = DEFAULT_REPLY_SECONDS
+    ) -> dict[str, Any]:
+        """Send one request to the notebook front end and wait for its result."""
+        info = self.connect()
+        request_id = uuid.uuid4().hex
+        comm = self._comm
+        message = {
+            "type": "notebook.request",
+            "request_id": request_id,
+            "client_id": info.client_id,
+            "action": action,
+            "params": params,
+        }
+        try:
+            return self._wait(request_id, lambda: comm.send(message), timeout)
+        except concurrent.futures.TimeoutError:
+            self.forget()
+            raise FrontendTimeoutError(
+                f"the notebook front end did not answer {action} within {timeout:g} s "
+                "(was the tab closed or reloaded?)"
+            ) from None
+
+
+_CLIENT_KEY = "_codelia_frontend"
+
+
+def frontend_for(shell: Any) -> FrontendClient:
+    client = getattr(shell, _CLIENT_KEY, None)
+    if client is None:
+        client = FrontendClient()
+        setattr(shell, _CLIENT_KEY, client)
+    return client
