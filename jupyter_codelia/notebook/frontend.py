@@ -87,10 +87,16 @@ class FrontendClient:
             ok, error = bool(data.get("ok")), data.get("error")
             self.resolve(data["reply_to"], ok, data.get("result"), error)
 
-    def _on_comm_close(self, _msg: Any) -> None:
+    def forget(self) -> None:
+        """Drop the known front end: the next call greets whoever answers on a new comm.
+
+        The old comm is left open, not closed: a reloaded tab never knew it and would log
+        a "comm not found" error for the close.
+        """
         with self._lock:
             self._comm = None
             self.info = None
+        self._absent_until = 0.0
 
     # ------------------------------------------------------------------ requests
 
@@ -123,15 +129,12 @@ class FrontendClient:
                     data={"type": "hello", "request_id": request_id, "protocol": PROTOCOL_VERSION},
                 )
                 comm.on_msg(self._on_comm_msg)
-                comm.on_close(self._on_comm_close)
                 holder.append(comm)
 
             try:
                 hello = self._wait(request_id, open_comm, self.probe_seconds)
             except concurrent.futures.TimeoutError:
                 self._absent_until = time.monotonic() + ABSENT_RETRY_SECONDS
-                if holder:
-                    holder[0].close()
                 raise FrontendUnavailableError(NO_FRONTEND) from None
             self._comm = holder[0]
             self.info = FrontendInfo(
@@ -141,16 +144,6 @@ class FrontendClient:
                 subshells=bool(hello.get("subshells")),
             )
             return self.info
-
-    def forget(self) -> None:
-        """Drop the known front end (it stopped answering): the next call probes again."""
-        with self._lock:
-            comm, self._comm, self.info = self._comm, None, None
-        if comm is not None:
-            try:
-                comm.close()
-            except Exception:  # the comm may already be gone with its kernel
-                pass
 
     def call(
         self, action: str, params: dict[str, Any], timeout: float = DEFAULT_REPLY_SECONDS
@@ -177,6 +170,21 @@ class FrontendClient:
 
 
 _CLIENT_KEY = "_codelia_frontend"
+
+
+def tab_opened() -> None:
+    """A notebook tab (re)attached to this kernel: greet it before the next request.
+
+    The labextension calls this (a silent user expression) when it starts following a kernel,
+    so a reloaded page is asked for a hello instead of waiting out a request on a comm it never
+    saw. A no-op until the extension is loaded.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    client = getattr(shell, _CLIENT_KEY, None) if shell is not None else None
+    if client is not None:
+        client.forget()
 
 
 def frontend_for(shell: Any) -> FrontendClient:

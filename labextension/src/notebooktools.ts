@@ -29,6 +29,12 @@ import { JSONObject } from './protocol';
 export const NOTEBOOK_TARGET = 'codelia.notebook';
 export const BADGE_CLASS = 'jp-codelia-cell-badge';
 export const AGENT_CELL_CLASS = 'jp-codelia-agent-cell';
+const FRONTEND_MODULE = 'jupyter_codelia.notebook.frontend';
+// A no-op unless the agent already talked to a front end in this kernel: then it greets this
+// tab on a new comm before its next request (a reloaded page never saw the old comm).
+const TAB_OPENED =
+  `__import__('sys').modules['${FRONTEND_MODULE}'].tab_opened() ` +
+  `if '${FRONTEND_MODULE}' in __import__('sys').modules else None`;
 
 /** What the kernel stores in `metadata.codelia` of a cell the agent made or changed. */
 export interface Provenance {
@@ -185,6 +191,28 @@ export class NotebookToolsHandler implements IDisposable {
     kernel.registerCommTarget(NOTEBOOK_TARGET, (comm, msg) =>
       this.onOpen(kernel, comm, msg)
     );
+    void this.announce(kernel);
+  }
+
+  private async announce(kernel: Kernel.IKernelConnection): Promise<void> {
+    try {
+      const info = await kernel.info;
+      if (info.language_info.name !== 'python') {
+        return;
+      }
+      await kernel.requestExecute(
+        {
+          code: '',
+          silent: true,
+          store_history: false,
+          allow_stdin: false,
+          user_expressions: { codelia: TAB_OPENED }
+        },
+        true
+      ).done;
+    } catch {
+      // the kernel went away meanwhile; the next kernel is announced on its own
+    }
   }
 
   private onOpen(

@@ -117,6 +117,16 @@ class NotebookFrontEnd:
         return {"edit_id": "e-rep", "cell_id": params["cell_id"], "index": index}
 
 
+def _code(cell_id: str, source: str, count: int | None) -> dict[str, Any]:
+    return {
+        "id": cell_id,
+        "cell_type": "code",
+        "source": source,
+        "execution_count": count,
+        "metadata": {},
+    }
+
+
 def _cells() -> list[dict[str, Any]]:
     error = {
         "output_type": "error",
@@ -127,7 +137,13 @@ def _cells() -> list[dict[str, Any]]:
     return [
         {"id": "md0", "cell_type": "markdown", "source": "# Sales\n## Loading", "metadata": {}},
         {"id": "c1", "cell_type": "code", "source": "x = 1", "execution_count": 2, "metadata": {}},
-        {"id": "c2", "cell_type": "code", "source": "y = x + 2", "execution_count": 3, "metadata": {}},
+        {
+            "id": "c2",
+            "cell_type": "code",
+            "source": "y = x + 2",
+            "execution_count": 3,
+            "metadata": {},
+        },
         {
             "id": "c3",
             "cell_type": "code",
@@ -136,7 +152,13 @@ def _cells() -> list[dict[str, Any]]:
             "metadata": {},
             "outputs": [error],
         },
-        {"id": "c4", "cell_type": "code", "source": "z = 3", "execution_count": None, "metadata": {}},
+        {
+            "id": "c4",
+            "cell_type": "code",
+            "source": "z = 3",
+            "execution_count": None,
+            "metadata": {},
+        },
     ]
 
 
@@ -208,12 +230,13 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
     assert front.cells[2]["source"] == "Note"
 
     assert results[5][0] == (
-        "Error executing tool: The user is typing in cell #1 (id c1) right now; it was not changed. Tell them the "
-        "change you suggest, or edit it after they leave the cell."
+        "Error executing tool: The user is typing in cell #1 (id c1) right now; it was not "
+        "changed. Tell them the change you suggest, or edit it after they leave the cell."
     )
     assert front.cells[1]["source"] == "x = 1"
     assert results[6][0] == (
-        "Error executing tool: notebook_edit delete: no cell with id 'nope'; call notebook_read() for the current ids."
+        "Error executing tool: notebook_edit delete: no cell with id 'nope'; call "
+        "notebook_read() for the current ids."
     )
 
 
@@ -268,8 +291,8 @@ def test_without_a_front_end_tools_degrade_with_clear_messages(
     cell = results[1][0]
     assert "--- cell #2 · id answer · code · never ran\nx = 41\nx + 1" in cell
     assert results[2][0].startswith(
-        "Error executing tool: notebook_edit needs the live notebook and no JupyterLab or Notebook 7 tab with the "
-        "jupyter-codelia extension answered for this kernel"
+        "Error executing tool: notebook_edit needs the live notebook and no JupyterLab or "
+        "Notebook 7 tab with the jupyter-codelia extension answered for this kernel"
     )
     assert results[2][0].endswith(
         "Nothing was changed. Show the user the code to paste instead, or write a file with the "
@@ -280,6 +303,8 @@ def test_without_a_front_end_tools_degrade_with_clear_messages(
     history = results[4][0]
     assert "In [2]: x = 41\n        x + 1\nOut[2]: 42" in history
     assert "Stale cells (saved file): none" in history
-    assert results[6][0].startswith("Error executing tool: Cannot read the notebook: no JupyterLab or Notebook 7 tab")
+    assert results[6][0].startswith(
+        "Error executing tool: Cannot read the notebook: no JupyterLab or Notebook 7 tab"
+    )
     assert "does not know which .ipynb file it belongs to" in results[6][0]
     assert json.dumps(nb.cells[3].outputs).count("Read the saved notebook.") >= 1

@@ -1,0 +1,202 @@
+"""The agent's cell tools in real JupyterLab + Chromium: a blocking ``%%codelia`` run reads the
+notebook (text, error, PNG plot), inserts a cell, runs it, edits another; Revert from the badge's
+diff card; badge and metadata survive save and reload; stale detection after the person edits a
+cell that ran; a long cell run from the side panel returns "still running" and then its result."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from jupyter_codelia.testing import RecordedRequest, reply, tool_use
+
+from .conftest import NOTEBOOK_JS, WAIT_KERNEL_IDLE, Lab, TurnQueue, open_lab, write_notebook
+
+pytestmark = pytest.mark.browser
+
+PANEL = "#jp-codelia-panel"
+LOAD = "%load_ext jupyter_codelia\n%config Codelia.approval_mode = 'full-access'"
+PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
+BADGE = ".jp-codelia-cell-badge"
+
+
+def tool_result(request: RecordedRequest) -> tuple[str, list[str]]:
+    """(text, block types) of the tool result the request carries back to the model."""
+    block = next(b for b in request.messages[-1]["content"] if b.get("type") == "tool_result")
+    inner = block["content"]
+    if isinstance(inner, str):
+        return inner, ["text"]
+    return "".join(b.get("text", "") for b in inner), [b["type"] for b in inner]
+
+
+def cell_id(text: str, index: int) -> str:
+    match = re.search(rf"cell #{index} \(id ([\w-]+)\)|cell #{index} · id ([\w-]+)", text)
+    assert match, text
+    return match.group(1) or match.group(2)
+
+
+def run_index(page: Any, index: int) -> None:
+    page.evaluate(
+        """async (index) => {
+          const panel = NOTEBOOK_JS;
+          window.jupyterapp.shell.activateById(panel.id);
+          panel.content.activeCellIndex = index;
+          await window.jupyterapp.commands.execute('notebook:run-cell');
+        }""".replace("NOTEBOOK_JS", NOTEBOOK_JS),
+        index,
+    )
+
+
+def cells(page: Any) -> list[dict[str, Any]]:
+    return page.evaluate(
+        f"() => ({NOTEBOOK_JS}).model.toJSON().cells.map(c => ({{"
+        "source: Array.isArray(c.source) ? c.source.join('') : c.source, "
+        "count: c.execution_count, outputs: c.outputs || [], codelia: c.metadata.codelia }))"
+    )
+
+
+def add_cell(page: Any, source: str) -> None:
+    page.evaluate(
+        f"""(source) => {{ const model = ({NOTEBOOK_JS}).model;
+        model.sharedModel.insertCell(model.cells.length, {{cell_type: 'code', source}}); }}""",
+        source,
+    )
+
+
+def test_blocking_run_reads_inserts_runs_edits_and_reverts(
+    page: Any, lab: Lab, anthropic: TurnQueue
+) -> None:
+    write_notebook(
+        lab.root, "tools.ipynb", [LOAD, PLOT, "1/0", "print('hello')", "%%codelia\nwork on it"]
+    )
+    open_lab(page, lab, "tools.ipynb")
+    page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+    for index in range(4):
+        run_index(page, index)
+
+    seen: dict[str, str] = {}
+
+    def run_inserted(request: RecordedRequest) -> Any:
+        text, _ = tool_result(request)
+        seen["inserted"] = cell_id(text, 5)
+        return reply(tool_use("notebook_run", {"cell_ids": [seen["inserted"]]}))
+
+    def insert_after_reading(request: RecordedRequest) -> Any:
+        seen["hello"] = cell_id(tool_result(request)[0], 3)
+        args = {"action": "insert", "index": 5, "source": "6 * 7"}
+        return reply(tool_use("notebook_edit", args))
+
+    def edit_hello(request: RecordedRequest) -> Any:
+        args = {"cell_id": seen["hello"], "old_string": "hello", "new_string": "hello world"}
+        return reply(tool_use("notebook_edit", {"action": "replace", **args}))
+
+    anthropic.queue(
+        reply(tool_use("notebook_read", {})),
+        reply(tool_use("notebook_read", {"start": 1, "end": 4, "images": True})),
+        insert_after_reading,
+        run_inserted,
+        edit_hello,
+        reply("Done."),
+    )
+    start = len(anthropic.requests)
+    run_index(page, 4)
+    requests = anthropic.requests[start:]
+    assert len(requests) == 6
+
+    outline = tool_result(requests[1])[0]
+    assert "tools.ipynb (live" in outline and ": 5 cells (5 code, 0 markdown)." in outline
+    assert "Errors: #2" in outline
+    read, kinds = tool_result(requests[2])
+    assert "[error] ZeroDivisionError: division by zero" in read
+    assert "[stdout]\nhello" in read
+    assert "[display] image/png image (attached)" in read
+    assert kinds.count("image") == 1
+    inserted = tool_result(requests[3])[0]
+    assert "Inserted code cell #5" in inserted and "+6 * 7" in inserted
+    ran = tool_result(requests[4])[0]
+    assert re.search(r"ran as \[\d+\]:\n\[result\]\n42", ran), ran
+    assert "Replaced the source of cell #3" in tool_result(requests[5])[0]
+
+    now = cells(page)
+    assert now[5]["source"] == "6 * 7"
+    assert now[5]["outputs"][0]["data"]["text/plain"] == "42"
+    assert now[5]["codelia"]["action"] == "insert"
+    assert now[5]["codelia"]["prompt"] == "work on it"
+    assert now[3]["source"] == "print('hello world')"
+    assert now[3]["codelia"]["action"] == "replace"
+    page.locator(BADGE).nth(1).wait_for()
+    assert page.locator(BADGE).count() == 2
+
+    # Revert the edit of cell 3 from its badge's diff card.
+    hello_cell = page.locator(".jp-Notebook .jp-Cell").nth(3)
+    hello_cell.locator(BADGE).click()
+    card = hello_cell.locator(".jp-codelia-edit-card")
+    assert "+ print('hello world')" in card.inner_text()
+    card.locator("button", has_text="Revert").first.click()
+    page.wait_for_function(
+        f"() => ({NOTEBOOK_JS}).model.cells.get(3).sharedModel.getSource() === \"print('hello')\""
+    )
+    assert cells(page)[3]["codelia"] is None
+    page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 1")
+
+    # Save, reload: the inserted cell keeps its metadata and badge.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(f"() => !({NOTEBOOK_JS}).model.dirty")
+    open_lab(page, lab, "tools.ipynb")
+    page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+    page.locator(BADGE).first.wait_for()
+    assert page.locator(BADGE).count() == 1
+    assert "work on it" in page.locator(BADGE).first.get_attribute("title")
+
+    # The person changes cell 3 after it ran: kernel_history reports it stale.
+    page.evaluate(
+        f"() => ({NOTEBOOK_JS}).model.cells.get(3).sharedModel.setSource(\"print('bye')\")"
+    )
+    add_cell(page, "%%codelia\nanything stale?")
+    anthropic.queue(reply(tool_use("kernel_history", {})), reply("Cell 3 is stale."))
+    start = len(anthropic.requests)
+    run_index(page, 6)
+    history = tool_result(anthropic.requests[start + 1])[0]
+    assert "Stale cells (live notebook): changed after the kernel ran them:" in history
+    assert "cell #3 (id " in history and "; what ran:\n    print('hello')" in history
+
+
+def test_side_panel_run_returns_still_running_then_the_result(
+    page: Any, lab: Lab, anthropic: TurnQueue
+) -> None:
+    long_cell = "import time\nprint('start')\ntime.sleep(4)\nprint('end')"
+    write_notebook(lab.root, "long.ipynb", [LOAD, long_cell])
+    open_lab(page, lab, "long.ipynb")
+    page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+    run_index(page, 0)
+    seen: dict[str, str] = {}
+
+    def first_run(request: RecordedRequest) -> Any:
+        seen["id"] = cell_id(tool_result(request)[0], 1)
+        return reply(tool_use("notebook_run", {"cell_ids": [seen["id"]], "wait_seconds": 1}))
+
+    def second_run(request: RecordedRequest) -> Any:
+        return reply(tool_use("notebook_run", {"cell_ids": [seen["id"]], "wait_seconds": 60}))
+
+    anthropic.queue(
+        reply(tool_use("notebook_read", {"start": 1, "end": 2})),
+        first_run,
+        second_run,
+        reply("It printed start and end."),
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('codelia:open')")
+    page.wait_for_selector(f'{PANEL} .jp-codelia-kernel[data-state="ready"]')
+    start = len(anthropic.requests)
+    box = page.locator(f"{PANEL} .jp-codelia-input")
+    box.fill("run the long cell")
+    box.press("Enter")
+    page.locator(f"{PANEL} .jp-codelia-final").wait_for()
+    requests = anthropic.requests[start:]
+    first = tool_result(requests[2])[0]
+    assert "is STILL RUNNING; output so far" in first
+    assert "[stdout]\nstart" in first and "end" not in first.split("output so far")[1]
+    second = tool_result(requests[3])[0]
+    assert re.search(r"ran as \[\d+\]:\n\[stdout\]\nstart\nend", second), second
+    assert cells(page)[1]["outputs"][0]["text"] == "start\nend\n"
