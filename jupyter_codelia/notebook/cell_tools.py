@@ -317,6 +317,21 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
     ]
 
 
+async def outline_for_turn(context: NotebookContext) -> str | None:
+    """The live notebook's outline for the next request; None when no tab can answer.
+
+    Never falls back to the saved file: the per-turn context must not cost a disk read of a
+    large notebook, and ``notebook_read`` is there when the model wants the saved state.
+    """
+    if not context.frontend.tab_seen:
+        return None
+    try:
+        snapshot = await context.live()
+    except (FrontendError, ToolError):
+        return None
+    return nbcells.outline(snapshot, context.history())
+
+
 def _with_images(text: str, images: list[tuple[bytes, nbcells.ImageMime]]) -> Any:
     if not images:
         return text

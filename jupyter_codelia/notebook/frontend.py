@@ -31,7 +31,7 @@ DEFAULT_REPLY_SECONDS = 30.0
 NO_FRONTEND = (
     "no JupyterLab or Notebook 7 tab with the jupyter-codelia extension answered for this "
     "kernel (VS Code, Colab, classic Notebook and headless runs such as nbclient cannot show "
-    "agent edits)"
+    "agent edits; a JupyterLab tab opened before jupyter-codelia was installed needs a reload)"
 )
 
 
@@ -66,6 +66,13 @@ class FrontendClient:
         self._lock = threading.Lock()
         self._connect_lock = threading.Lock()
         self._absent_until = 0.0
+        # Set when a labextension tab announced itself; until then no front end can answer,
+        # so headless kernels (nbclient, VS Code) never wait for a probe.
+        self.tab_seen = False
+
+    def tab_opened(self) -> None:
+        self.tab_seen = True
+        self.forget()
 
     # ------------------------------------------------------------------ answers
 
@@ -116,7 +123,7 @@ class FrontendClient:
         with self._connect_lock:
             if self.info is not None and self._comm is not None:
                 return self.info
-            if time.monotonic() < self._absent_until:
+            if not self.tab_seen or time.monotonic() < self._absent_until:
                 raise FrontendUnavailableError(NO_FRONTEND)
             request_id = uuid.uuid4().hex
             holder: list[Any] = []
@@ -176,15 +183,14 @@ def tab_opened() -> None:
     """A notebook tab (re)attached to this kernel: greet it before the next request.
 
     The labextension calls this (a silent user expression) when it starts following a kernel,
-    so a reloaded page is asked for a hello instead of waiting out a request on a comm it never
-    saw. A no-op until the extension is loaded.
+    so the tools know a front end can answer, and a reloaded page is asked for a hello instead
+    of a request waiting out its timeout on a comm the page never saw.
     """
     from IPython import get_ipython
 
     shell = get_ipython()
-    client = getattr(shell, _CLIENT_KEY, None) if shell is not None else None
-    if client is not None:
-        client.forget()
+    if shell is not None:
+        frontend_for(shell).tab_opened()
 
 
 def frontend_for(shell: Any) -> FrontendClient:

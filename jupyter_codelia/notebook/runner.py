@@ -69,6 +69,9 @@ class NotebookAgent:
         self.flush_interval = FLUSH_INTERVAL
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
+        # The notebook outline last sent per session: a turn carries it only when it changed,
+        # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
+        self._outlines: dict[str, str] = {}
 
     # ------------------------------------------------------------------ configuration
 
@@ -308,6 +311,7 @@ class NotebookAgent:
 
         final = ""
         try:
+            prompt = await self._with_outline(agent, prompt)
             async for event in agent.run_stream(prompt, signal=run.signal, run_id=run.run_id):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
@@ -323,6 +327,16 @@ class NotebookAgent:
         if run.signal.is_set():
             return "cancelled", final, None
         return "completed", final, None
+
+    async def _with_outline(self, agent: Agent, prompt: str) -> str:
+        """``prompt`` plus the live notebook outline when a tab answers and it changed."""
+        from .cell_tools import NotebookContext, outline_for_turn
+
+        outline = await outline_for_turn(NotebookContext(self.shell))
+        if outline is None or self._outlines.get(agent.session_id) == outline:
+            return prompt
+        self._outlines[agent.session_id] = outline
+        return f"{prompt}\n\n<notebook_outline>\n{outline}\n</notebook_outline>"
 
     def _deny_leftovers(self, run_id: str) -> None:
         with self._lock:

@@ -30,11 +30,11 @@ export const NOTEBOOK_TARGET = 'codelia.notebook';
 export const BADGE_CLASS = 'jp-codelia-cell-badge';
 export const AGENT_CELL_CLASS = 'jp-codelia-agent-cell';
 const FRONTEND_MODULE = 'jupyter_codelia.notebook.frontend';
-// A no-op unless the agent already talked to a front end in this kernel: then it greets this
-// tab on a new comm before its next request (a reloaded page never saw the old comm).
+// Tells the kernel a tab that can answer the cell tools is attached (a reloaded page is greeted
+// on a new comm); does nothing in a kernel without jupyter-codelia installed.
 const TAB_OPENED =
-  `__import__('sys').modules['${FRONTEND_MODULE}'].tab_opened() ` +
-  `if '${FRONTEND_MODULE}' in __import__('sys').modules else None`;
+  `__import__('${FRONTEND_MODULE}', fromlist=['x']).tab_opened() ` +
+  "if __import__('importlib.util', fromlist=['x']).find_spec('jupyter_codelia') else None";
 
 /** What the kernel stores in `metadata.codelia` of a cell the agent made or changed. */
 export interface Provenance {

@@ -18,6 +18,7 @@ from jupyter_codelia.testing import RecordedRequest, ScriptedAnthropicServer, re
 
 from .test_notebook_bridge import _control_on_subshell, _subshell
 
+FRONTEND_MODULE = "jupyter_codelia.notebook.frontend"
 TRUSTED = "%load_ext jupyter_codelia\n%config Codelia.approval_mode = 'trusted'"
 
 
@@ -41,6 +42,8 @@ class NotebookFrontEnd:
 
     def __init__(self, kernel: Any, cells: list[dict[str, Any]], scratch: Path) -> None:
         self.kernel = kernel
+        # What the labextension does when it attaches to a kernel.
+        kernel.execute(f"__import__({FRONTEND_MODULE!r}, fromlist=['x']).tab_opened()")
         self.cells = cells
         self.scratch = scratch
         self.subshell = _subshell(kernel)
@@ -193,6 +196,19 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
         run = kernel.execute("%%codelia\ntidy the notebook", during=front.poll)
         assert run.status == "ok", run.reply
         results = [tool_results(r) for r in server.requests[1:]]
+        first_prompt = json.dumps(server.requests[0].messages[-1]["content"])
+        # The notebook changed (the agent edited it): the next turn carries the new outline;
+        # a turn after that, with nothing changed, carries none.
+        server.add(reply(text("ok")), reply(text("ok")))
+        kernel.execute("%%codelia\nagain", during=front.poll)
+        kernel.execute("%%codelia\nonce more", during=front.poll)
+        second_prompt = json.dumps(server.requests[-2].messages[-1]["content"])
+        third_prompt = json.dumps(server.requests[-1].messages[-1]["content"])
+
+    assert "tidy the notebook\\n\\n<notebook_outline>\\nNotebook analysis.ipynb" in first_prompt
+    assert "Stale (source changed after it ran): #2" in first_prompt
+    assert "<notebook_outline>" in second_prompt and "Agent-edited: #2-3" in second_prompt
+    assert "<notebook_outline>" not in third_prompt and "once more" in third_prompt
 
     outline = results[0][0]
     assert "analysis.ipynb (live, unsaved changes): 5 cells (4 code, 1 markdown)" in outline
