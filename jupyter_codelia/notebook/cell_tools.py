@@ -81,17 +81,18 @@ class NotebookContext:
     async def call(self, action: str, params: dict[str, Any], timeout: float = 30.0) -> Any:
         return await asyncio.to_thread(self.frontend.call, action, params, timeout)
 
-    async def live(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
-        raw = await self.call("snapshot", {"outputs_for": outputs_for})
+    def live_now(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
+        """The live notebook from the front end (blocks this thread for the round trip)."""
+        raw = self.frontend.call("snapshot", {"outputs_for": outputs_for})
         try:
             return nbcells.NotebookSnapshot.model_validate({**raw, "source": "live"})
         except ValidationError as exc:
             raise ToolError(f"the front end sent a malformed notebook snapshot: {exc}") from None
 
-    async def snapshot(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
+    def snapshot_now(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
         """The live notebook, or the saved file when no front end answers."""
         try:
-            return await self.live(outputs_for)
+            return self.live_now(outputs_for)
         except FrontendUnavailableError as exc:
             path = self.saved_path()
             if path is None:
@@ -106,6 +107,12 @@ class NotebookContext:
                 raise ToolError(str(file_error)) from None
         except FrontendError as exc:
             raise ToolError(f"Cannot read the notebook: {exc}") from None
+
+    async def live(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
+        return await asyncio.to_thread(self.live_now, outputs_for)
+
+    async def snapshot(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
+        return await asyncio.to_thread(self.snapshot_now, outputs_for)
 
     def provenance(self, ctx: ToolContext, action: str) -> dict[str, Any]:
         info = self.run_info()
@@ -330,6 +337,16 @@ async def outline_for_turn(context: NotebookContext) -> str | None:
     except (FrontendError, ToolError):
         return None
     return nbcells.outline(snapshot, context.history())
+
+
+def provenance_table(snapshot: nbcells.NotebookSnapshot) -> list[dict[str, Any]]:
+    """The agent-made cells of the notebook with their ``metadata.codelia`` (for the magic)."""
+    rows: list[dict[str, Any]] = []
+    for index, cell in enumerate(snapshot.cells):
+        provenance = cell.metadata.get("codelia")
+        if isinstance(provenance, dict):
+            rows.append({"index": index, "id": cell.id, **provenance})
+    return rows
 
 
 def _with_images(text: str, images: list[tuple[bytes, nbcells.ImageMime]]) -> Any:

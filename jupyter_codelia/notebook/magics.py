@@ -18,7 +18,7 @@ from .config import API_KEY_HELP, APPROVAL_MODES, Codelia, ConfigError, api_key_
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "provenance", "stop")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -41,6 +41,7 @@ Subcommands:
   %codelia todos         show the session's todo list
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
+  %codelia provenance    list the notebook's cells the agent inserted or edited
   %codelia stop          stop the active background run
   %codelia help          this text
 

@@ -202,6 +202,7 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
         server.add(reply(text("ok")), reply(text("ok")))
         kernel.execute("%%codelia\nagain", during=front.poll)
         kernel.execute("%%codelia\nonce more", during=front.poll)
+        listed = kernel.execute("%codelia provenance", during=front.poll)
         second_prompt = json.dumps(server.requests[-2].messages[-1]["content"])
         third_prompt = json.dumps(server.requests[-1].messages[-1]["content"])
 
@@ -209,6 +210,11 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
     assert "Stale (source changed after it ran): #2" in first_prompt
     assert "<notebook_outline>" in second_prompt and "Agent-edited: #2-3" in second_prompt
     assert "<notebook_outline>" not in third_prompt and "once more" in third_prompt
+    table = next(m for m in listed.messages if m["msg_type"] == "display_data")
+    html = table["content"]["data"]["text/html"]
+    assert html.startswith("<p>2 agent-edited cell(s) in the live notebook:</p>")
+    assert "<td>2</td><td>new5</td><td>insert</td>" in html
+    assert "<td>3</td><td>c2</td><td>replace</td>" in html and "tidy the notebook" in html
 
     outline = results[0][0]
     assert "analysis.ipynb (live, unsaved changes): 5 cells (4 code, 1 markdown)" in outline
@@ -278,6 +284,7 @@ def test_without_a_front_end_tools_degrade_with_clear_messages(
         nbformat.v4.new_code_cell(TRUSTED.replace("trusted", "full-access"), id="load"),
         answer,
         nbformat.v4.new_code_cell("%%codelia\nwhat is in the notebook?", id="ask"),
+        nbformat.v4.new_code_cell("%codelia provenance", id="provenance"),
         nbformat.v4.new_code_cell(
             "import os\ndel __session__\nos.environ.pop('JPY_SESSION_NAME')", id="forget"
         ),
@@ -301,7 +308,7 @@ def test_without_a_front_end_tools_degrade_with_clear_messages(
     outline = results[0][0]
     assert outline.startswith(
         "Notebook headless.ipynb (last SAVED state read from disk: no live notebook answered, "
-        "so unsaved edits and outputs are missing): 6 cells (5 code, 1 markdown)."
+        "so unsaved edits and outputs are missing): 7 cells (6 code, 1 markdown)."
     )
     assert "#0 Headless" in outline
     cell = results[1][0]
@@ -324,3 +331,6 @@ def test_without_a_front_end_tools_degrade_with_clear_messages(
     )
     assert "does not know which .ipynb file it belongs to" in results[6][0]
     assert json.dumps(nb.cells[3].outputs).count("Read the saved notebook.") >= 1
+    assert nb.cells[4].outputs[0]["text"] == (
+        f"No cell of {path} (as saved) was made or changed by the agent.\n"
+    )
