@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..llm.messages import ImagePart, TextPart
 from ..standard_tools._edit_match import explain_no_match, find_exact
-from ..standard_tools.diff import unified_diff
+from ..standard_tools.diff import diff_payload, unified_diff
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import cells as nbcells
 from .frontend import FrontendClient, FrontendError, FrontendUnavailableError, frontend_for
@@ -242,7 +242,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
         )
         return _with_images(rendered.text, rendered.images)
 
-    async def notebook_edit(args: NotebookEditInput, ctx: ToolContext) -> str:
+    async def notebook_edit(args: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
         try:
             snapshot = await context.live()
         except FrontendUnavailableError as exc:
@@ -258,7 +258,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             result = await context.call("edit", params)
         except FrontendError as exc:
             raise ToolError(f"notebook_edit: {exc}") from None
-        return _edit_report(args, params, result)
+        return _edit_report(params, result)
 
     async def notebook_run(args: NotebookRunInput, ctx: ToolContext) -> Any:
         blocking = bool(context.run_info().get("blocking"))
@@ -434,23 +434,30 @@ def _replaced_source(args: NotebookEditInput, cell: nbcells.CellView) -> str:
     return args.source
 
 
-def _edit_report(args: NotebookEditInput, params: dict[str, Any], result: dict[str, Any]) -> str:
+def _edit_report(params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """The edit's summary and cell diff, in the JSON shape of ``edit`` (panels colour the diff)."""
     index = result.get("index", params.get("index"))
     cell_id = result.get("cell_id", params.get("cell_id"))
     where = f"cell #{index} (id {cell_id})"
-    edit_id = result.get("edit_id")
-    tail = f"\n(edit {edit_id}; the user can revert it)" if edit_id else ""
     op = params["op"]
+    before, after = params.get("expected_source", ""), params.get("source", "")
     if op == "insert":
-        diff = unified_diff(f"cell #{index}", "", params["source"])
-        return f"Inserted {params['cell_type']} {where}.\n{diff}{tail}"
-    if op == "delete":
-        diff = unified_diff(f"cell #{index}", params["expected_source"], "")
-        return f"Deleted {where}.\n{diff}{tail}"
-    if op == "move":
-        return f"Moved cell {cell_id} from #{params['from_index']} to #{params['index']}.{tail}"
-    diff = unified_diff(f"cell #{index}", params["expected_source"], params["source"])
-    return f"Replaced the source of {where}.\n{diff or '(no change)'}{tail}"
+        summary, before = f"Inserted {params['cell_type']} {where}.", ""
+    elif op == "delete":
+        summary, after = f"Deleted {where}.", ""
+    elif op == "move":
+        summary = f"Moved cell {cell_id} from #{params['from_index']} to #{params['index']}."
+        before = after = ""
+    else:
+        summary = f"Replaced the source of {where}."
+    report: dict[str, Any] = {"summary": summary, "cell_id": cell_id, "index": index}
+    if result.get("edit_id"):
+        report["edit_id"] = result["edit_id"]
+        report["revert"] = "the user can revert this edit from the cell's codelia badge"
+    report.update(
+        diff_payload(unified_diff(f"cell #{index}", before, after), tool_name="notebook_edit")
+    )
+    return report
 
 
 # ---------------------------------------------------------------------- run

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._text import compact_json
 
-DIFF_TOOLS = frozenset({"write", "edit", "apply_patch"})
+DIFF_TOOLS = frozenset({"write", "edit", "apply_patch", "notebook_edit"})
 
 _TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑"}
 _TODO_STYLES = {

@@ -5,6 +5,7 @@ cell that ran; a long cell run from the side panel returns "still running" and t
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -79,8 +80,7 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     seen: dict[str, str] = {}
 
     def run_inserted(request: RecordedRequest) -> Any:
-        text, _ = tool_result(request)
-        seen["inserted"] = cell_id(text, 5)
+        seen["inserted"] = json.loads(tool_result(request)[0])["cell_id"]
         return reply(tool_use("notebook_run", {"cell_ids": [seen["inserted"]]}))
 
     def insert_after_reading(request: RecordedRequest) -> Any:
@@ -113,11 +113,12 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     assert "[stdout]\nhello" in read
     assert "[display] image/png image (attached)" in read
     assert kinds.count("image") == 1
-    inserted = tool_result(requests[3])[0]
-    assert "Inserted code cell #5" in inserted and "+6 * 7" in inserted
+    inserted = json.loads(tool_result(requests[3])[0])
+    assert inserted["summary"].startswith("Inserted code cell #5") and "+6 * 7" in inserted["diff"]
     ran = tool_result(requests[4])[0]
     assert re.search(r"ran as \[\d+\]:\n\[result\]\n42", ran), ran
-    assert "Replaced the source of cell #3" in tool_result(requests[5])[0]
+    replaced = json.loads(tool_result(requests[5])[0])
+    assert replaced["summary"].startswith("Replaced the source of cell #3")
 
     now = cells(page)
     assert now[5]["source"] == "6 * 7"

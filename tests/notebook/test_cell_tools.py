@@ -235,9 +235,10 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
     assert "In [2]: x = 1" in history and "In [3]: y = x + 1" in history
     assert "cell #2 (id c2) ran as [3]; what ran:\n    y = x + 1" in history
 
-    replaced = results[3][0]
-    assert "Replaced the source of cell #2 (id c2)." in replaced
-    assert "-y = x + 2\n+y = x + 1" in replaced
+    replaced = json.loads(results[3][0])
+    assert replaced["summary"] == "Replaced the source of cell #2 (id c2)."
+    assert replaced["edit_id"] == "e-rep" and replaced["cell_id"] == "c2"
+    assert "-y = x + 2\n+y = x + 1" in replaced["diff"]
     by_id = {cell["id"]: cell for cell in front.cells}
     assert by_id["c2"]["source"] == "y = x + 1"
     provenance = by_id["c2"]["metadata"]["codelia"]
@@ -246,8 +247,9 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
     assert provenance["tool_call_id"] and provenance["run_id"] and provenance["session_id"]
     assert provenance["model"].startswith("claude")
 
-    inserted = results[4][0]
-    assert "Inserted markdown cell #2 (id new5)." in inserted
+    inserted = json.loads(results[4][0])
+    assert inserted["summary"] == "Inserted markdown cell #2 (id new5)."
+    assert "+Note" in inserted["diff"]
     assert [c["id"] for c in front.cells] == ["md0", "c1", "new5", "c2", "c3", "c4"]
     assert front.cells[2]["source"] == "Note"
 
