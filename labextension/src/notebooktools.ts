@@ -247,9 +247,16 @@ export class NotebookToolsHandler implements IDisposable {
       return; // meant for another tab on the same kernel
     }
     const params = (data.params ?? {}) as JSONObject;
+    if (data.action === 'ping' && params.via === 'comm') {
+      // A plain comm echo: the baseline bench/notebook_tools.py compares requests against.
+      comm.send({ type: 'notebook.reply', reply_to: requestId, ok: true, result: {} });
+      return;
+    }
     try {
       let result: JSONObject;
-      if (data.action === 'snapshot') {
+      if (data.action === 'ping') {
+        result = {};
+      } else if (data.action === 'snapshot') {
         result = this.snapshot(params);
       } else if (data.action === 'edit') {
         result = this.edit(params);
