@@ -23,6 +23,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { UUID } from '@lumino/coreutils';
 import { IDisposable } from '@lumino/disposable';
 
+import { lineDiff } from './celldiff';
 import { executeControl, openControlSubshell } from './connection';
 import { JSONObject } from './protocol';
 
@@ -69,30 +70,6 @@ interface RunJob {
 }
 
 class RequestFailed extends Error {}
-
-/** A short line diff (for the badge popover): removed lines, then added ones. */
-export function lineDiff(
-  before: string,
-  after: string
-): { sign: string; text: string }[] {
-  const a = before.split('\n');
-  const b = after.split('\n');
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) {
-    start++;
-  }
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
-  return [
-    ...a.slice(Math.max(0, start - 1), start).map(text => ({ sign: ' ', text })),
-    ...a.slice(start, endA).map(text => ({ sign: '-', text })),
-    ...b.slice(start, endB).map(text => ({ sign: '+', text }))
-  ];
-}
 
 export class NotebookToolsHandler implements IDisposable {
   constructor(readonly panel: NotebookPanel) {
