@@ -271,8 +271,10 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
         }
         if blocking:
             _reserve_execution_count(context.shell)
+        still_running = False
         try:
             result = await context.call("run", params, timeout=args.wait_seconds + 30)
+            still_running = any(c.get("status") == "running" for c in result.get("cells") or [])
         except FrontendUnavailableError as exc:
             raise ToolError(
                 f"notebook_run needs the live notebook and {exc}. Nothing was run; use the "
@@ -281,9 +283,11 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
         except FrontendError as exc:
             raise ToolError(f"notebook_run: {exc}") from None
         finally:
-            if blocking:
+            # A cell still running on the subshell increments the count when it ends; the
+            # call that sees it finish hands the count back.
+            if blocking and not still_running:
                 _release_execution_count(context.shell)
-        return _run_report(result, context.history())
+        return _run_report(result)
 
     def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> Any:
         return _history_report(args, context)
@@ -467,7 +471,8 @@ def _reserve_execution_count(shell: Any) -> None:
     """Give a subshell run its own execution count while a %%codelia cell holds the current one.
 
     IPython numbers a cell with ``execution_count`` and appends it to ``In``; the busy magic cell
-    already owns ``len(In) - 1``, so the subshell's cell gets ``len(In)``.
+    already owns ``len(In) - 1``, so the subshell's cell gets ``len(In)`` (a no-op when a
+    previous call left a still-running cell's count reserved).
     """
     manager = getattr(shell, "history_manager", None)
     if manager is not None:
@@ -481,7 +486,7 @@ def _release_execution_count(shell: Any) -> None:
         shell.execution_count = len(manager.input_hist_raw) - 1
 
 
-def _run_report(result: dict[str, Any], history: nbcells.KernelHistory | None) -> Any:
+def _run_report(result: dict[str, Any]) -> Any:
     blocks: list[str] = []
     images: list[tuple[bytes, nbcells.ImageMime]] = []
     for raw in result.get("cells") or []:

@@ -71,8 +71,48 @@ interface RunJob {
 
 class RequestFailed extends Error {}
 
+/** Every open notebook's handler, so the side panel's edit cards can revert an edit. */
+const handlers = new Set<NotebookToolsHandler>();
+
+/**
+ * A Revert button for a `notebook_edit` tool card (side panel), or null when the result names
+ * no edit of a notebook open in this page.
+ */
+export function revertButton(tool: string, result: string | null): HTMLElement | null {
+  if (tool !== 'notebook_edit' || !result || !result.startsWith('{')) {
+    return null;
+  }
+  let editId: unknown;
+  try {
+    editId = (JSON.parse(result) as JSONObject).edit_id;
+  } catch {
+    return null;
+  }
+  const owner = [...handlers].find(h => h.edits.some(e => e.edit_id === editId));
+  if (!owner || typeof editId !== 'string') {
+    return null;
+  }
+  const row = document.createElement('div');
+  row.className = 'jp-codelia-edit-actions';
+  const button = document.createElement('button');
+  button.className = 'jp-codelia-edit-revert';
+  button.textContent = 'Revert';
+  const status = document.createElement('span');
+  const reverted = () => owner.edits.find(e => e.edit_id === editId)?.reverted === true;
+  button.disabled = reverted();
+  status.textContent = reverted() ? 'Reverted.' : '';
+  button.addEventListener('click', () => {
+    const problem = owner.revert(editId);
+    status.textContent = problem ?? 'Reverted.';
+    button.disabled = reverted();
+  });
+  row.append(button, status);
+  return row;
+}
+
 export class NotebookToolsHandler implements IDisposable {
   constructor(readonly panel: NotebookPanel) {
+    handlers.add(this);
     panel.sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     panel.context.ready.then(() => this.watchModel()).catch(() => undefined);
     void panel.sessionContext.ready.then(() => this.register(this.kernel));
@@ -94,6 +134,7 @@ export class NotebookToolsHandler implements IDisposable {
       return;
     }
     this._disposed = true;
+    handlers.delete(this);
     this.panel.sessionContext.kernelChanged.disconnect(this.onKernelChanged, this);
     void this._subshell?.then(kernel => kernel?.dispose());
   }

@@ -201,3 +201,37 @@ def test_side_panel_run_returns_still_running_then_the_result(
     second = tool_result(requests[3])[0]
     assert re.search(r"ran as \[\d+\]:\n\[stdout\]\nstart\nend", second), second
     assert cells(page)[1]["outputs"][0]["text"] == "start\nend\n"
+
+
+def test_side_panel_edit_card_shows_the_diff_and_reverts(
+    page: Any, lab: Lab, anthropic: TurnQueue
+) -> None:
+    write_notebook(lab.root, "revert.ipynb", [LOAD, "a = 1"])
+    open_lab(page, lab, "revert.ipynb")
+    page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+    run_index(page, 0)
+
+    def edit_cell(request: RecordedRequest) -> Any:
+        target = cell_id(tool_result(request)[0], 1)
+        args = {"action": "replace", "cell_id": target, "source": "a = 2"}
+        return reply(tool_use("notebook_edit", args))
+
+    anthropic.queue(
+        reply(tool_use("notebook_read", {"start": 1, "end": 2})), edit_cell, reply("Set a = 2.")
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('codelia:open')")
+    page.wait_for_selector(f'{PANEL} .jp-codelia-kernel[data-state="ready"]')
+    box = page.locator(f"{PANEL} .jp-codelia-input")
+    box.fill("set a to 2")
+    box.press("Enter")
+    page.locator(f"{PANEL} .jp-codelia-final").wait_for()
+    card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="notebook_edit")
+    assert "+a = 2" in card.locator(".jp-codelia-diff-added").all_inner_texts()[0]
+    assert cells(page)[1]["source"] == "a = 2"
+    card.locator(".jp-codelia-edit-revert").click()
+    page.wait_for_function(
+        f"() => ({NOTEBOOK_JS}).model.cells.get(1).sharedModel.getSource() === 'a = 1'"
+    )
+    assert card.locator(".jp-codelia-edit-actions").inner_text().endswith("Reverted.")
+    assert card.locator(".jp-codelia-edit-revert").is_disabled()
+    page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 0")
