@@ -203,6 +203,11 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
         kernel.execute("%%codelia\nagain", during=front.poll)
         kernel.execute("%%codelia\nonce more", during=front.poll)
         listed = kernel.execute("%codelia provenance", during=front.poll)
+        control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+        late = {"type": "notebook.reply", "request_id": "r", "reply_to": "gone", "ok": True}
+        stale_reply = kernel.execute(f"print({control}({json.dumps(late)!r}))")
+        bad = {"type": "notebook.reply", "request_id": "r", "ok": True}
+        missing_field = kernel.execute(f"print({control}({json.dumps(bad)!r}))")
         second_prompt = json.dumps(server.requests[-2].messages[-1]["content"])
         third_prompt = json.dumps(server.requests[-1].messages[-1]["content"])
 
@@ -210,6 +215,12 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
     assert "Stale (source changed after it ran): #2" in first_prompt
     assert "<notebook_outline>" in second_prompt and "Agent-edited: #2-3" in second_prompt
     assert "<notebook_outline>" not in third_prompt and "once more" in third_prompt
+    assert json.loads(stale_reply.stream_text())["error"] == (
+        "notebook.reply: no open kernel request 'gone'"
+    )
+    assert json.loads(missing_field.stream_text())["error"] == (
+        "notebook.reply: missing field 'reply_to'"
+    )
     table = next(m for m in listed.messages if m["msg_type"] == "display_data")
     html = table["content"]["data"]["text/html"]
     assert html.startswith("<p>2 agent-edited cell(s) in the live notebook:</p>")
