@@ -266,15 +266,13 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             "cell_ids": args.cell_ids,
             "wait_seconds": args.wait_seconds,
             "interrupt": args.interrupt,
-            # A blocking %%codelia cell holds the main shell; the cells run on a subshell.
+            # A blocking %%codelia cell holds the main shell; the cells run on a subshell. IPython
+            # numbers a cell when it starts, so the subshell's cells get the next counts and In
+            # stays aligned with them.
             "channel": "subshell" if blocking else "main",
         }
-        if blocking:
-            _reserve_execution_count(context.shell)
-        still_running = False
         try:
             result = await context.call("run", params, timeout=args.wait_seconds + 30)
-            still_running = any(c.get("status") == "running" for c in result.get("cells") or [])
         except FrontendUnavailableError as exc:
             raise ToolError(
                 f"notebook_run needs the live notebook and {exc}. Nothing was run; use the "
@@ -282,11 +280,6 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             ) from None
         except FrontendError as exc:
             raise ToolError(f"notebook_run: {exc}") from None
-        finally:
-            # A cell still running on the subshell increments the count when it ends; the
-            # call that sees it finish hands the count back.
-            if blocking and not still_running:
-                _release_execution_count(context.shell)
         return _run_report(result)
 
     def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> Any:
@@ -341,6 +334,15 @@ async def outline_for_turn(context: NotebookContext) -> str | None:
     except (FrontendError, ToolError):
         return None
     return nbcells.outline(snapshot, context.history())
+
+
+def revert_edit(shell: Any, edit_id: str) -> str | None:
+    """Ask the front end to undo one agent edit; None when done, else why not."""
+    try:
+        frontend_for(shell).call("revert", {"edit_id": edit_id})
+    except FrontendError as exc:
+        return f"Not reverted: {exc}"
+    return None
 
 
 def provenance_table(snapshot: nbcells.NotebookSnapshot) -> list[dict[str, Any]]:
@@ -465,25 +467,6 @@ def _edit_report(params: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 
 
 # ---------------------------------------------------------------------- run
-
-
-def _reserve_execution_count(shell: Any) -> None:
-    """Give a subshell run its own execution count while a %%codelia cell holds the current one.
-
-    IPython numbers a cell with ``execution_count`` and appends it to ``In``; the busy magic cell
-    already owns ``len(In) - 1``, so the subshell's cell gets ``len(In)`` (a no-op when a
-    previous call left a still-running cell's count reserved).
-    """
-    manager = getattr(shell, "history_manager", None)
-    if manager is not None:
-        shell.execution_count = len(manager.input_hist_raw)
-
-
-def _release_execution_count(shell: Any) -> None:
-    """Hand the count back so the magic cell's own increment keeps ``In`` and counts aligned."""
-    manager = getattr(shell, "history_manager", None)
-    if manager is not None:
-        shell.execution_count = len(manager.input_hist_raw) - 1
 
 
 def _run_report(result: dict[str, Any]) -> Any:

@@ -132,9 +132,17 @@ class KernelHistory:
         return self.inputs[count]
 
 
+def _is_agent_prompt(cell: CellView) -> bool:
+    # ipykernel reports a cell's count as of its end, so a %%codelia cell that ran other cells
+    # (on a subshell) shows the last of their numbers: comparing it with In would be noise.
+    return cell.source.lstrip().startswith(("%%codelia", "%codelia"))
+
+
 def is_stale(cell: CellView, history: KernelHistory | None) -> bool:
     """Whether the cell's source changed after the kernel ran it (unknown history → False)."""
     if history is None or cell.cell_type != "code" or cell.execution_count is None:
+        return False
+    if _is_agent_prompt(cell):
         return False
     ran = history.ran(cell.execution_count)
     return ran is not None and ran.rstrip() != cell.source.rstrip()
@@ -146,6 +154,7 @@ def ran_in_other_kernel(cell: CellView, history: KernelHistory | None) -> bool:
         history is not None
         and cell.cell_type == "code"
         and cell.execution_count is not None
+        and not _is_agent_prompt(cell)
         and history.ran(cell.execution_count) is None
     )
 

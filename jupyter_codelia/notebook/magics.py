@@ -218,6 +218,7 @@ def run_with_panel(
     """Show a panel in the cell output and run the turn blocking or in the background."""
     from IPython.display import display
 
+    from .cell_tools import revert_edit
     from .panel import RunPanel
 
     mode: Literal["blocking", "background"] = "background" if background else "blocking"
@@ -233,6 +234,7 @@ def run_with_panel(
         prompt=prompt,
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
+        on_revert=lambda edit_id: revert_edit(nb.shell, edit_id),
     )
     display(panel.widget)
     if background:

@@ -73,6 +73,18 @@ def diff_of_result(tool: str, result_text: str) -> str | None:
     return diff if isinstance(diff, str) and diff.strip() else None
 
 
+def edit_id_of_result(result_text: str) -> str | None:
+    """The ``edit_id`` of a ``notebook_edit`` result (the front end can revert that edit)."""
+    if not result_text.startswith("{"):
+        return None
+    try:
+        payload = json.loads(result_text)
+    except ValueError:
+        return None
+    edit_id = payload.get("edit_id") if isinstance(payload, dict) else None
+    return edit_id if isinstance(edit_id, str) else None
+
+
 def todos_to_html(todos: list[dict[str, Any]]) -> str:
     """The todo list as a checklist; in-progress items show their ``activeForm`` when given."""
     if not todos:

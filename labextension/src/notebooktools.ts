@@ -274,6 +274,12 @@ export class NotebookToolsHandler implements IDisposable {
       let result: JSONObject;
       if (data.action === 'ping') {
         result = {};
+      } else if (data.action === 'revert') {
+        const problem = this.revert(String(params.edit_id ?? ''));
+        if (problem) {
+          throw new RequestFailed(problem);
+        }
+        result = {};
       } else if (data.action === 'snapshot') {
         result = this.snapshot(params);
       } else if (data.action === 'edit') {

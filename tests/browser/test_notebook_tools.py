@@ -130,15 +130,20 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     page.locator(BADGE).nth(1).wait_for()
     assert page.locator(BADGE).count() == 2
 
-    # Revert the edit of cell 3 from its badge's diff card.
-    hello_cell = page.locator(".jp-Notebook .jp-Cell").nth(3)
-    hello_cell.locator(BADGE).click()
-    card = hello_cell.locator(".jp-codelia-edit-card")
-    assert "+ print('hello world')" in card.inner_text()
-    card.locator("button", has_text="Revert").first.click()
+    # The badge's card shows the inserted cell's diff.
+    page.locator(".jp-Notebook .jp-Cell").nth(5).locator(BADGE).click()
+    card = page.locator(".jp-Notebook .jp-Cell").nth(5).locator(".jp-codelia-edit-card")
+    assert "+ 6 * 7" in card.inner_text()
+    card.locator("button", has_text="Revert whole run").wait_for()
+    page.locator(".jp-Notebook .jp-Cell").nth(5).locator(BADGE).click()  # closes the card
+
+    # Revert the edit of cell 3 from the %%codelia cell's panel (kernel -> front end).
+    magic_cell = page.locator(".jp-Notebook .jp-Cell").nth(4)
+    magic_cell.locator("button", has_text="Revert").nth(1).click()
     page.wait_for_function(
         f"() => ({NOTEBOOK_JS}).model.cells.get(3).sharedModel.getSource() === \"print('hello')\""
     )
+    magic_cell.get_by_text("Reverted.").wait_for()
     assert cells(page)[3]["codelia"] is None
     page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 1")
 
@@ -162,6 +167,11 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     history = tool_result(anthropic.requests[start + 1])[0]
     assert "Stale cells (live notebook): changed after the kernel ran them:" in history
     assert "cell #3 (id " in history and "; what ran:\n    print('hello')" in history
+    assert "cell #4" not in history  # the %%codelia cell itself is not reported
+    # The cell run on the subshell during the blocking run kept In and the counts aligned.
+    inserted_count = cells(page)[5]["count"]
+    assert f"In [{inserted_count}]: 6 * 7" in history
+    assert cells(page)[6]["count"] == inserted_count + 1
 
 
 def test_side_panel_run_returns_still_running_then_the_result(

@@ -131,3 +131,6 @@ def test_stale_compares_with_what_ran_ignoring_trailing_whitespace() -> None:
     assert not nbcells.is_stale(earlier, history) and nbcells.ran_in_other_kernel(earlier, history)
     assert not nbcells.is_stale(never, history) and not nbcells.ran_in_other_kernel(never, history)
     assert not nbcells.is_stale(changed, None)
+    # A %%codelia cell shows the count of the last cell it ran on a subshell: not stale.
+    magic = CellView(id="m", cell_type="code", source="%%codelia\nhi", execution_count=2)
+    assert not nbcells.is_stale(magic, history)
