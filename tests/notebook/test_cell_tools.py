@@ -120,6 +120,30 @@ class NotebookFrontEnd:
         return {"edit_id": "e-rep", "cell_id": params["cell_id"], "index": index}
 
 
+HOSTILE_EDITS: list[dict[str, Any]] = [
+    {"action": "insert", "index": 99, "source": "x"},
+    {"action": "insert"},
+    {"action": "move", "cell_id": "c3"},
+    {"action": "replace", "cell_id": "c3", "source": "a", "old_string": "b", "new_string": "c"},
+    {"action": "replace", "cell_id": "c3", "old_string": "raise"},
+    {"action": "replace", "cell_id": "c4", "old_string": "nothing like this", "new_string": "x"},
+    {"action": "replace", "cell_id": "md0", "old_string": "#", "new_string": "%"},
+    {"action": "replace", "cell_id": "c3"},
+    {"action": "replace"},
+]
+HOSTILE_MESSAGES = [
+    "index=99 is past the end (the notebook has 6).",
+    "notebook_edit insert needs source (the new cell's text).",
+    "notebook_edit move needs index between 0 and 5.",
+    "notebook_edit replace: give source OR old_string/new_string.",
+    "notebook_edit replace with old_string also needs new_string.",
+    "old_string was not found in cell c4.",
+    "old_string occurs 3 times in cell md0; include more surrounding text so it is unique.",
+    "notebook_edit replace needs source, or old_string and new_string.",
+    "notebook_edit replace needs cell_id (see notebook_read for ids).",
+]
+
+
 def _code(cell_id: str, source: str, count: int | None) -> dict[str, Any]:
     return {
         "id": cell_id,
@@ -184,6 +208,7 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
         ),
         reply(tool_use("notebook_edit", {"action": "replace", "cell_id": "c1", "source": "x=9"})),
         reply(tool_use("notebook_edit", {"action": "delete", "cell_id": "nope"})),
+        *(reply(tool_use("notebook_edit", args)) for args in HOSTILE_EDITS),
         reply(text("Fixed cell c2.")),
     ]
     with ScriptedAnthropicServer(script) as server:
@@ -273,6 +298,13 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
         "Error executing tool: notebook_edit delete: no cell with id 'nope'; call "
         "notebook_read() for the current ids."
     )
+    for got, expected in zip(results[7:16], HOSTILE_MESSAGES, strict=True):
+        assert got[0].startswith("Error executing tool: " + expected), got
+    assert [c["source"] for c in front.cells][3:] == [
+        "y = x + 1",
+        "raise ValueError('boom')",
+        "z = 3",
+    ]
 
 
 def test_without_a_front_end_tools_degrade_with_clear_messages(
