@@ -59,6 +59,8 @@ export interface EditRecord {
   from_index?: number;
   provenance: Provenance | null;
   reverted: boolean;
+  /** Kept by the person: no longer offered for revert. */
+  accepted: boolean;
 }
 
 interface RunJob {
@@ -145,6 +147,9 @@ export class NotebookToolsHandler implements IDisposable {
     if (!record || record.reverted) {
       return 'this edit is unknown or already reverted';
     }
+    if (record.accepted) {
+      return 'this edit was accepted';
+    }
     const shared = this.sharedModel;
     const index = this.indexOf(record.cell_id);
     if (record.op === 'insert') {
@@ -186,13 +191,22 @@ export class NotebookToolsHandler implements IDisposable {
   revertRun(runId: string): number {
     let count = 0;
     for (const record of [...this.edits].reverse()) {
-      if (!record.reverted && record.provenance?.run_id === runId) {
+      if (!record.reverted && !record.accepted && record.provenance?.run_id === runId) {
         if (this.revert(record.edit_id) === null) {
           count++;
         }
       }
     }
     return count;
+  }
+
+  /** Keep every edit of one run (no longer offered for revert); returns how many. */
+  acceptRun(runId: string): number {
+    const open = this.edits.filter(
+      e => !e.reverted && !e.accepted && e.provenance?.run_id === runId
+    );
+    open.forEach(e => (e.accepted = true));
+    return open.length;
   }
 
   // ---------------------------------------------------------------- comm
@@ -431,7 +445,8 @@ export class NotebookToolsHandler implements IDisposable {
       before: null,
       after_source: null,
       provenance,
-      reverted: false
+      reverted: false,
+      accepted: false
     };
     if (op === 'insert') {
       index = Math.min(Number(params.index ?? shared.cells.length), shared.cells.length);
@@ -702,7 +717,7 @@ export class NotebookToolsHandler implements IDisposable {
     }
     const record = [...this.edits]
       .reverse()
-      .find(e => e.cell_id === widget.model.id && !e.reverted);
+      .find(e => e.cell_id === widget.model.id && !e.reverted && !e.accepted);
     const card = document.createElement('div');
     card.className = 'jp-codelia-edit-card';
     if (!record) {
@@ -741,6 +756,10 @@ export class NotebookToolsHandler implements IDisposable {
       button('Revert whole run', () =>
         this.revertRun(runId) > 0 ? null : 'nothing left to revert in this run'
       );
+      button('Accept run', () => {
+        this.acceptRun(runId);
+        return null;
+      });
     }
     card.appendChild(status);
     widget.node.appendChild(card);

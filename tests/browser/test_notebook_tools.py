@@ -97,13 +97,16 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
         reply(tool_use("notebook_read", {"start": 1, "end": 4, "images": True})),
         insert_after_reading,
         run_inserted,
+        lambda request: reply(
+            tool_use("notebook_run", {"cell_ids": [seen["inserted"]], "interrupt": True})
+        ),
         edit_hello,
         reply("Done."),
     )
     start = len(anthropic.requests)
     run_index(page, 4)
     requests = anthropic.requests[start:]
-    assert len(requests) == 6
+    assert len(requests) == 7
 
     outline = tool_result(requests[1])[0]
     assert "tools.ipynb (live" in outline and ": 5 cells (5 code, 0 markdown)." in outline
@@ -117,7 +120,11 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     assert inserted["summary"].startswith("Inserted code cell #5") and "+6 * 7" in inserted["diff"]
     ran = tool_result(requests[4])[0]
     assert re.search(r"ran as \[\d+\]:\n\[result\]\n42", ran), ran
-    replaced = json.loads(tool_result(requests[5])[0])
+    assert tool_result(requests[5])[0].startswith(
+        "Error executing tool: notebook_run: cannot interrupt: the cells run beside a blocking "
+        "%%codelia cell"
+    )
+    replaced = json.loads(tool_result(requests[6])[0])
     assert replaced["summary"].startswith("Replaced the source of cell #3")
 
     now = cells(page)
@@ -130,13 +137,6 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     page.locator(BADGE).nth(1).wait_for()
     assert page.locator(BADGE).count() == 2
 
-    # The badge's card shows the inserted cell's diff.
-    page.locator(".jp-Notebook .jp-Cell").nth(5).locator(BADGE).click()
-    card = page.locator(".jp-Notebook .jp-Cell").nth(5).locator(".jp-codelia-edit-card")
-    assert "+ 6 * 7" in card.inner_text()
-    card.locator("button", has_text="Revert whole run").wait_for()
-    page.locator(".jp-Notebook .jp-Cell").nth(5).locator(BADGE).click()  # closes the card
-
     # Revert the edit of cell 3 from the %%codelia cell's panel (kernel -> front end).
     magic_cell = page.locator(".jp-Notebook .jp-Cell").nth(4)
     magic_cell.locator("button", has_text="Revert").nth(1).click()
@@ -146,6 +146,16 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     magic_cell.get_by_text("Reverted.").wait_for()
     assert cells(page)[3]["codelia"] is None
     page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 1")
+
+    # The badge's card shows the inserted cell's diff; Accept run keeps the run's edits.
+    inserted_cell = page.locator(".jp-Notebook .jp-Cell").nth(5)
+    inserted_cell.locator(BADGE).click()
+    card = inserted_cell.locator(".jp-codelia-edit-card")
+    assert "+ 6 * 7" in card.inner_text()
+    card.locator("button", has_text="Accept run").click()
+    inserted_cell.locator(BADGE).click()
+    assert "no edit of this session to revert" in card.inner_text()
+    inserted_cell.locator(BADGE).click()  # closes the card
 
     # Save, reload: the inserted cell keeps its metadata and badge.
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
