@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._text import clip_utf8
+from ..errors import CodeliaError
 
 OUTLINE_MAX_CHARS = 1800
 OUTLINE_MAX_HEADINGS = 24
@@ -67,7 +68,7 @@ class NotebookSnapshot(BaseModel):
         raise KeyError(cell_id)
 
 
-class NotebookFileError(ValueError):
+class NotebookFileError(CodeliaError, ValueError):
     """The saved notebook cannot be read (missing, not JSON, not nbformat 4)."""
 
 

@@ -23,6 +23,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import CodeliaError
+
 TARGET = "codelia.notebook"
 PROTOCOL_VERSION = 1
 PROBE_SECONDS = 5.0
@@ -35,7 +37,7 @@ NO_FRONTEND = (
 )
 
 
-class FrontendError(RuntimeError):
+class FrontendError(CodeliaError, RuntimeError):
     """The front end answered a request with an error."""
 
 
