@@ -21,6 +21,7 @@ PANEL = "#jp-codelia-panel"
 LOAD = "%load_ext jupyter_codelia\n%config Codelia.approval_mode = 'full-access'"
 PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
 BADGE = ".jp-codelia-cell-badge"
+INSERTED = "plt.plot([3, 1, 2])\nplt.show()\n6 * 7"
 
 
 def tool_result(request: RecordedRequest) -> tuple[str, list[str]]:
@@ -85,7 +86,7 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
 
     def insert_after_reading(request: RecordedRequest) -> Any:
         seen["hello"] = cell_id(tool_result(request)[0], 3)
-        args = {"action": "insert", "index": 5, "source": "6 * 7"}
+        args = {"action": "insert", "index": 5, "source": INSERTED}
         return reply(tool_use("notebook_edit", args))
 
     def edit_hello(request: RecordedRequest) -> Any:
@@ -118,8 +119,10 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     assert kinds.count("image") == 1
     inserted = json.loads(tool_result(requests[3])[0])
     assert inserted["summary"].startswith("Inserted code cell #5") and "+6 * 7" in inserted["diff"]
-    ran = tool_result(requests[4])[0]
-    assert re.search(r"ran as \[\d+\]:\n\[result\]\n42", ran), ran
+    ran, ran_kinds = tool_result(requests[4])
+    assert re.search(r"ran as \[\d+\]:\n\[display\] image/png image \(attached\)", ran), ran
+    assert ran.endswith("(attached)\n[result]\n42"), ran
+    assert ran_kinds.count("image") == 1
     assert tool_result(requests[5])[0].startswith(
         "Error executing tool: notebook_run: cannot interrupt: the cells run beside a blocking "
         "%%codelia cell"
@@ -128,8 +131,9 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     assert replaced["summary"].startswith("Replaced the source of cell #3")
 
     now = cells(page)
-    assert now[5]["source"] == "6 * 7"
-    assert now[5]["outputs"][0]["data"]["text/plain"] == "42"
+    assert now[5]["source"] == INSERTED
+    assert "image/png" in now[5]["outputs"][0]["data"]
+    assert now[5]["outputs"][1]["data"]["text/plain"] == "42"
     assert now[5]["codelia"]["action"] == "insert"
     assert now[5]["codelia"]["prompt"] == "work on it"
     assert now[3]["source"] == "print('hello world')"
@@ -180,7 +184,7 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     assert "cell #4" not in history  # the %%codelia cell itself is not reported
     # The cell run on the subshell during the blocking run kept In and the counts aligned.
     inserted_count = cells(page)[5]["count"]
-    assert f"In [{inserted_count}]: 6 * 7" in history
+    assert f"In [{inserted_count}]: plt.plot([3, 1, 2])" in history
     assert cells(page)[6]["count"] == inserted_count + 1
 
 
