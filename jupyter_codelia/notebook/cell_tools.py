@@ -282,11 +282,8 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             raise ToolError(f"notebook_run: {exc}") from None
         return _run_report(result)
 
-    def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> Any:
-        return _history_report(args, context)
-
-    async def kernel_history_with_cells(args: KernelHistoryInput, ctx: ToolContext) -> str:
-        report = kernel_history(args, ctx)
+    async def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> str:
+        report = _history_report(args, context)
         try:
             snapshot = await context.snapshot()
         except ToolError as exc:
@@ -316,7 +313,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             name="kernel_history",
             description=HISTORY_DESCRIPTION,
             input=KernelHistoryInput,
-            execute=kernel_history_with_cells,
+            execute=kernel_history,
         ),
     ]
 
