@@ -28,6 +28,7 @@ from ..llm.messages import ImagePart, TextPart
 from ..standard_tools._edit_match import explain_no_match, find_exact
 from ..standard_tools.diff import diff_payload, unified_diff
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
+from ..wire import NotebookAction
 from . import cells as nbcells
 from .frontend import FrontendClient, FrontendError, FrontendUnavailableError, frontend_for
 
@@ -78,7 +79,9 @@ class NotebookContext:
                     return path
         return None
 
-    async def call(self, action: str, params: dict[str, Any], timeout: float = 30.0) -> Any:
+    async def call(
+        self, action: NotebookAction, params: dict[str, Any], timeout: float = 30.0
+    ) -> Any:
         return await asyncio.to_thread(self.frontend.call, action, params, timeout)
 
     def live_now(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:

@@ -21,12 +21,14 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CodeliaError
 
+if TYPE_CHECKING:
+    from ..wire import NotebookAction
+
 TARGET = "codelia.notebook"
-PROTOCOL_VERSION = 1
 PROBE_SECONDS = 5.0
 ABSENT_RETRY_SECONDS = 60.0
 DEFAULT_REPLY_SECONDS = 30.0
@@ -133,10 +135,10 @@ class FrontendClient:
             def open_comm() -> None:
                 from comm import create_comm
 
-                comm = create_comm(
-                    target_name=TARGET,
-                    data={"type": "hello", "request_id": request_id, "protocol": PROTOCOL_VERSION},
-                )
+                from ..wire import NotebookHello
+
+                hello = NotebookHello(request_id=request_id).dump()
+                comm = create_comm(target_name=TARGET, data=hello)
                 comm.on_msg(self._on_comm_msg)
                 holder.append(comm)
 
@@ -155,19 +157,17 @@ class FrontendClient:
             return self.info
 
     def call(
-        self, action: str, params: dict[str, Any], timeout: float = DEFAULT_REPLY_SECONDS
+        self, action: NotebookAction, params: dict[str, Any], timeout: float = DEFAULT_REPLY_SECONDS
     ) -> dict[str, Any]:
         """Send one request to the notebook front end and wait for its result."""
         info = self.connect()
         request_id = uuid.uuid4().hex
         comm = self._comm
-        message = {
-            "type": "notebook.request",
-            "request_id": request_id,
-            "client_id": info.client_id,
-            "action": action,
-            "params": params,
-        }
+        from ..wire import NotebookRequest
+
+        message = NotebookRequest(
+            request_id=request_id, client_id=info.client_id, action=action, params=params
+        ).dump()
         try:
             return self._wait(request_id, lambda: comm.send(message), timeout)
         except concurrent.futures.TimeoutError:

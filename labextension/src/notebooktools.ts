@@ -26,6 +26,7 @@ import { IDisposable } from '@lumino/disposable';
 import { lineDiff } from './celldiff';
 import { executeControl, openControlSubshell } from './connection';
 import { JSONObject } from './protocol';
+import { NotebookKernelMessage, NotebookRequest } from './wire';
 
 export const NOTEBOOK_TARGET = 'codelia.notebook';
 export const BADGE_CLASS = 'jp-codelia-cell-badge';
@@ -253,13 +254,13 @@ export class NotebookToolsHandler implements IDisposable {
     msg: KernelMessage.ICommOpenMsg
   ): void {
     comm.onMsg = message => {
-      const data = message.content.data as JSONObject;
+      const data = message.content.data as unknown as NotebookKernelMessage;
       if (data && data.type === 'notebook.request') {
         void this.onRequest(kernel, comm, data);
       }
     };
-    const hello = msg.content.data as JSONObject;
-    if (hello && typeof hello.request_id === 'string') {
+    const hello = msg.content.data as unknown as NotebookKernelMessage;
+    if (hello && hello.type === 'hello') {
       void this.reply(kernel, comm, hello.request_id, {
         client_id: this.clientId,
         client: 'jupyterlab',
@@ -272,13 +273,13 @@ export class NotebookToolsHandler implements IDisposable {
   private async onRequest(
     kernel: Kernel.IKernelConnection,
     comm: Kernel.IComm,
-    data: JSONObject
+    data: NotebookRequest
   ): Promise<void> {
-    const requestId = String(data.request_id ?? '');
+    const requestId = data.request_id;
     if (data.client_id && data.client_id !== this.clientId) {
       return; // meant for another tab on the same kernel
     }
-    const params = (data.params ?? {}) as JSONObject;
+    const params = data.params;
     if (data.action === 'ping' && params.via === 'comm') {
       // A plain comm echo: the baseline bench/notebook_tools.py compares requests against.
       comm.send({ type: 'notebook.reply', reply_to: requestId, ok: true, result: {} });
@@ -301,7 +302,7 @@ export class NotebookToolsHandler implements IDisposable {
       } else if (data.action === 'run') {
         result = await this.run(params);
       } else {
-        throw new RequestFailed(`unknown notebook request ${String(data.action)}`);
+        throw new RequestFailed(`unknown notebook request ${data.action}`);
       }
       await this.reply(kernel, comm, requestId, result);
     } catch (error) {

@@ -65,6 +65,20 @@ export type LlmRetryEvent = {
   message?: string | null;
 };
 
+export type NotebookHello = {
+  type: 'hello';
+  request_id: string;
+  protocol?: number | null;
+};
+
+export type NotebookRequest = {
+  type: 'notebook.request';
+  request_id: string;
+  client_id: string;
+  action: 'snapshot' | 'edit' | 'run' | 'revert' | 'ping';
+  params: { [key: string]: unknown };
+};
+
 export type PermissionPreviewEvent = {
   seq?: number | null;
   type: 'permission.preview';
@@ -226,3 +240,5 @@ export type UsageEvent = {
 };
 
 export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage;
+
+export type NotebookKernelMessage = NotebookHello | NotebookRequest;

@@ -7,7 +7,9 @@ import threading
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
+from jupyter_codelia import wire
 from jupyter_codelia.notebook.frontend import (
     NO_FRONTEND,
     FrontendClient,
@@ -57,6 +59,8 @@ def test_answers_from_another_thread_and_on_the_comm() -> None:
     assert client.call("ping", {"n": 1}, timeout=10) == {"echo": {"n": 1}}
     sent = client._comm.sent[0]
     assert sent["type"] == "notebook.request" and sent["client_id"] == "tab-1"
+    typed = TypeAdapter(wire.NotebookKernelMessage).validate_python(sent)
+    assert isinstance(typed, wire.NotebookRequest) and typed.action == "ping"
 
     def answer_on_the_comm(data: dict[str, Any]) -> None:
         reply = {"reply_to": data["request_id"], "ok": False, "error": "the cell is gone"}
