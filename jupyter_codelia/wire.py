@@ -165,6 +165,34 @@ KernelMessage = Annotated[
 ]
 
 
+# --------------------------------------------------------------------------- notebook tools
+# The kernel's requests to the notebook front end, on the comm it opens with target
+# ``codelia.notebook`` (jupyter_codelia/notebook/frontend.py, labextension/src/notebooktools.ts).
+
+NotebookAction = Literal["snapshot", "edit", "run", "revert", "ping"]
+
+
+class NotebookHello(_Message):
+    """The data of the kernel's ``comm_open``: the front end answers with its client id."""
+
+    type: Literal["hello"] = "hello"
+    request_id: str
+    protocol: int = PROTOCOL_VERSION
+
+
+class NotebookRequest(_Message):
+    """One request to the live notebook; the answer comes back as a ``notebook.reply``."""
+
+    type: Literal["notebook.request"] = "notebook.request"
+    request_id: str
+    client_id: str
+    action: NotebookAction
+    params: dict[str, Any]
+
+
+NotebookKernelMessage = Annotated[NotebookHello | NotebookRequest, Field(discriminator="type")]
+
+
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:
     """An ``agent.event`` message around an event already in its JSON form (the hot path)."""
     return {"type": "agent.event", "run_id": run_id, "seq": seq, "event": event_json}
@@ -217,6 +245,8 @@ def typescript() -> str:
 
     schema = TypeAdapter(KernelMessage).json_schema(ref_template="#/$defs/{model}")
     defs: dict[str, Any] = schema.pop("$defs", {})
+    notebook = TypeAdapter(NotebookKernelMessage).json_schema(ref_template="#/$defs/{model}")
+    defs.update(notebook.pop("$defs", {}))
     lines = [
         "/**",
         " * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire "
@@ -229,6 +259,8 @@ def typescript() -> str:
         lines.append(f"export type {name} = {_ts(defs[name], 0)};")
         lines.append("")
     lines.append(f"export type KernelMessage = {_ts(schema, 0)};")
+    lines.append("")
+    lines.append(f"export type NotebookKernelMessage = {_ts(notebook, 0)};")
     lines.append("")
     return "\n".join(lines)
 

@@ -1,4 +1,9 @@
-"""``%codelia sessions | todos | cache | config | stop | compact | undo | jobs``: agent state."""
+"""``%codelia sessions | todos | cache | config | provenance | stop | compact | undo | jobs``.
+
+The agent's state, inspected from the notebook.
+
+``provenance`` lists the notebook cells the agent inserted or edited (their ``metadata.codelia``).
+"""
 
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
 
         print(describe_settings(nb.settings()))
         return None
+    if name == "provenance":
+        return _provenance(nb)
     if name == "compact":
         return _compact(nb)
     if name == "stop":
@@ -149,6 +156,37 @@ def _todos(nb: NotebookAgent) -> None:
         return
     # The store keeps what the model wrote; only what is shown is masked.
     display(HTML(renderers.todos_to_html(redact_secrets(todos))))
+
+
+def _provenance(nb: NotebookAgent) -> None:
+    from IPython.display import HTML, display
+
+    from ..tools import ToolError
+    from .cell_tools import NotebookContext, provenance_table
+
+    try:
+        snapshot = NotebookContext(nb.shell).snapshot_now()
+    except ToolError as exc:
+        raise UsageError(str(exc)) from None
+    rows = provenance_table(snapshot)
+    where = "the live notebook" if snapshot.source == "live" else f"{snapshot.path} (as saved)"
+    if not rows:
+        print(f"No cell of {where} was made or changed by the agent.")
+        return
+    columns = ("index", "id", "action", "at", "run_id", "model", "prompt")
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{renderers.escape(str(row.get(c) or ''))}</td>" for c in columns)
+        + "</tr>"
+        for row in rows
+    )
+    display(
+        HTML(
+            f"<p>{len(rows)} agent-edited cell(s) in {renderers.escape(where)}:</p>"
+            f"<table><tr>{head}</tr>{body}</table>"
+        )
+    )
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:

@@ -47,6 +47,7 @@ _CONTROL_SAFE = frozenset(
         "todos.get",
         "jobs.list",
         "job.stop",
+        "notebook.reply",
     }
 )
 
@@ -319,6 +320,17 @@ class Bridge:
     def _state_get(self, _data: dict[str, Any]) -> dict[str, Any]:
         return self.state()
 
+    def _notebook_reply(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The notebook front end's answer to a kernel request (see notebook/frontend.py)."""
+        from .frontend import frontend_for
+
+        reply_to = _field(data, "reply_to", str)
+        ok = bool(_field(data, "ok", bool))
+        error = _field(data, "error", str, required=False)
+        if not frontend_for(self.nb.shell).resolve(reply_to, ok, data.get("result"), error):
+            raise RequestError(f"notebook.reply: no open kernel request {reply_to!r}")
+        return {}
+
 
 def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
     from .jobs import job_view
@@ -353,6 +365,7 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "state.get": Bridge._state_get,
     "jobs.list": _jobs_list,
     "job.stop": _job_stop,
+    "notebook.reply": Bridge._notebook_reply,
 }
 
 

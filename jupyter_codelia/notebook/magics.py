@@ -25,7 +25,10 @@ from .config import (
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact", "undo", "jobs")
+SUBCOMMANDS = (
+    *("help", "sessions", "todos", "cache", "config", "provenance"),
+    *("stop", "compact", "undo", "jobs"),
+)
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -53,6 +56,7 @@ Subcommands:
   %codelia todos         show the session's todo list
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
+  %codelia provenance    list the notebook's cells the agent inserted or edited
   %codelia stop          stop the active background run
   %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
@@ -270,6 +274,7 @@ def run_with_panel(
     """Show a panel in the cell output and run the turn blocking or in the background."""
     from IPython.display import display
 
+    from .cell_tools import revert_edit
     from .panel import RunPanel
 
     mode: Literal["blocking", "background"] = "background" if background else "blocking"
@@ -286,6 +291,7 @@ def run_with_panel(
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
         on_undo=nb.undo.undo,
+        on_revert=lambda edit_id: revert_edit(nb.shell, edit_id),
     )
     display(panel.widget)
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,6 +116,7 @@ class RunPanel:
         on_stop: Callable[[], None] | None = None,
         on_decision: DecisionCallback | None = None,
         on_undo: Callable[[str], list[str]] | None = None,
+        on_revert: Callable[[str], str | None] | None = None,
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -131,6 +133,7 @@ class RunPanel:
         self._on_stop = on_stop
         self._on_decision = on_decision
         self._on_undo = on_undo
+        self._on_revert = on_revert
         self._last_flush = float("-inf")
         self._dirty = False
         self._segment: _TextSegment | None = None
@@ -426,6 +429,9 @@ class RunPanel:
         diff = renderers.diff_of_result(event.tool, event.result)
         if diff is not None:
             extra.append(widgets.HTML(value=renderers.diff_to_html(diff)))
+            revert = self._revert_row(event.result)
+            if revert is not None:
+                extra.append(revert)
         for image in _images_of(event.parts or []):
             extra.append(image)
         text = clip_chars(event.result, MAX_RESULT_CHARS)
@@ -458,6 +464,30 @@ class RunPanel:
         box = widgets.VBox([button, outcome])
         box.add_class("codelia-undo")
         return box
+
+    def _revert_row(self, result: str) -> widgets.HBox | None:
+        """Revert for a ``notebook_edit`` card whose result names the edit (cell tools)."""
+        edit_id = renderers.edit_id_of_result(result)
+        if edit_id is None or self._on_revert is None:
+            return None
+        on_revert = self._on_revert
+        button = widgets.Button(description="Revert", icon="undo")
+        outcome = widgets.HTML(value="")
+
+        def clicked(_button: Any) -> None:
+            button.disabled = True
+            outcome.value = "Reverting…"
+
+            def work() -> None:
+                # Off the kernel's thread: the front end's answer may come on the comm.
+                problem = on_revert(edit_id)
+                outcome.value = renderers.escape(problem or "Reverted.")
+                button.disabled = problem is None
+
+            threading.Thread(target=work, name="codelia-revert", daemon=True).start()
+
+        button.on_click(clicked)
+        return widgets.HBox([button, outcome])
 
     def _step_complete(self, event: ev.StepCompleteEvent) -> None:
         card = self._cards.get(event.step_id)

@@ -82,6 +82,9 @@ class NotebookAgent:
 
         self._job_notifier = JobNotifier(self.jobs, self.broadcast)
         self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
+        # The notebook outline last sent per session: a turn carries it only when it changed,
+        # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
+        self._outlines: dict[str, str] = {}
 
     # ------------------------------------------------------------------ configuration
 
@@ -174,6 +177,7 @@ class NotebookAgent:
         from ..agent.permissions import PermissionPolicy
         from ..session import SessionStore
         from ..standard_tools import standard_tools
+        from .cell_tools import NotebookContext, notebook_tools
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
@@ -184,6 +188,7 @@ class NotebookAgent:
             timeout_to_job=settings.python_timeout_to_job,
             undo=self.undo,
         )
+        extra += notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings)))
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
@@ -220,6 +225,19 @@ class NotebookAgent:
             from ..session import default_home
 
             return default_home()
+
+    def run_info(self, settings: Settings) -> dict[str, Any]:
+        """Who is acting right now, for the notebook tools' provenance metadata."""
+        active = self.active
+        if active is None:
+            return {"model": settings.model}
+        return {
+            "run_id": active.run_id,
+            "session_id": active.session_id,
+            "prompt": active.prompt,
+            "model": settings.model,
+            "blocking": active.mode == "blocking",
+        }
 
     def session_store(self) -> Any:
         """The agent's store while it is in the configured home, else one opened there."""
@@ -334,7 +352,9 @@ class NotebookAgent:
 
         final = ""
         try:
-            turn_input = _with_job_notice(prompt, self.jobs.turn_notice())
+            turn_input = _with_job_notice(
+                await self._with_outline(agent, prompt), self.jobs.turn_notice()
+            )
             async for event in agent.run_stream(turn_input, signal=run.signal, run_id=run.run_id):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
@@ -350,6 +370,16 @@ class NotebookAgent:
         if run.signal.is_set():
             return "cancelled", final, None
         return "completed", final, None
+
+    async def _with_outline(self, agent: Agent, prompt: str) -> str:
+        """``prompt`` plus the live notebook outline when a tab answers and it changed."""
+        from .cell_tools import NotebookContext, outline_for_turn
+
+        outline = await outline_for_turn(NotebookContext(self.shell))
+        if outline is None or self._outlines.get(agent.session_id) == outline:
+            return prompt
+        self._outlines[agent.session_id] = outline
+        return f"{prompt}\n\n<notebook_outline>\n{outline}\n</notebook_outline>"
 
     def _deny_leftovers(self, run_id: str) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { button, el, formatDuration, renderDiff } from './dom';
+import { revertButton } from './notebooktools';
 import { Citation, PermissionDecision } from './protocol';
 import {
   Change,
@@ -241,6 +242,10 @@ class ToolView implements ItemView {
     }
     if (item.diff) {
       body.appendChild(renderDiff(item.diff));
+      const revert = revertButton(item.tool, item.result);
+      if (revert) {
+        body.appendChild(revert);
+      }
     }
     for (const image of item.images) {
       const img = el('img', 'jp-codelia-image');

@@ -106,6 +106,20 @@ export type LlmRetryEvent = {
   message?: string | null;
 };
 
+export type NotebookHello = {
+  type: 'hello';
+  request_id: string;
+  protocol?: number | null;
+};
+
+export type NotebookRequest = {
+  type: 'notebook.request';
+  request_id: string;
+  client_id: string;
+  action: 'snapshot' | 'edit' | 'run' | 'revert' | 'ping';
+  params: { [key: string]: unknown };
+};
+
 export type PermissionPreviewEvent = {
   seq?: number | null;
   type: 'permission.preview';
@@ -293,3 +307,5 @@ export type UsageEvent = {
 };
 
 export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged | JobUpdated;
+
+export type NotebookKernelMessage = NotebookHello | NotebookRequest;

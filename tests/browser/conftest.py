@@ -310,7 +310,10 @@ def launch_browser(extra_args: list[str] | None = None) -> Iterator[Any]:
 
 
 class TurnQueue:
-    """Scripted turns handed out one per model request; tests queue them as they go."""
+    """Scripted turns handed out one per model request; tests queue them as they go.
+
+    A queued turn may be a function of the request (to refer to ids seen earlier in the run).
+    """
 
     def __init__(self) -> None:
         self.turns: list[Any] = []
@@ -319,7 +322,8 @@ class TurnQueue:
     def __call__(self, request: RecordedRequest) -> Any:
         if not self.turns:
             raise AssertionError("the test queued no scripted turn for this model request")
-        return self.turns.pop(0)
+        turn = self.turns.pop(0)
+        return turn(request) if callable(turn) else turn
 
     def queue(self, *turns: Any) -> None:
         self.turns.extend(turns)
