@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import overload
 
-from ._fileio import is_crlf_text
 from ._patch_parse import Chunk
 from .diff import Block, merge_blocks
 
@@ -121,7 +120,6 @@ def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Updat
     if had_newline:
         lines.pop()
     hay = _Haystack(lines)
-    crlf = "\r\n" in before and is_crlf_text(before)
     cursor = 0
     replacements: list[_Replacement] = []
     for chunk in chunks:
@@ -133,8 +131,6 @@ def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Updat
                 )
             cursor = found + 1
         old, new = chunk.old, chunk.new
-        if crlf:
-            new = [line + "\r" for line in new]
         if not old:
             # Nothing to match: after the anchor, else (as codex does) at the end of the file.
             at = len(lines) if chunk.eof or chunk.anchor is None else cursor
@@ -155,15 +151,6 @@ def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Updat
         result.extend(rep.new_lines)
         position = rep.start + rep.old_count
     result.extend(lines[position:])
-    if (
-        crlf
-        and not had_newline
-        and result
-        and lines
-        and result[-1].endswith("\r")
-        and not lines[-1].endswith("\r")
-    ):
-        result[-1] = result[-1][:-1]
     text = "\n".join(result)
     if had_newline and text:
         text += "\n"

@@ -1,24 +1,53 @@
-"""Writing a validated patch all-or-nothing (design §2.5).
+"""Writing a validated patch all-or-nothing, safe against concurrent changes and SIGKILL.
 
-New contents go to temp files beside their targets (same filesystem, so renames are atomic);
-then, in patch order, replaced and deleted files are renamed aside as backups and the temp files
-renamed into place. Every step registers its undo: on any failure the steps are undone in
-reverse, so the tree is exactly as before; on success the backups are deleted.
+New contents go to temp files created in their targets' directories (through the directories'
+fds, so renames are atomic and nothing can be redirected). Then, in patch order, each source is
+re-validated (same file identity and content hash as when the patch was planned) and the
+renames are made: a replaced file keeps a hard-linked backup, a deleted one is renamed to its
+backup, a new file is linked into place (never over an existing name). Every step is described
+beforehand in a journal under ``<root>/.codelia-journal/``, held under ``flock`` while the patch
+runs. Any failure - or, after a crash, the next :func:`recover_journals` - reads the journal and
+rolls the whole patch back (before its commit record) or forward (after it), and removes every
+``.codelia-*`` temp and backup file it names. POSIX rename is atomic per file; the journal is
+what makes the patch atomic across files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
 import os
 import secrets
 import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from .._text import describe_exc
+from ._fdpath import Entry, Walker
+from ._fileio import temp_name
+from ._sandbox import Sandbox
 
 Action = Literal["add", "delete", "update", "move"]
+JOURNAL_DIR = ".codelia-journal"
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class PatchConflictError(Exception):
+    """A file changed between planning and writing the patch; nothing was written."""
+
+
+@dataclass
+class Identity:
+    """What a source file was when the patch was planned."""
+
+    device: int
+    inode: int
+    sha256: str
 
 
 @dataclass
@@ -32,108 +61,358 @@ class Planned:
     move_to: str | None = None
     content: str | None = None
     diff: str = ""
+    identity: Identity | None = None  # of the source, for update/delete/move
+
+
+def identity_of(fd: int, data: bytes) -> Identity:
+    info = os.fstat(fd)
+    return Identity(info.st_dev, info.st_ino, hashlib.sha256(data).hexdigest())
 
 
 @dataclass
-class _Transaction:
-    """Steps done so far, each with its undo; ``rollback`` runs them backwards."""
+class _Step:
+    """One file of the journal: its directory (real path), name, and our temp/backup names."""
 
-    undo: list[Callable[[], None]] = field(default_factory=list)
-    backups: list[Path] = field(default_factory=list)
-    token: str = field(default_factory=lambda: secrets.token_hex(4))
-
-    def sibling(self, path: Path, suffix: str) -> Path:
-        return path.parent / f".{path.name}.codelia-{self.token}.{suffix}"
-
-    def make_parents(self, path: Path) -> None:
-        missing: list[Path] = []
-        parent = path.parent
-        while not parent.exists() and not parent.is_symlink():
-            missing.append(parent)
-            parent = parent.parent
-        for directory in reversed(missing):
-            directory.mkdir()
-            self.undo.append(directory.rmdir)
-
-    def stage(self, target: Path, content: str, mode_from: Path | None) -> Path:
-        """Write ``content`` to a temp file beside ``target`` (same filesystem: atomic rename)."""
-        self.make_parents(target)
-        temp = self.sibling(target, "tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        self.undo.append(lambda: temp.unlink(missing_ok=True))
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content.encode("utf-8", errors="surrogatepass"))
-        if mode_from is not None:
-            os.chmod(temp, stat.S_IMODE(os.stat(mode_from).st_mode))
-        return temp
-
-    def set_aside(self, path: Path) -> None:
-        """Rename ``path`` to a backup that rollback restores and success deletes."""
-        backup = self.sibling(path, "bak")
-        os.rename(path, backup)
-        self.undo.append(lambda: os.replace(backup, path))
-        self.backups.append(backup)
-
-    def place(self, temp: Path, target: Path) -> None:
-        if target.exists() or target.is_symlink():
-            raise FileExistsError(f"[Errno 17] File exists: '{target}'")
-        os.replace(temp, target)
-        self.undo.append(lambda: target.unlink(missing_ok=True))
-
-    def rollback(self) -> list[str]:
-        problems: list[str] = []
-        for step in reversed(self.undo):
-            try:
-                step()
-            except Exception as exc:
-                problems.append(describe_exc(exc))
-        return problems
-
-    def finish(self) -> None:
-        for backup in self.backups:
-            try:
-                os.unlink(backup)
-            except OSError:
-                pass
+    kind: Literal["replace", "remove", "create"]
+    dir: str
+    name: str
+    temp: str | None = None
+    backup: str | None = None
+    temp_inode: int | None = None
 
 
-def write_planned(planned: Sequence[Planned]) -> None:
+@dataclass
+class _Journal:
+    token: str
+    steps: list[_Step] = field(default_factory=list)
+    created_dirs: list[str] = field(default_factory=list)
+    state: Literal["staging", "committing", "committed"] = "staging"
+
+
+def _real_dir(entry: Entry) -> str:
+    """The path of the directory ``entry`` is in, as the kernel knows it (Linux ``/proc``)."""
+    return os.readlink(f"/proc/self/fd/{entry.dir_fd}")
+
+
+class _JournalFile:
+    """The journal of one patch on disk, locked for as long as the patch runs."""
+
+    def __init__(self, sandbox: Sandbox, journal: _Journal) -> None:
+        self.directory = sandbox.root_dir / JOURNAL_DIR
+        self.path = self.directory / f"{journal.token}.json"
+        self.journal = journal
+        self.directory.mkdir(exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.size = 0
+        self.save()
+
+    def save(self) -> None:
+        """Overwrite the record in place with one ``pwrite`` (a SIGKILL cannot split a write of
+        a few KiB to a regular file); padding keeps a shorter record from leaving a stale tail,
+        and trailing spaces are valid JSON."""
+        data = json.dumps(asdict(self.journal)).encode()
+        self.size = max(self.size, len(data))
+        os.pwrite(self.fd, data.ljust(self.size), 0)
+        os.fsync(self.fd)
+
+    def remove(self) -> None:
+        os.unlink(self.path)
+        os.close(self.fd)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.directory)
+
+
+def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
     """Apply the planned changes all-or-nothing; raises ``OSError("Error applying patch: ...")``."""
-    txn = _Transaction()
-    try:
-        staged: list[Path | None] = []
-        for item in planned:
-            if item.content is None or item.target is None:
-                staged.append(None)
-                continue
-            real_target = (
-                Path(os.path.realpath(item.target)) if item.action == "update" else item.target
-            )
-            mode_from = item.source if item.action in ("update", "move") else None
-            staged.append(txn.stage(real_target, item.content, mode_from))
-        for item, temp in zip(planned, staged, strict=True):
-            if item.action == "delete":
-                txn.set_aside(item.source)
-            elif item.action == "add":
-                assert temp is not None
-                assert item.target is not None
-                txn.place(temp, item.target)
-            elif item.action == "update":
-                assert temp is not None
-                real = Path(os.path.realpath(item.source))
-                txn.set_aside(real)
-                os.replace(temp, real)
-            else:
-                assert temp is not None
-                assert item.target is not None
-                txn.place(temp, item.target)
-                txn.set_aside(item.source)
-    except Exception as exc:
-        problems = txn.rollback()
-        if problems:
+    journal = _Journal(secrets.token_hex(4))
+    with Walker(sandbox) as walker:
+        # Directories first (a new file may need them), then the journal of every name we will
+        # touch, then the temp files: a crash at any point leaves nothing the journal misses.
+        entries: list[tuple[Planned, Entry | None, Entry | None]] = []
+        try:
+            for item in planned:
+                source = None
+                if item.action != "add":
+                    follow = item.action == "update"
+                    source = walker.locate(item.source, item.path, follow=follow)
+                target = None
+                if item.action in ("add", "move"):
+                    assert item.target is not None
+                    target = walker.locate(
+                        item.target, item.move_to or item.path, follow=False, create_parents=True
+                    )
+                elif item.action == "update":
+                    target = source
+                entries.append((item, source, target))
+        except Exception as exc:
+            _remove_created(walker)
             raise OSError(
-                f"Error applying patch: {describe_exc(exc)}; rollback was incomplete: "
-                + "; ".join(problems)
+                f"Error applying patch: {describe_exc(exc)} (no file was changed)"
             ) from None
-        raise OSError(f"Error applying patch: {describe_exc(exc)} (no file was changed)") from None
-    txn.finish()
+        journal.created_dirs = [
+            os.path.join(_real_dir(entry), entry.name) for entry in walker.created
+        ]
+        for item, source, target in entries:
+            if item.action == "delete" or item.action == "move":
+                assert source is not None
+                journal.steps.append(
+                    _Step("remove", _real_dir(source), source.name, backup=_backup(source, journal))
+                )
+            if item.action in ("add", "move"):
+                assert target is not None
+                journal.steps.append(
+                    _Step("create", _real_dir(target), target.name, temp=_temp(target, journal))
+                )
+            if item.action == "update":
+                assert target is not None
+                journal.steps.append(
+                    _Step(
+                        "replace",
+                        _real_dir(target),
+                        target.name,
+                        temp=_temp(target, journal),
+                        backup=_backup(target, journal),
+                    )
+                )
+        journal_file = _JournalFile(sandbox, journal)
+        try:
+            _commit(walker, entries, journal_file)
+        except Exception as exc:
+            problems = _roll_back(walker, sandbox, journal_file.journal)
+            journal_file.remove()
+            if problems:
+                raise OSError(
+                    f"Error applying patch: {describe_exc(exc)}; rollback was incomplete: "
+                    + "; ".join(problems)
+                ) from None
+            raise OSError(
+                f"Error applying patch: {describe_exc(exc)} (no file was changed)"
+            ) from None
+        _finish(walker, sandbox, journal)
+        journal_file.remove()
+
+
+def _temp(entry: Entry, journal: _Journal) -> str:
+    return temp_name(entry.name, journal.token, "tmp")
+
+
+def _backup(entry: Entry, journal: _Journal) -> str:
+    return temp_name(entry.name, journal.token, "bak")
+
+
+def _remove_created(walker: Walker) -> None:
+    for entry in reversed(walker.created):
+        with contextlib.suppress(OSError):
+            os.rmdir(entry.name, dir_fd=entry.dir_fd)
+
+
+def _commit(
+    walker: Walker,
+    entries: list[tuple[Planned, Entry | None, Entry | None]],
+    journal_file: _JournalFile,
+) -> None:
+    journal = journal_file.journal
+    steps = iter(journal.steps)
+    staged: list[tuple[Planned, Entry | None, Entry | None, list[_Step]]] = []
+    for item, source, target in entries:
+        mine = [next(steps)]
+        if item.action == "move":
+            mine.append(next(steps))
+        for step in mine:
+            if step.temp is not None:
+                assert target is not None
+                assert item.content is not None
+                mode = None
+                if item.action in ("update", "move") and item.identity is not None:
+                    assert source is not None
+                    mode = stat.S_IMODE(os.stat(source.name, dir_fd=source.dir_fd).st_mode)
+                fd = os.open(step.temp, _NEW_FILE, 0o666, dir_fd=target.dir_fd)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(item.content.encode("utf-8", errors="surrogatepass"))
+                    if mode is not None:
+                        os.fchmod(handle.fileno(), mode)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    step.temp_inode = os.fstat(handle.fileno()).st_ino
+        staged.append((item, source, target, mine))
+    journal.state = "committing"
+    journal_file.save()
+    for item, source, target, mine in staged:
+        if item.identity is not None:
+            assert source is not None
+            _revalidate(item, source)
+        for step in mine:
+            entry = target if step.kind in ("create", "replace") else source
+            assert entry is not None
+            if step.kind == "remove":
+                assert step.backup is not None
+                os.rename(step.name, step.backup, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+            elif step.kind == "create":
+                assert step.temp is not None
+                _link_new(entry, step.temp)
+            else:
+                assert step.temp is not None
+                assert step.backup is not None
+                os.link(
+                    step.name,
+                    step.backup,
+                    src_dir_fd=entry.dir_fd,
+                    dst_dir_fd=entry.dir_fd,
+                    follow_symlinks=False,
+                )
+                os.rename(step.temp, step.name, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+    journal.state = "committed"
+    journal_file.save()
+
+
+def _link_new(entry: Entry, temp: str) -> None:
+    """Put ``temp`` at ``entry`` only if nothing is there (``link`` refuses an existing name)."""
+    try:
+        os.link(
+            temp,
+            entry.name,
+            src_dir_fd=entry.dir_fd,
+            dst_dir_fd=entry.dir_fd,
+            follow_symlinks=False,
+        )
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "File exists", entry.shown) from None
+    os.unlink(temp, dir_fd=entry.dir_fd)
+
+
+def _revalidate(item: Planned, source: Entry) -> None:
+    """Refuse to go on when ``source`` is no longer the file the patch was planned against."""
+    assert item.identity is not None
+    try:
+        fd = source.open_read() if item.action == "update" else _open_through(source)
+    except FileNotFoundError:
+        raise PatchConflictError(
+            f"{item.path} was removed while the patch was being applied"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        now = identity_of(handle.fileno(), handle.read())
+    wanted = item.identity
+    if (now.device, now.inode) != (wanted.device, wanted.inode) or now.sha256 != wanted.sha256:
+        raise PatchConflictError(
+            f"{item.path} changed while the patch was being applied; read it again and retry"
+        )
+
+
+def _open_through(entry: Entry) -> int:
+    """Read fd of ``entry``'s file, following a symlink entry by name within its directory."""
+    info = entry.lstat()
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        return os.open(entry.name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=entry.dir_fd)
+    return entry.open_read()
+
+
+def _finish(walker: Walker, sandbox: Sandbox, journal: _Journal) -> None:
+    """Roll forward: the patch is committed, only our backups (and stray temps) remain."""
+    for step in journal.steps:
+        for name in (step.backup, step.temp):
+            if name is None:
+                continue
+            with contextlib.suppress(OSError):
+                entry = walker.locate(os.path.join(step.dir, name), name, follow=False)
+                os.unlink(entry.name, dir_fd=entry.dir_fd)
+
+
+def _roll_back(walker: Walker, sandbox: Sandbox, journal: _Journal) -> list[str]:
+    """Undo every step of ``journal`` in reverse; returns what could not be undone."""
+    problems: list[str] = []
+    for step in reversed(journal.steps):
+        try:
+            _undo(walker, journal, step)
+        except Exception as exc:
+            problems.append(describe_exc(exc))
+    for directory in reversed(journal.created_dirs):
+        with contextlib.suppress(OSError):
+            entry = walker.locate(directory, directory, follow=False)
+            os.rmdir(entry.name, dir_fd=entry.dir_fd)
+    return problems
+
+
+def _undo(walker: Walker, journal: _Journal, step: _Step) -> None:
+    entry = walker.locate(os.path.join(step.dir, step.name), step.name, follow=False)
+    here = entry.lstat()
+
+    def info(name: str | None) -> os.stat_result | None:
+        if name is None:
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            return os.stat(name, dir_fd=entry.dir_fd, follow_symlinks=False)
+        return None
+
+    temp, backup = info(step.temp), info(step.backup)
+    placed = (
+        journal.state != "staging"
+        and step.temp_inode is not None
+        and here is not None
+        and here.st_ino == step.temp_inode
+    )
+    if step.kind == "create" and placed:
+        os.unlink(step.name, dir_fd=entry.dir_fd)
+    if backup is not None:
+        assert step.backup is not None
+        if here is not None and here.st_ino == backup.st_ino and not placed:
+            os.unlink(step.backup, dir_fd=entry.dir_fd)  # the backup link was made, no more
+        else:
+            os.rename(step.backup, step.name, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+    if temp is not None:
+        assert step.temp is not None
+        os.unlink(step.temp, dir_fd=entry.dir_fd)
+
+
+def recover_journals(sandbox: Sandbox) -> list[str]:
+    """Finish or undo every patch whose process died mid-way; returns the tokens handled.
+
+    A journal still locked belongs to a patch that is running (in this or another process) and
+    is left alone.
+    """
+    directory = sandbox.root_dir / JOURNAL_DIR
+    try:
+        names = sorted(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    handled: list[str] = []
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            if not os.path.exists(path):  # finished and removed while we waited
+                continue
+            raw = os.read(fd, 1 << 24)
+            journal = _load_journal(raw)
+            with Walker(sandbox) as walker:
+                if journal is None:
+                    pass  # the crash came before the journal was complete: nothing was staged
+                elif journal.state == "committed":
+                    _finish(walker, sandbox, journal)
+                else:
+                    _roll_back(walker, sandbox, journal)
+            os.unlink(path)
+            handled.append(name.removesuffix(".json"))
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
+    return handled
+
+
+def _load_journal(raw: bytes) -> _Journal | None:
+    try:
+        data = json.loads(raw)
+        steps = [_Step(**step) for step in data["steps"]]
+        return _Journal(data["token"], steps, list(data["created_dirs"]), data["state"])
+    except (ValueError, KeyError, TypeError):
+        return None

@@ -8,7 +8,12 @@ sandbox given to :func:`file_tools`), so a ``ToolContext`` override can swap it.
 from __future__ import annotations
 
 import asyncio
+import codecs
+import errno
+import hashlib
 import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -17,12 +22,15 @@ from .._text import clip_utf8, compact_json, describe_exc, line_prefix, split_li
 from ..cache.protocol import ToolOutputStore
 from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
+from ._fdpath import Entry, Walker
 from ._fileio import (
     ExpectedHash,
+    SandboxPathError,
     check_expected_hash,
     is_crlf_text,
+    locate,
     metadata_footer,
-    read_text,
+    read_utf8,
     resolve_in_sandbox,
     write_text,
 )
@@ -63,27 +71,140 @@ class ReadInput(BaseModel):
     limit: int = Field(DEFAULT_READ_LIMIT, gt=0, description="Maximum number of lines to show.")
 
 
-def _load(path: Path, file_path: str) -> str | tuple[str]:
-    """The file text, or a 1-tuple with the spec's text result for a missing/dir/unreadable file."""
+class _UnreadableError(Exception):
+    """The file cannot be shown; the message is the tool's text result."""
+
+
+def _open_entry(sandbox: Sandbox, path: Path, file_path: str, walker: Walker) -> int:
+    """An fd on the regular file ``file_path``; raises :class:`_UnreadableError` (spec texts)."""
     try:
-        is_dir = path.is_dir()
-        exists = is_dir or path.exists()
-    except OSError:
-        exists, is_dir = False, False
-    if not exists:
-        return (f"File not found: {file_path}",)
-    if is_dir:
-        return (f"Path is a directory: {file_path}",)
-    try:
-        return read_text(path)
-    except Exception as exc:
-        return (f"Error reading file: {describe_exc(exc)}",)
+        return locate(walker, path, file_path).open_read()
+    except (FileNotFoundError, NotADirectoryError):
+        raise _UnreadableError(f"File not found: {file_path}") from None
+    except IsADirectoryError:
+        raise _UnreadableError(f"Path is a directory: {file_path}") from None
+    except OSError as exc:
+        raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
+
+
+def _load(sandbox: Sandbox, path: Path, file_path: str) -> str:
+    """The whole file decoded with replacement characters; raises :class:`_UnreadableError`."""
+    with (
+        Walker(sandbox) as walker,
+        os.fdopen(_open_entry(sandbox, path, file_path, walker), "rb") as handle,
+    ):
+        try:
+            return handle.read().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
+
+
+_READ_BLOCK = 1 << 22
+
+
+@dataclass
+class _Scan:
+    """What one streaming pass over a file found: the wanted lines and whole-file facts."""
+
+    window: list[str] = field(default_factory=list)
+    total: int = 1  # lines, as split_lines counts them: a final newline starts an empty line
+    sha256: str = ""
+    bad_offset: int | None = None  # first byte that is not UTF-8
+
+
+def _nth_newline(data: bytes, start: int, n: int) -> int:
+    """Offset just past the ``n``-th newline of ``data`` from ``start`` (it has at least n)."""
+    low, high = start, len(data)
+    while high - low > 65536:  # halve by counting: a few passes over one block, no Python loop
+        middle = (low + high) // 2
+        found = data.count(b"\n", low, middle)
+        if found >= n:
+            high = middle
+        else:
+            n -= found
+            low = middle
+    position = low
+    for _ in range(n):
+        position = data.index(b"\n", position) + 1
+    return position
+
+
+def _scan(fd: int, offset: int, limit: int, max_line: int, max_bytes: int) -> _Scan:
+    """Stream the file once: keep lines ``offset`` .. ``offset + limit`` (each clipped to what the
+    preview can show, and no more than the byte budget can hold), count lines, hash the bytes
+    and find the first byte that is not UTF-8. Memory stays at one block whatever the size."""
+    scan = _Scan()
+    hasher = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line_cap = 4 * (max_line + 1)  # enough bytes to tell that a line has more than max_line chars
+    line = 0  # index of the line the next byte belongs to
+    current: list[bytes] = []  # the wanted line being collected, when it spans blocks
+    kept = 0  # bytes of current
+    shown = 0  # lower bound of the preview's size so far
+    stop = offset + limit
+    read_so_far = 0
+    while True:
+        data = os.read(fd, _READ_BLOCK)
+        if not data:
+            break
+        hasher.update(data)
+        if scan.bad_offset is None and not data.isascii():
+            buffered = len(decoder.getstate()[0])
+            try:
+                decoder.decode(data)
+            except UnicodeDecodeError as exc:
+                scan.bad_offset = read_so_far - buffered + exc.start
+        position = 0
+        size = len(data)
+        while position < size:
+            if line < offset:
+                need = offset - line
+                found = data.count(b"\n", position)
+                if found < need:
+                    line += found
+                    break
+                position = _nth_newline(data, position, need)
+                line += need
+            elif line < stop and shown <= max_bytes:
+                end = data.find(b"\n", position)
+                piece = data[position : size if end < 0 else end]
+                if kept < line_cap:
+                    current.append(piece[: line_cap - kept])
+                    kept += len(current[-1])
+                if end < 0:
+                    break
+                text = b"".join(current).decode("utf-8", errors="replace").removesuffix("\r")
+                scan.window.append(text)
+                shown += min(len(text), max_line) + 8
+                current, kept = [], 0
+                line += 1
+                position = end + 1
+            else:
+                line += data.count(b"\n", position)
+                break
+        read_so_far += size
+    if scan.bad_offset is None:
+        buffered = len(decoder.getstate()[0])
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            scan.bad_offset = read_so_far - buffered + exc.start
+    if offset <= line < stop and shown <= max_bytes:  # the last line has no newline after it
+        scan.window.append(b"".join(current).decode("utf-8", errors="replace").removesuffix("\r"))
+    scan.total = line + 1
+    scan.sha256 = hasher.hexdigest()
+    return scan
 
 
 def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
     """The windowed, line-numbered view of ``content`` (spec §3 step 3-6), without the footer."""
     lines = split_lines(content)
-    if offset >= len(lines):
+    return _render_window(lines[offset : offset + limit], len(lines), file_path, offset)
+
+
+def _render_window(window: list[str], total: int, file_path: str, offset: int) -> str:
+    """Lines ``offset ..`` of a file of ``total`` lines as ``read`` shows them."""
+    if offset >= total:
         return f"Offset exceeds output length: {file_path}"
     max_line = _env_int("CODELIA_READ_MAX_LINE_LENGTH", DEFAULT_MAX_LINE_LENGTH)
     max_bytes = _env_int("CODELIA_READ_MAX_BYTES", DEFAULT_MAX_READ_BYTES)
@@ -91,9 +212,8 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
     used = 0
     clipped: list[int] = []
     truncated_by_bytes = False
-    for index in range(offset, min(len(lines), offset + limit)):
+    for index, line in enumerate(window, start=offset):
         number = index + 1
-        line = lines[index]
         if len(line) > max_line:
             line = line[:max_line] + "..."
             clipped.append(number)
@@ -114,7 +234,7 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
         kept.append(numbered)
         used += size
     text = "\n".join(kept)
-    if truncated_by_bytes or len(lines) > offset + len(kept):
+    if truncated_by_bytes or total > offset + len(kept):
         reason = (
             f"[output truncated at {max_bytes} bytes]"
             if truncated_by_bytes
@@ -139,16 +259,38 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
 
 def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def read(params: ReadInput, ctx: ToolContext) -> str:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> str:
-            loaded = _load(path, params.file_path)
-            if isinstance(loaded, tuple):
-                return loaded[0]
-            body = render_read(loaded, params.file_path, params.offset, params.limit)
+            max_line = _env_int("CODELIA_READ_MAX_LINE_LENGTH", DEFAULT_MAX_LINE_LENGTH)
+            max_bytes = _env_int("CODELIA_READ_MAX_BYTES", DEFAULT_MAX_READ_BYTES)
+            with Walker(sandbox) as walker:
+                try:
+                    fd = _open_entry(sandbox, path, params.file_path, walker)
+                except _UnreadableError as exc:
+                    return str(exc)
+                try:
+                    scan = _scan(fd, params.offset, params.limit, max_line, max_bytes)
+                except OSError as exc:
+                    return f"Error reading file: {describe_exc(exc)}"
+                finally:
+                    os.close(fd)
+            body = _render_window(scan.window, scan.total, params.file_path, params.offset)
             if body.startswith("Offset exceeds output length: "):
                 return body
-            return body + metadata_footer(loaded)
+            if scan.bad_offset is not None:
+                body += (
+                    f"\n\n[not UTF-8: the first invalid byte is at offset {scan.bad_offset}; "
+                    "invalid bytes are shown as U+FFFD replacement characters, and write, edit "
+                    "and apply_patch refuse this file]"
+                )
+            if scan.bad_offset is not None:
+                # The hash is of the text as shown (as for every file), not of the raw bytes.
+                try:
+                    return body + metadata_footer(_load(sandbox, path, params.file_path))
+                except _UnreadableError as exc:
+                    return str(exc)
+            return body + f"\n\n[read_metadata] content_sha256={scan.sha256}"
 
         return await asyncio.to_thread(work)
 
@@ -178,12 +320,13 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def read_line(params: ReadLineInput, ctx: ToolContext) -> str:
         import regex
 
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> str:
-            loaded = _load(path, params.file_path)
-            if isinstance(loaded, tuple):
-                return loaded[0]
+            try:
+                loaded = _load(sandbox, path, params.file_path)
+            except _UnreadableError as exc:
+                return str(exc)
             lines = split_lines(loaded)
             number = params.line_number
             if number > len(lines):
@@ -218,6 +361,21 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
     )
 
 
+def _existing(walker: Walker, path: Path, file_path: str) -> Entry | None:
+    """The entry of an existing file (symlinks inside the sandbox followed), None when missing;
+    raises ``IsADirectoryError`` for a directory."""
+    try:
+        entry = locate(walker, path, file_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    info = entry.lstat()
+    if info is None:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", file_path)
+    return entry
+
+
 # --- write -------------------------------------------------------------------------------------
 
 WRITE_DESCRIPTION = (
@@ -235,15 +393,22 @@ class WriteInput(BaseModel):
 
 def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
     async def write(params: WriteInput, ctx: ToolContext) -> JsonResult | str:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> JsonResult | str:
             file_path = params.file_path
             try:
-                exists = path.exists() or path.is_symlink()
-                before = read_text(path) if exists else ""
-                check_expected_hash(file_path, params.expected_hash, exists=exists, content=before)
-                write_text(path, params.content)
+                with Walker(sandbox) as walker:
+                    entry = _existing(walker, path, file_path)
+                    before = "" if entry is None else read_utf8(entry)
+                    check_expected_hash(
+                        file_path, params.expected_hash, exists=entry is not None, content=before
+                    )
+                    if entry is None:
+                        entry = locate(walker, path, file_path, create_parents=True)
+                    write_text(entry, params.content)
+            except SandboxPathError:
+                raise
             except Exception as exc:
                 return f"Error writing file: {describe_exc(exc)}"
             placeholder = f"--- {file_path}\n+++ {file_path}\n@@ -0,0 +0,0 @@"
@@ -344,9 +509,13 @@ def apply_edit(
 
 def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
     async def edit(params: EditInput, ctx: ToolContext) -> JsonResult:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> JsonResult:
+            with Walker(sandbox) as walker:
+                return edit_file(walker)
+
+        def edit_file(walker: Walker) -> JsonResult:
             file_path = params.file_path
             old, new = params.old_string, params.new_string
             if old != "" and old == new:
@@ -362,13 +531,15 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
                     }
                 )
             try:
-                if path.is_dir():
-                    raise IsADirectoryError(file_path)
-                content, exists = read_text(path), True
-            except Exception:
+                entry = _existing(walker, path, file_path)
+            except IsADirectoryError:
+                entry = None  # whole-file mode then fails to write it, with the OS's reason
+            if entry is None:
                 if old != "":
-                    raise ValueError(f"File not found: {file_path}") from None
+                    raise ValueError(f"File not found: {file_path}")
                 content, exists = "", False
+            else:
+                content, exists = read_utf8(entry), True
             check_expected_hash(file_path, params.expected_hash, exists=exists, content=content)
             if old == "":
                 updated, count, used = new, (0 if new == content else 1), "exact"
@@ -404,7 +575,9 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
             if updated == content:
                 return result(f"No changes needed in {file_path}")
             try:
-                write_text(path, updated)
+                if entry is None:
+                    entry = locate(walker, path, file_path, create_parents=True)
+                write_text(entry, updated)
             except Exception as exc:
                 raise OSError(f"Error editing file: {describe_exc(exc)}") from None
             return result(f"Replaced {count} occurrence(s) in {file_path}")
