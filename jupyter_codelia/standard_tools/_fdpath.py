@@ -92,6 +92,13 @@ class Walker:
             os.close(fd)
         self._fds.clear()
 
+    def open_dir(self, path: str) -> int:
+        """An fd of the directory at absolute ``path`` (held until the walker closes)."""
+        entry = self.locate(path, path, follow=True)
+        fd = os.open(entry.name, _DIR_FLAGS, dir_fd=entry.dir_fd)
+        self._fds.append(fd)
+        return fd
+
     def _below_root(self, path: str, shown: str, *, through_link: bool) -> list[str]:
         """The names of absolute ``path`` below the walk's start (the root, or ``/``)."""
         sandbox = self._sandbox

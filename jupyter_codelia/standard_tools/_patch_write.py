@@ -22,7 +22,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -176,21 +176,41 @@ def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
                     )
                 )
         journal_file = _JournalFile(sandbox, journal)
+        held = iter(_step_dirs(entries))
+        dirs = {id(step): next(held) for step in journal.steps}
+
+        def dir_of(step: _Step) -> int:
+            return dirs[id(step)]  # the directory fds held since planning: no lookup by name
+
         try:
             _commit(walker, entries, journal_file)
         except Exception as exc:
-            problems = _roll_back(walker, sandbox, journal_file.journal)
-            journal_file.remove()
-            if problems:
+            problems = _roll_back(journal, dir_of)
+            _remove_created(walker)
+            if problems:  # the journal stays for recover_journals to finish the job
                 raise OSError(
                     f"Error applying patch: {describe_exc(exc)}; rollback was incomplete: "
                     + "; ".join(problems)
                 ) from None
+            journal_file.remove()
             raise OSError(
                 f"Error applying patch: {describe_exc(exc)} (no file was changed)"
             ) from None
-        _finish(walker, sandbox, journal)
+        _finish(journal, dir_of)
         journal_file.remove()
+
+
+def _step_dirs(entries: list[tuple[Planned, Entry | None, Entry | None]]) -> list[int]:
+    """The directory fd of every journal step, in the order the steps were recorded."""
+    fds: list[int] = []
+    for item, source, target in entries:
+        if item.action in ("delete", "move"):
+            assert source is not None
+            fds.append(source.dir_fd)
+        if item.action in ("add", "move", "update"):
+            assert target is not None
+            fds.append(target.dir_fd)
+    return fds
 
 
 def _temp(entry: Entry, journal: _Journal) -> str:
@@ -307,44 +327,35 @@ def _open_through(entry: Entry) -> int:
     return entry.open_read()
 
 
-def _finish(walker: Walker, sandbox: Sandbox, journal: _Journal) -> None:
+def _finish(journal: _Journal, dir_of: Callable[[_Step], int]) -> None:
     """Roll forward: the patch is committed, only our backups (and stray temps) remain."""
     for step in journal.steps:
         for name in (step.backup, step.temp):
-            if name is None:
-                continue
-            with contextlib.suppress(OSError):
-                entry = walker.locate(os.path.join(step.dir, name), name, follow=False)
-                os.unlink(entry.name, dir_fd=entry.dir_fd)
+            if name is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=dir_of(step))
 
 
-def _roll_back(walker: Walker, sandbox: Sandbox, journal: _Journal) -> list[str]:
+def _roll_back(journal: _Journal, dir_of: Callable[[_Step], int]) -> list[str]:
     """Undo every step of ``journal`` in reverse; returns what could not be undone."""
     problems: list[str] = []
     for step in reversed(journal.steps):
         try:
-            _undo(walker, journal, step)
+            _undo(dir_of(step), journal, step)
         except Exception as exc:
             problems.append(describe_exc(exc))
-    for directory in reversed(journal.created_dirs):
-        with contextlib.suppress(OSError):
-            entry = walker.locate(directory, directory, follow=False)
-            os.rmdir(entry.name, dir_fd=entry.dir_fd)
     return problems
 
 
-def _undo(walker: Walker, journal: _Journal, step: _Step) -> None:
-    entry = walker.locate(os.path.join(step.dir, step.name), step.name, follow=False)
-    here = entry.lstat()
-
+def _undo(dir_fd: int, journal: _Journal, step: _Step) -> None:
     def info(name: str | None) -> os.stat_result | None:
         if name is None:
             return None
         with contextlib.suppress(FileNotFoundError):
-            return os.stat(name, dir_fd=entry.dir_fd, follow_symlinks=False)
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         return None
 
-    temp, backup = info(step.temp), info(step.backup)
+    here, temp, backup = info(step.name), info(step.temp), info(step.backup)
     placed = (
         journal.state != "staging"
         and step.temp_inode is not None
@@ -352,16 +363,16 @@ def _undo(walker: Walker, journal: _Journal, step: _Step) -> None:
         and here.st_ino == step.temp_inode
     )
     if step.kind == "create" and placed:
-        os.unlink(step.name, dir_fd=entry.dir_fd)
+        os.unlink(step.name, dir_fd=dir_fd)
     if backup is not None:
         assert step.backup is not None
         if here is not None and here.st_ino == backup.st_ino and not placed:
-            os.unlink(step.backup, dir_fd=entry.dir_fd)  # the backup link was made, no more
+            os.unlink(step.backup, dir_fd=dir_fd)  # the backup link was made, no more
         else:
-            os.rename(step.backup, step.name, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+            os.rename(step.backup, step.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     if temp is not None:
         assert step.temp is not None
-        os.unlink(step.temp, dir_fd=entry.dir_fd)
+        os.unlink(step.temp, dir_fd=dir_fd)
 
 
 def recover_journals(sandbox: Sandbox) -> list[str]:
@@ -393,13 +404,23 @@ def recover_journals(sandbox: Sandbox) -> list[str]:
                 continue
             raw = os.read(fd, 1 << 24)
             journal = _load_journal(raw)
+            problems: list[str] = []
             with Walker(sandbox) as walker:
-                if journal is None:
-                    pass  # the crash came before the journal was complete: nothing was staged
-                elif journal.state == "committed":
-                    _finish(walker, sandbox, journal)
-                else:
-                    _roll_back(walker, sandbox, journal)
+                if journal is not None:  # None: killed before the record was whole, no file staged
+
+                    def dir_of(step: _Step) -> int:
+                        return walker.open_dir(step.dir)
+
+                    if journal.state == "committed":
+                        _finish(journal, dir_of)
+                    else:
+                        problems = _roll_back(journal, dir_of)
+                        for created in reversed(journal.created_dirs):
+                            with contextlib.suppress(OSError):
+                                made = walker.locate(created, created, follow=False)
+                                os.rmdir(made.name, dir_fd=made.dir_fd)
+            if problems:
+                continue  # kept for a later attempt
             os.unlink(path)
             handled.append(name.removesuffix(".json"))
         finally:

@@ -1,0 +1,363 @@
+"""The file tools under hostile conditions: non-UTF-8 and CRLF files, hard links, symlink swaps
+racing the tools, files changed mid-patch, and SIGKILL at every step of a patch."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from _file_tools_helpers import FileTools
+
+from jupyter_codelia.llm.messages import FunctionCall, ToolCall
+from jupyter_codelia.standard_tools._patch_parse import parse_patch
+from jupyter_codelia.standard_tools._patch_write import JOURNAL_DIR, recover_journals, write_planned
+from jupyter_codelia.standard_tools._sandbox import Sandbox
+from jupyter_codelia.standard_tools.patch import plan_patch
+from jupyter_codelia.tools import ToolContext, execute_tool_call
+
+E = "Error executing tool: "
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> FileTools:
+    root = tmp_path / "work"
+    root.mkdir()
+    return FileTools(root)
+
+
+def patch_of(*body: str) -> str:
+    return "\n".join(["*** Begin Patch", *body, "*** End Patch"])
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".codelia-" in p.name)
+
+
+# --- encodings and line endings -----------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_non_utf8_file_is_refused_by_every_writer_and_labelled_by_read(
+    tools: FileTools,
+) -> None:
+    latin = tools.root / "latin1.txt"
+    original = "caf\xe9 au lait\nsecond\n".encode("latin-1")
+    latin.write_bytes(original)
+    refusal = (
+        "latin1.txt is not valid UTF-8 (first invalid byte at offset 3): refusing to rewrite "
+        "it, which would replace its undecodable bytes with U+FFFD."
+    )
+    patch = patch_of("*** Update File: latin1.txt", "@@", "-second", "+2nd")
+    assert refusal in await tools.error("apply_patch", patch=patch)
+    edited = await tools.error(
+        "edit", file_path="latin1.txt", old_string="second", new_string="2nd"
+    )
+    assert refusal in edited
+    written = await tools.text("write", file_path="latin1.txt", content="new\n")
+    assert written.startswith("Error writing file: NotUtf8Error: ") and refusal in written
+    assert latin.read_bytes() == original
+    shown = await tools.text("read", file_path="latin1.txt")
+    assert "    1  caf\ufffd au lait" in shown
+    assert (
+        "[not UTF-8: the first invalid byte is at offset 3; invalid bytes are shown as U+FFFD"
+        in shown
+    )
+    # Deleting it rewrites nothing, so it is allowed.
+    await tools.json("apply_patch", patch=patch_of("*** Delete File: latin1.txt"))
+    assert not latin.exists()
+
+
+@pytest.mark.asyncio
+async def test_crlf_file_stays_crlf_after_appending_past_an_unterminated_last_line(
+    tools: FileTools,
+) -> None:
+    crlf = tools.root / "win.txt"
+    crlf.write_bytes(b"one\r\ntwo\r\nthree")
+    await tools.json("apply_patch", patch=patch_of("*** Update File: win.txt", "@@", "+four"))
+    assert crlf.read_bytes() == b"one\r\ntwo\r\nthree\r\nfour"
+    patch = patch_of("*** Update File: win.txt", "@@", " one", "-two", "+2", "+2b")
+    await tools.json("apply_patch", patch=patch)
+    assert crlf.read_bytes() == b"one\r\n2\r\n2b\r\nthree\r\nfour"
+    end = patch_of("*** Update File: win.txt", "@@", " four", "+five", "*** End of File")
+    await tools.json("apply_patch", patch=end)
+    assert crlf.read_bytes() == b"one\r\n2\r\n2b\r\nthree\r\nfour\r\nfive"
+
+
+# --- hard links and the reading rule ------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_writers_replace_only_this_name_of_a_hard_linked_file(
+    tools: FileTools, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("shared\nline\n")
+    inside = tools.root / "linked.txt"
+    os.link(outside, inside)
+    # Landlock's rule: reachable by a path inside the root means inside, so reading works.
+    assert "    1  shared" in await tools.text("read", file_path="linked.txt")
+    await tools.json("write", file_path="linked.txt", content="written\n")
+    assert inside.read_text() == "written\n"
+    assert outside.read_text() == "shared\nline\n"
+    os.unlink(inside)
+    os.link(outside, inside)
+    await tools.json("edit", file_path="linked.txt", old_string="line", new_string="edited")
+    assert inside.read_text() == "shared\nedited\n" and outside.read_text() == "shared\nline\n"
+    os.unlink(inside)
+    os.link(outside, inside)
+    await tools.json(
+        "apply_patch", patch=patch_of("*** Update File: linked.txt", "@@", "-line", "+patched")
+    )
+    assert inside.read_text() == "shared\npatched\n" and outside.read_text() == "shared\nline\n"
+    assert os.stat(outside).st_nlink == 1
+
+
+@pytest.mark.asyncio
+async def test_symlinks_are_followed_only_inside_the_root(tools: FileTools, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("TOP SECRET\n")
+    (tools.root / "real").mkdir()
+    (tools.root / "real" / "f.txt").write_text("inside\n")
+    os.symlink(tools.root / "real", tools.root / "alias")  # absolute, inside
+    os.symlink("../real/f.txt", tools.root / "real" / "rel.txt")
+    assert "inside" in await tools.text("read", file_path="alias/f.txt")
+    assert "inside" in await tools.text("read", file_path="real/rel.txt")
+    os.symlink(tmp_path / "secret.txt", tools.root / "out.txt")
+    error = await tools.error("read", file_path="out.txt")
+    assert error.startswith(E + "Security error: SecurityError: Path escapes sandbox: out.txt")
+
+
+# --- races ---------------------------------------------------------------------------------------
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchanger() -> ctypes._CFuncPtr:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    renameat2 = libc.renameat2
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    return renameat2
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, bytes | None]]:
+    return {
+        str(p.relative_to(root)): (p.lstat().st_ino, None if p.is_dir() else p.read_bytes())
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.asyncio
+async def test_swapping_a_directory_and_a_symlink_never_lets_a_tool_outside(
+    tools: FileTools, tmp_path: Path
+) -> None:
+    """A thread exchanges ``d`` (a real directory) and ``link`` (a symlink to a directory outside)
+    with renameat2(RENAME_EXCHANGE) as fast as it can while each tool runs 1,000 times on
+    ``d/...``: nothing outside may be read, created, changed or deleted."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("f.txt", "p.txt"):
+        (outside / name).write_text("OUTSIDE\n")
+    (outside / "secret.txt").write_text("OUTSIDE SECRET\n")
+    inside = tools.root / "d"
+    inside.mkdir()
+    (inside / "f.txt").write_text("inside\n")
+    (inside / "p.txt").write_text("inside\n")
+    (inside / "secret.txt").write_text("inside\n")
+    os.symlink(outside, tools.root / "link")
+    before = snapshot(outside)
+    renameat2 = _exchanger()
+    stop = threading.Event()
+    swaps = 0
+
+    def swapper() -> None:
+        nonlocal swaps
+        a, b = bytes(inside), bytes(tools.root / "link")
+        while not stop.is_set():
+            if renameat2(_AT_FDCWD, a, _AT_FDCWD, b, _RENAME_EXCHANGE) == 0:
+                swaps += 1
+
+    thread = threading.Thread(target=swapper, daemon=True)
+    thread.start()
+    calls = {
+        "read": {"file_path": "d/secret.txt"},
+        "write": {"file_path": "d/w.txt", "content": "written\n"},
+        "edit": {"file_path": "d/f.txt", "old_string": "", "new_string": "inside\n"},
+        "apply_patch": {"patch": patch_of("*** Update File: d/p.txt", "@@", "-inside", "+inside")},
+    }
+    try:
+        for name, args in calls.items():
+            for _ in range(1000):
+                # Refusals and lost races are fine (the model sees an error); leaks are not.
+                call = ToolCall(
+                    id="call_race", function=FunctionCall(name=name, arguments=json.dumps(args))
+                )
+                done = await execute_tool_call(call, list(tools.tools.values()), ToolContext())
+                assert "OUTSIDE" not in str(done.message.content)
+    finally:
+        stop.set()
+        thread.join()
+    assert swaps > 0
+    assert snapshot(outside) == before
+    assert leftovers(tools.root) == []
+
+
+# --- re-validation and crash safety -------------------------------------------------------------
+
+
+def test_a_file_changed_after_planning_fails_the_whole_patch(tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    sandbox = Sandbox(root)
+    sections = parse_patch(
+        patch_of(
+            "*** Update File: a.txt",
+            "@@",
+            "-a",
+            "+A",
+            "*** Update File: b.txt",
+            "@@",
+            "-b",
+            "+B",
+            "*** Add File: c.txt",
+            "+c",
+        )
+    )
+    planned = plan_patch(sections, sandbox)
+    (root / "b.txt").write_text("b\n")  # same content, another file (new inode via rename)
+    os.replace(root / "b.txt", root / "b2.txt")
+    (root / "b.txt").write_text("changed\n")
+    with pytest.raises(OSError) as caught:
+        write_planned(planned, sandbox)
+    assert str(caught.value) == (
+        "Error applying patch: PatchConflictError: b.txt changed while the patch was being "
+        "applied; read it again and retry (no file was changed)"
+    )
+    assert (root / "a.txt").read_text() == "a\n"
+    assert (root / "b.txt").read_text() == "changed\n"
+    assert not (root / "c.txt").exists()
+    assert leftovers(root) == [] and not (root / JOURNAL_DIR).exists()
+
+
+_FILES = {f"f{k}.txt": f"old {k}\n" for k in range(4)}
+_NEW = {
+    "f0.txt": "new 0\n",  # updated
+    "f1.txt": None,  # deleted
+    "f2.txt": None,  # moved to sub/moved.txt
+    "f3.txt": "new 3\n",
+    "sub/moved.txt": "new 2\n",
+    "added.txt": "added\n",
+}
+_PATCH = patch_of(
+    "*** Update File: f0.txt",
+    "@@",
+    "-old 0",
+    "+new 0",
+    "*** Delete File: f1.txt",
+    "*** Update File: f2.txt",
+    "*** Move to: sub/moved.txt",
+    "@@",
+    "-old 2",
+    "+new 2",
+    "*** Update File: f3.txt",
+    "@@",
+    "-old 3",
+    "+new 3",
+    "*** Add File: added.txt",
+    "+added",
+)
+
+
+def _state(root: Path) -> dict[str, str | None]:
+    names = set(_FILES) | set(_NEW)
+    return {n: (root / n).read_text() if (root / n).exists() else None for n in sorted(names)}
+
+
+def _run_killed_at(root: Path, kill_at: int) -> int:
+    """Fork a child that applies _PATCH and SIGKILLs itself at its ``kill_at``-th file-system
+    call; returns how many calls a whole run made (when it was not killed)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: count the calls that change the disk, die at the chosen one
+        os.close(read_end)
+        count = 0
+
+        def counting(function):  # type: ignore[no-untyped-def]
+            def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+                nonlocal count
+                count += 1
+                if count == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return function(*args, **kwargs)
+
+            return wrapper
+
+        for name in (
+            "open",
+            "rename",
+            "replace",
+            "link",
+            "unlink",
+            "pwrite",
+            "mkdir",
+            "rmdir",
+            "fsync",
+        ):
+            setattr(os, name, counting(getattr(os, name)))
+        try:
+            sandbox = Sandbox(root)
+            write_planned(plan_patch(parse_patch(_PATCH), sandbox), sandbox)
+        finally:
+            os.write(write_end, str(count).encode())
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_end, "rb") as handle:
+        made = handle.read()
+    return int(made) if made else -1
+
+
+def test_sigkill_at_every_step_leaves_files_wholly_old_or_new_and_recovery_completes(
+    tmp_path: Path,
+) -> None:
+    old = {n: _FILES.get(n) for n in sorted(set(_FILES) | set(_NEW))}
+    new = {n: _NEW.get(n, _FILES.get(n)) for n in old}
+    new.update({n: v for n, v in _NEW.items()})
+    total = None
+    kill_at = 1
+    outcomes = set()
+    while total is None or kill_at <= total:
+        root = tmp_path / f"run{kill_at}"
+        root.mkdir()
+        for name, text in _FILES.items():
+            (root / name).write_text(text)
+        made = _run_killed_at(root, kill_at)
+        if made >= 0:  # the run completed before reaching kill_at: every step was covered
+            total = made
+            assert _state(root) == new
+            break
+        state = _state(root)
+        for name, text in state.items():
+            assert text in (old[name], new[name]), (kill_at, name, text)
+        recover_journals(Sandbox(root))
+        recovered = _state(root)
+        assert recovered in (old, new), (kill_at, recovered)
+        outcomes.add("new" if recovered == new else "old")
+        assert leftovers(root) == [], (kill_at, leftovers(root))
+        assert not (root / JOURNAL_DIR).exists()
+        kill_at += 1
+        assert kill_at < 500, "the patch should take far fewer file-system calls"
+    assert outcomes == {"old", "new"}, outcomes
