@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import json
 import os
 import signal
@@ -361,3 +362,61 @@ def test_sigkill_at_every_step_leaves_files_wholly_old_or_new_and_recovery_compl
         kill_at += 1
         assert kill_at < 500, "the patch should take far fewer file-system calls"
     assert outcomes == {"old", "new"}, outcomes
+
+
+# --- big and repetitive files ------------------------------------------------------------------
+
+
+@pytest.mark.timeout(15)  # a hang guard with a wide margin (it answers in well under a second)
+@pytest.mark.asyncio
+async def test_edit_closest_match_search_is_bounded_on_repetitive_files(tools: FileTools) -> None:
+    """300 lines of old_string against 100,000 identical lines used to cost tens of seconds of
+    voting and quadratic line matching; the search is now bounded and still names a window."""
+    line = "    value = compute(item, flag=0)"
+    (tools.root / "rep.py").write_text((line + "\n") * 100_000)
+    wanted = [line] * 300
+    wanted[150] = "    something that is not in the file"
+    error = await tools.error(
+        "edit", file_path="rep.py", old_string="\n".join(wanted), new_string="x"
+    )
+    assert error.startswith(E + "String not found in rep.py\nClosest candidate: lines ")
+    assert "(99% similar)" in error
+    assert "First difference at line" in error
+
+
+def _write_big(path: Path, row: bytes, size: int) -> tuple[int, str]:
+    """Write ``size // len(row)`` rows and an unterminated last line; (rows, sha256)."""
+    count = size // len(row)
+    with open(path, "wb") as handle:
+        block = row * 10_000
+        for _ in range(count // 10_000):
+            handle.write(block)
+        handle.write(row * (count % 10_000))
+        handle.write(b"last line without newline")
+    return count, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.asyncio
+async def test_read_streams_a_big_file_in_bounded_memory(tools: FileTools) -> None:
+    """64 MiB of lines: the window near the end, the line count and the whole-file hash are
+    right, and Python never holds more than a few read blocks (tracemalloc's peak)."""
+    import tracemalloc
+
+    big = tools.root / "big.log"
+    row = b"0123456789 " * 9 + b"tail\n"  # 104 bytes
+    count, digest = _write_big(big, row, 64 << 20)
+    tracemalloc.start()
+    try:
+        shown = await tools.text("read", file_path="big.log", offset=count - 2, limit=50)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak
+    assert shown.splitlines()[:3] == [
+        f"{count - 1:>5}  " + row.decode().rstrip("\n"),
+        f"{count:>5}  " + row.decode().rstrip("\n"),
+        f"{count + 1:>5}  last line without newline",
+    ]
+    assert shown.endswith(f"[read_metadata] content_sha256={digest}")
+    far = await tools.text("read", file_path="big.log", offset=count + 1)
+    assert far == "Offset exceeds output length: big.log"
