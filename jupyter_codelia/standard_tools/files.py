@@ -8,12 +8,9 @@ sandbox given to :func:`file_tools`), so a ``ToolContext`` override can swap it.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import errno
-import hashlib
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -34,6 +31,7 @@ from ._fileio import (
     resolve_in_sandbox,
     write_text,
 )
+from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
 from ._sandbox import Sandbox, sandbox_key
 from .diff import diff_payload, unified_diff
 
@@ -99,101 +97,15 @@ def _load(sandbox: Sandbox, path: Path, file_path: str) -> str:
             raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
 
 
-_READ_BLOCK = 1 << 22
-
-
-@dataclass
-class _Scan:
-    """What one streaming pass over a file found: the wanted lines and whole-file facts."""
-
-    window: list[str] = field(default_factory=list)
-    total: int = 1  # lines, as split_lines counts them: a final newline starts an empty line
-    sha256: str = ""
-    bad_offset: int | None = None  # first byte that is not UTF-8
-
-
-def _nth_newline(data: bytes, start: int, n: int) -> int:
-    """Offset just past the ``n``-th newline of ``data`` from ``start`` (it has at least n)."""
-    low, high = start, len(data)
-    while high - low > 65536:  # halve by counting: a few passes over one block, no Python loop
-        middle = (low + high) // 2
-        found = data.count(b"\n", low, middle)
-        if found >= n:
-            high = middle
-        else:
-            n -= found
-            low = middle
-    position = low
-    for _ in range(n):
-        position = data.index(b"\n", position) + 1
-    return position
-
-
-def _scan(fd: int, offset: int, limit: int, max_line: int, max_bytes: int) -> _Scan:
-    """Stream the file once: keep lines ``offset`` .. ``offset + limit`` (each clipped to what the
-    preview can show, and no more than the byte budget can hold), count lines, hash the bytes
-    and find the first byte that is not UTF-8. Memory stays at one block whatever the size."""
-    scan = _Scan()
-    hasher = hashlib.sha256()
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    line_cap = 4 * (max_line + 1)  # enough bytes to tell that a line has more than max_line chars
-    line = 0  # index of the line the next byte belongs to
-    current: list[bytes] = []  # the wanted line being collected, when it spans blocks
-    kept = 0  # bytes of current
-    shown = 0  # lower bound of the preview's size so far
-    stop = offset + limit
-    read_so_far = 0
-    while True:
-        data = os.read(fd, _READ_BLOCK)
-        if not data:
-            break
-        hasher.update(data)
-        if scan.bad_offset is None and not data.isascii():
-            buffered = len(decoder.getstate()[0])
-            try:
-                decoder.decode(data)
-            except UnicodeDecodeError as exc:
-                scan.bad_offset = read_so_far - buffered + exc.start
-        position = 0
-        size = len(data)
-        while position < size:
-            if line < offset:
-                need = offset - line
-                found = data.count(b"\n", position)
-                if found < need:
-                    line += found
-                    break
-                position = _nth_newline(data, position, need)
-                line += need
-            elif line < stop and shown <= max_bytes:
-                end = data.find(b"\n", position)
-                piece = data[position : size if end < 0 else end]
-                if kept < line_cap:
-                    current.append(piece[: line_cap - kept])
-                    kept += len(current[-1])
-                if end < 0:
-                    break
-                text = b"".join(current).decode("utf-8", errors="replace").removesuffix("\r")
-                scan.window.append(text)
-                shown += min(len(text), max_line) + 8
-                current, kept = [], 0
-                line += 1
-                position = end + 1
-            else:
-                line += data.count(b"\n", position)
-                break
-        read_so_far += size
+def _footer(scan: FileFacts, sandbox: Sandbox, path: Path, file_path: str) -> str:
+    """The ``[read_metadata]`` footer: the SHA-256 of the text as the tools decode it, which is
+    the hash of the bytes for a UTF-8 file (only a file that is not needs a second pass)."""
     if scan.bad_offset is None:
-        buffered = len(decoder.getstate()[0])
-        try:
-            decoder.decode(b"", final=True)
-        except UnicodeDecodeError as exc:
-            scan.bad_offset = read_so_far - buffered + exc.start
-    if offset <= line < stop and shown <= max_bytes:  # the last line has no newline after it
-        scan.window.append(b"".join(current).decode("utf-8", errors="replace").removesuffix("\r"))
-    scan.total = line + 1
-    scan.sha256 = hasher.hexdigest()
-    return scan
+        return f"\n\n[read_metadata] content_sha256={scan.sha256}"
+    try:
+        return metadata_footer(_load(sandbox, path, file_path))
+    except _UnreadableError as exc:
+        return f"\n\n[read_metadata] unavailable: {exc}"
 
 
 def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
@@ -269,13 +181,14 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
                     fd = _open_entry(sandbox, path, params.file_path, walker)
                 except _UnreadableError as exc:
                     return str(exc)
+                window = LineWindow(max_line, max_bytes)
                 try:
-                    scan = _scan(fd, params.offset, params.limit, max_line, max_bytes)
+                    scan = scan_file(fd, params.offset, params.offset + params.limit, window)
                 except OSError as exc:
                     return f"Error reading file: {describe_exc(exc)}"
                 finally:
                     os.close(fd)
-            body = _render_window(scan.window, scan.total, params.file_path, params.offset)
+            body = _render_window(window.lines, scan.total, params.file_path, params.offset)
             if body.startswith("Offset exceeds output length: "):
                 return body
             if scan.bad_offset is not None:
@@ -284,13 +197,7 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
                     "invalid bytes are shown as U+FFFD replacement characters, and write, edit "
                     "and apply_patch refuse this file]"
                 )
-            if scan.bad_offset is not None:
-                # The hash is of the text as shown (as for every file), not of the raw bytes.
-                try:
-                    return body + metadata_footer(_load(sandbox, path, params.file_path))
-                except _UnreadableError as exc:
-                    return str(exc)
-            return body + f"\n\n[read_metadata] content_sha256={scan.sha256}"
+            return body + _footer(scan, sandbox, path, params.file_path)
 
         return await asyncio.to_thread(work)
 
@@ -318,29 +225,32 @@ class ReadLineInput(BaseModel):
 
 def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def read_line(params: ReadLineInput, ctx: ToolContext) -> str:
-        import regex
-
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> str:
-            try:
-                loaded = _load(sandbox, path, params.file_path)
-            except _UnreadableError as exc:
-                return str(exc)
-            lines = split_lines(loaded)
-            number = params.line_number
-            if number > len(lines):
-                return f"Line number out of range: {number} (total {len(lines)})"
-            graphemes = regex.findall(r"\X", lines[number - 1])
-            length = len(graphemes)
-            offset = params.char_offset
+            number, offset = params.line_number, params.char_offset
+            window = GraphemeWindow(offset, params.char_limit)
+            with Walker(sandbox) as walker:
+                try:
+                    fd = _open_entry(sandbox, path, params.file_path, walker)
+                except _UnreadableError as exc:
+                    return str(exc)
+                try:
+                    scan = scan_file(fd, number - 1, number, window)
+                except OSError as exc:
+                    return f"Error reading file: {describe_exc(exc)}"
+                finally:
+                    os.close(fd)
+            if not window.found:
+                return f"Line number out of range: {number} (total {scan.total})"
+            length = window.length
             if offset > length:
                 return f"char_offset out of range: {offset} (line length {length})"
             end = min(length, offset + params.char_limit)
             text = (
                 f"line_number={number} line_length={length} "
                 f"char_range={offset}..{max(end - 1, offset - 1)}"
-                f"\n{''.join(graphemes[offset:end])}"
+                f"\n{''.join(window.kept)}"
             )
             if end < length:
                 call = compact_json(
@@ -352,7 +262,7 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
                     }
                 )
                 text += f"\n\nUse char_offset={end} to continue.\nread_line({call})"
-            return text + metadata_footer(loaded)
+            return text + _footer(scan, sandbox, path, params.file_path)
 
         return await asyncio.to_thread(work)
 

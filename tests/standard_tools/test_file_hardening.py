@@ -420,3 +420,37 @@ async def test_read_streams_a_big_file_in_bounded_memory(tools: FileTools) -> No
     assert shown.endswith(f"[read_metadata] content_sha256={digest}")
     far = await tools.text("read", file_path="big.log", offset=count + 1)
     assert far == "Offset exceeds output length: big.log"
+
+
+def _write_long_line(path: Path) -> None:
+    with open(path, "wb") as handle:
+        handle.write(b"short first line\r\n")
+        # 3,000,000 clusters of e + combining acute (3 bytes each): the line spans blocks, and
+        # a block boundary falls inside clusters.
+        handle.write("e\u0301".encode() * 3_000_000 + b"END\r\n")
+        handle.write(b"third\n")
+
+
+@pytest.mark.asyncio
+async def test_read_line_windows_a_long_line_without_holding_it(tools: FileTools) -> None:
+    import tracemalloc
+
+    _write_long_line(tools.root / "long.txt")
+    tracemalloc.start()
+    try:
+        shown = await tools.text(
+            "read_line", file_path="long.txt", line_number=2, char_offset=2_999_998, char_limit=4
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak
+    head, rest = shown.split("\n", 1)
+    assert head == "line_number=2 line_length=3000003 char_range=2999998..3000001"
+    assert rest.startswith("e\u0301e\u0301EN\n\nUse char_offset=3000002 to continue.")
+    assert "[read_metadata] content_sha256=" in rest
+    third = await tools.text("read_line", file_path="long.txt", line_number=3)
+    assert third.startswith("line_number=3 line_length=5 char_range=0..4\nthird\n")
+    assert await tools.text("read_line", file_path="long.txt", line_number=5) == (
+        "Line number out of range: 5 (total 4)"
+    )

@@ -1,0 +1,168 @@
+"""One streaming pass over a file for ``read`` and ``read_line``: memory does not grow with it.
+
+:func:`scan_file` reads the file in blocks, hashes every byte, counts lines (as
+``split_lines`` does: a final newline starts one more, empty line), finds the first byte that is
+not UTF-8, and hands the bytes of the wanted lines to a sink. Skipping to a far line counts
+newlines per block (``bytes.count``), never a Python step per line. :class:`LineWindow` keeps
+the lines ``read`` shows, each clipped to what the preview can hold; :class:`GraphemeWindow`
+keeps one character window of one line for ``read_line`` and counts the rest of the line's
+grapheme clusters without holding them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+BLOCK = 1 << 22
+_SLICE = 1 << 16
+
+
+class Sink(Protocol):
+    def take(self, piece: bytes, line_ended: bool) -> bool:
+        """Bytes of the current wanted line (``line_ended``: its newline came after them);
+        returns False once it wants nothing more."""
+        ...
+
+
+@dataclass
+class FileFacts:
+    total: int  # number of lines
+    sha256: str  # of the bytes
+    bad_offset: int | None  # first byte that is not UTF-8, or None
+
+
+def _nth_newline(data: bytes, start: int, n: int) -> int:
+    """Offset just past the ``n``-th newline of ``data`` from ``start`` (it has at least n)."""
+    low, high = start, len(data)
+    while high - low > 65536:  # halve by counting: a few passes over one block, no Python loop
+        middle = (low + high) // 2
+        found = data.count(b"\n", low, middle)
+        if found >= n:
+            high = middle
+        else:
+            n -= found
+            low = middle
+    position = low
+    for _ in range(n):
+        position = data.index(b"\n", position) + 1
+    return position
+
+
+def scan_file(fd: int, first: int, stop: int, sink: Sink) -> FileFacts:
+    """Stream ``fd`` once, giving the bytes of lines ``first`` .. ``stop - 1`` to ``sink``."""
+    hasher = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    bad_offset: int | None = None
+    line = 0  # index of the line the next byte belongs to
+    wanting = True
+    consumed = 0
+    while True:
+        data = os.read(fd, BLOCK)
+        if not data:
+            break
+        hasher.update(data)
+        if bad_offset is None and not data.isascii():
+            buffered = len(decoder.getstate()[0])
+            try:
+                decoder.decode(data)
+            except UnicodeDecodeError as exc:
+                bad_offset = consumed - buffered + exc.start
+        position, size = 0, len(data)
+        while position < size:
+            if line < first:
+                need = first - line
+                found = data.count(b"\n", position)
+                if found < need:
+                    line += found
+                    break
+                position = _nth_newline(data, position, need)
+                line += need
+            elif line < stop and wanting:
+                end = data.find(b"\n", position)
+                wanting = sink.take(data[position : size if end < 0 else end], end >= 0)
+                if end < 0:
+                    break
+                line += 1
+                position = end + 1
+            else:
+                line += data.count(b"\n", position)
+                break
+        consumed += size
+    if bad_offset is None:
+        buffered = len(decoder.getstate()[0])
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            bad_offset = consumed - buffered + exc.start
+    if first <= line < stop and wanting:  # the last line has no newline after it
+        sink.take(b"", True)
+    return FileFacts(line + 1, hasher.hexdigest(), bad_offset)
+
+
+class LineWindow:
+    """The lines ``read`` shows: each kept up to ``4 * (max_line + 1)`` bytes (enough to tell it
+    is longer than ``max_line`` characters), and lines only while the preview budget lasts."""
+
+    def __init__(self, max_line: int, max_bytes: int) -> None:
+        self.lines: list[str] = []
+        self._cap = 4 * (max_line + 1)
+        self._max_line = max_line
+        self._max_bytes = max_bytes
+        self._current: list[bytes] = []
+        self._kept = 0
+        self._shown = 0  # a lower bound of the preview's size so far
+
+    def take(self, piece: bytes, line_ended: bool) -> bool:
+        if self._kept < self._cap:
+            self._current.append(piece[: self._cap - self._kept])
+            self._kept += len(self._current[-1])
+        if not line_ended:
+            return True
+        text = b"".join(self._current).decode("utf-8", errors="replace").removesuffix("\r")
+        self.lines.append(text)
+        self._shown += min(len(text), self._max_line) + 8  # the number prefix is 7, newline 1
+        self._current, self._kept = [], 0
+        return self._shown <= self._max_bytes
+
+
+class GraphemeWindow:
+    """Grapheme clusters ``offset`` .. ``offset + limit`` of one line and the line's length in
+    clusters, decoded piece by piece (a cluster cut by a block boundary is carried over)."""
+
+    def __init__(self, offset: int, limit: int) -> None:
+        import regex
+
+        self._cluster = regex.compile(r"\X")
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._offset, self._stop = offset, offset + limit
+        self._carry = ""
+        self.length = 0
+        self.kept: list[str] = []
+        self.found = False
+
+    def take(self, piece: bytes, line_ended: bool) -> bool:
+        self.found = True
+        # Small slices: a list of clusters of a whole block would hold millions of strings.
+        starts = range(0, len(piece), _SLICE) or range(1)
+        for start in starts:
+            self._clusters(piece[start : start + _SLICE], line_ended and start == starts[-1])
+        return not line_ended
+
+    def _clusters(self, piece: bytes, line_ended: bool) -> None:
+        text = self._carry + self._decoder.decode(piece, final=line_ended)
+        clusters = self._cluster.findall(text)
+        if line_ended:
+            if clusters and clusters[-1] == "\r":  # split_lines drops the CR of a CRLF
+                clusters.pop()
+            self._carry = ""
+        else:
+            self._carry = clusters.pop() if clusters else ""  # may continue in the next piece
+        start = self.length
+        low, high = max(self._offset - start, 0), min(self._stop - start, len(clusters))
+        if low < high:
+            self.kept.extend(clusters[low:high])
+        self.length += len(clusters)
