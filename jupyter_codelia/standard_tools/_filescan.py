@@ -22,22 +22,34 @@ _SLICE = 1 << 16
 
 
 class Sink(Protocol):
-    def take(self, piece: bytes, line_ended: bool) -> bool:
-        """Bytes of the current wanted line (``line_ended``: its newline came after them);
-        returns False once it wants nothing more."""
+    def take(self, piece: memoryview, line_ended: bool) -> bool:
+        """Bytes of the current wanted line (``line_ended``: its newline came after them),
+        valid only during the call; returns False once it wants nothing more."""
         ...
 
 
 @dataclass
 class FileFacts:
     total: int  # number of lines
-    sha256: str  # of the bytes
+    sha256: str | None  # of the bytes; None when the file was too big to hash
     bad_offset: int | None  # first byte that is not UTF-8, or None
 
 
-def _nth_newline(data: bytes, start: int, n: int) -> int:
-    """Offset just past the ``n``-th newline of ``data`` from ``start`` (it has at least n)."""
-    low, high = start, len(data)
+def _check_utf8(decoder: codecs.IncrementalDecoder, data: memoryview, consumed: int) -> int | None:
+    """Feed ``data`` (which starts at file offset ``consumed``) to the strict ``decoder`` in
+    slices (the decoded text is thrown away: only validity matters); the first bad offset."""
+    for start in range(0, len(data), _SLICE * 16):
+        buffered = len(decoder.getstate()[0])
+        try:
+            decoder.decode(data[start : start + _SLICE * 16])
+        except UnicodeDecodeError as exc:
+            return consumed + start - buffered + exc.start
+    return None
+
+
+def _nth_newline(data: bytearray, start: int, stop: int, n: int) -> int:
+    """Offset just past the ``n``-th newline of ``data[start:stop]`` (it has at least n)."""
+    low, high = start, stop
     while high - low > 65536:  # halve by counting: a few passes over one block, no Python loop
         middle = (low + high) // 2
         found = data.count(b"\n", low, middle)
@@ -52,46 +64,54 @@ def _nth_newline(data: bytes, start: int, n: int) -> int:
     return position
 
 
-def scan_file(fd: int, first: int, stop: int, sink: Sink) -> FileFacts:
-    """Stream ``fd`` once, giving the bytes of lines ``first`` .. ``stop - 1`` to ``sink``."""
-    hasher = hashlib.sha256()
+def scan_file(fd: int, first: int, stop: int, sink: Sink, *, hash_limit: int) -> FileFacts:
+    """Stream ``fd`` once, giving the bytes of lines ``first`` .. ``stop - 1`` to ``sink``.
+
+    The bytes are hashed only when the file is at most ``hash_limit`` bytes: SHA-256 runs at a
+    few hundred MB/s, and reading a window of a huge file must not cost seconds. Blocks are read
+    into one reused buffer (a fresh 4 MiB object per read costs a page fault per 4 KiB).
+    """
+    hasher = hashlib.sha256() if os.fstat(fd).st_size <= hash_limit else None
     decoder = codecs.getincrementaldecoder("utf-8")()
     bad_offset: int | None = None
     line = 0  # index of the line the next byte belongs to
     wanting = True
     consumed = 0
-    while True:
-        data = os.read(fd, BLOCK)
-        if not data:
-            break
-        hasher.update(data)
-        if bad_offset is None and not data.isascii():
-            buffered = len(decoder.getstate()[0])
-            try:
-                decoder.decode(data)
-            except UnicodeDecodeError as exc:
-                bad_offset = consumed - buffered + exc.start
-        position, size = 0, len(data)
-        while position < size:
-            if line < first:
-                need = first - line
-                found = data.count(b"\n", position)
-                if found < need:
-                    line += found
-                    break
-                position = _nth_newline(data, position, need)
-                line += need
-            elif line < stop and wanting:
-                end = data.find(b"\n", position)
-                wanting = sink.take(data[position : size if end < 0 else end], end >= 0)
-                if end < 0:
-                    break
-                line += 1
-                position = end + 1
-            else:
-                line += data.count(b"\n", position)
+    buffer = bytearray(BLOCK)
+    view = memoryview(buffer)
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as stream:
+        while True:
+            size = stream.readinto(buffer)
+            if not size:
                 break
-        consumed += size
+            data = view[:size]
+            if hasher is not None:
+                hasher.update(data)
+            # An all-ASCII block is valid UTF-8 unless a sequence cut by the last block waits.
+            ascii_block = size == BLOCK and not decoder.getstate()[0] and buffer.isascii()
+            if bad_offset is None and not ascii_block:
+                bad_offset = _check_utf8(decoder, data, consumed)
+            position = 0
+            while position < size:
+                if line < first:
+                    need = first - line
+                    found = buffer.count(b"\n", position, size)
+                    if found < need:
+                        line += found
+                        break
+                    position = _nth_newline(buffer, position, size, need)
+                    line += need
+                elif line < stop and wanting:
+                    end = buffer.find(b"\n", position, size)
+                    wanting = sink.take(data[position : size if end < 0 else end], end >= 0)
+                    if end < 0:
+                        break
+                    line += 1
+                    position = end + 1
+                else:
+                    line += buffer.count(b"\n", position, size)
+                    break
+            consumed += size
     if bad_offset is None:
         buffered = len(decoder.getstate()[0])
         try:
@@ -99,8 +119,8 @@ def scan_file(fd: int, first: int, stop: int, sink: Sink) -> FileFacts:
         except UnicodeDecodeError as exc:
             bad_offset = consumed - buffered + exc.start
     if first <= line < stop and wanting:  # the last line has no newline after it
-        sink.take(b"", True)
-    return FileFacts(line + 1, hasher.hexdigest(), bad_offset)
+        sink.take(memoryview(b""), True)
+    return FileFacts(line + 1, None if hasher is None else hasher.hexdigest(), bad_offset)
 
 
 class LineWindow:
@@ -116,9 +136,9 @@ class LineWindow:
         self._kept = 0
         self._shown = 0  # a lower bound of the preview's size so far
 
-    def take(self, piece: bytes, line_ended: bool) -> bool:
+    def take(self, piece: memoryview, line_ended: bool) -> bool:
         if self._kept < self._cap:
-            self._current.append(piece[: self._cap - self._kept])
+            self._current.append(bytes(piece[: self._cap - self._kept]))
             self._kept += len(self._current[-1])
         if not line_ended:
             return True
@@ -144,7 +164,7 @@ class GraphemeWindow:
         self.kept: list[str] = []
         self.found = False
 
-    def take(self, piece: bytes, line_ended: bool) -> bool:
+    def take(self, piece: memoryview, line_ended: bool) -> bool:
         self.found = True
         # Small slices: a list of clusters of a whole block would hold millions of strings.
         starts = range(0, len(piece), _SLICE) or range(1)
@@ -152,7 +172,7 @@ class GraphemeWindow:
             self._clusters(piece[start : start + _SLICE], line_ended and start == starts[-1])
         return not line_ended
 
-    def _clusters(self, piece: bytes, line_ended: bool) -> None:
+    def _clusters(self, piece: memoryview, line_ended: bool) -> None:
         text = self._carry + self._decoder.decode(piece, final=line_ended)
         clusters = self._cluster.findall(text)
         if line_ended:

@@ -159,15 +159,18 @@ class _Markers:
 
     def __init__(self, lines: list[str], first: int, last: int) -> None:
         self.lines = lines
-        self.at: list[int] = []
         self.kind: dict[int, str] = {}
+        # Markers written with leading spaces: the only ones a run of body lines can contain
+        # (any other first character already ends the run).
+        self.spaced: list[int] = []
         for index in range(first + 1, last):
             line = lines[index]
             if "***" in line:
                 marker = _marker(line)
                 if marker is not None:
-                    self.at.append(index)
                     self.kind[index] = marker
+                    if line[:1] == " " and line[1:] != line.strip():
+                        self.spaced.append(index)
 
     def of(self, index: int) -> str | None:
         return self.kind.get(index)
@@ -177,13 +180,11 @@ class _Markers:
 
     def next_in_body(self, start: int, stop: int) -> int:
         """The first marker line in ``[start, stop)`` that ends a chunk body, else ``stop``."""
-        for position in range(bisect.bisect_left(self.at, start), len(self.at)):
-            index = self.at[position]
-            if index >= stop:
-                break
-            line = self.lines[index]
-            if not (line[:1] == " " and line[1:] == line.strip()):
-                return index
+        if not self.spaced:
+            return stop
+        position = bisect.bisect_left(self.spaced, start)
+        if position < len(self.spaced) and self.spaced[position] < stop:
+            return self.spaced[position]
         return stop
 
 

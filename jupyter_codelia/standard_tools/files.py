@@ -39,6 +39,9 @@ DEFAULT_READ_LIMIT = 2000
 DEFAULT_MAX_LINE_LENGTH = 1000
 DEFAULT_MAX_READ_BYTES = 65536
 READ_LINE_MAX_LIMIT = 100_000
+# read and read_line hash the whole file for the footer up to this size: SHA-256 runs at a few
+# hundred MB/s here, and a window of a huge file must come back in well under a second.
+DEFAULT_READ_HASH_MAX_BYTES = 128 << 20
 
 
 def _env_int(name: str, default: int) -> int:
@@ -97,9 +100,18 @@ def _load(sandbox: Sandbox, path: Path, file_path: str) -> str:
             raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
 
 
+def _hash_limit() -> int:
+    return _env_int("CODELIA_READ_HASH_MAX_BYTES", DEFAULT_READ_HASH_MAX_BYTES)
+
+
 def _footer(scan: FileFacts, sandbox: Sandbox, path: Path, file_path: str) -> str:
     """The ``[read_metadata]`` footer: the SHA-256 of the text as the tools decode it, which is
     the hash of the bytes for a UTF-8 file (only a file that is not needs a second pass)."""
+    if scan.sha256 is None:
+        return (
+            f"\n\n[read_metadata] content_sha256 not computed: the file is larger than "
+            f"{_hash_limit()} bytes (CODELIA_READ_HASH_MAX_BYTES)"
+        )
     if scan.bad_offset is None:
         return f"\n\n[read_metadata] content_sha256={scan.sha256}"
     try:
@@ -183,7 +195,13 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
                     return str(exc)
                 window = LineWindow(max_line, max_bytes)
                 try:
-                    scan = scan_file(fd, params.offset, params.offset + params.limit, window)
+                    scan = scan_file(
+                        fd,
+                        params.offset,
+                        params.offset + params.limit,
+                        window,
+                        hash_limit=_hash_limit(),
+                    )
                 except OSError as exc:
                     return f"Error reading file: {describe_exc(exc)}"
                 finally:
@@ -236,7 +254,7 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
                 except _UnreadableError as exc:
                     return str(exc)
                 try:
-                    scan = scan_file(fd, number - 1, number, window)
+                    scan = scan_file(fd, number - 1, number, window, hash_limit=_hash_limit())
                 except OSError as exc:
                     return f"Error reading file: {describe_exc(exc)}"
                 finally:

@@ -56,7 +56,7 @@ def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResul
     such a file follows a ``\\r``). When every chunk matches exactly the work is done on the
     text itself (``_patch_fast``), with the same result as the line algorithm.
     """
-    crlf = "\r\n" in before and is_crlf_text(before)
+    crlf = "\r" in before and is_crlf_text(before)
     text = before.replace("\r\n", "\n") if crlf else before
     fast = apply_exact(text, chunks)
     if fast is not None:

@@ -454,3 +454,17 @@ async def test_read_line_windows_a_long_line_without_holding_it(tools: FileTools
     assert await tools.text("read_line", file_path="long.txt", line_number=5) == (
         "Line number out of range: 5 (total 4)"
     )
+
+
+@pytest.mark.asyncio
+async def test_read_of_a_file_over_the_hash_limit_says_the_hash_was_not_computed(
+    tools: FileTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tools.root / "mid.txt").write_text("a\nb\nc\n")
+    monkeypatch.setenv("CODELIA_READ_HASH_MAX_BYTES", "4")
+    shown = await tools.text("read", file_path="mid.txt", offset=1, limit=1)
+    assert shown == (
+        "    2  b\n\nOutput has more lines. Use offset to read beyond line 2.\n\n"
+        "[read_metadata] content_sha256 not computed: the file is larger than 4 bytes "
+        "(CODELIA_READ_HASH_MAX_BYTES)"
+    )
