@@ -10,7 +10,7 @@ runs. Any failure - or, after a crash, the next :func:`recover_journals` - reads
 rolls the whole patch back (before its commit record) or forward (after it), and removes every
 ``.codelia-*`` temp and backup file it names. POSIX rename is atomic per file; the journal is
 what makes the patch atomic across files. The guarantee is against the process dying (SIGKILL,
-a crashed kernel process): nothing is fsynced, so a power cut may lose the page cache.
+the OOM killer): nothing is fsynced, so a power cut may still lose the page cache.
 """
 
 from __future__ import annotations
