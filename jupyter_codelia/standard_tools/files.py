@@ -32,6 +32,7 @@ from ._fileio import (
     write_text,
 )
 from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
+from ._patch_write import recover_journals
 from ._sandbox import Sandbox, sandbox_key
 from .diff import diff_payload, unified_diff
 
@@ -325,6 +326,7 @@ def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> F
 
         def work() -> JsonResult | str:
             file_path = params.file_path
+            recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             try:
                 with Walker(sandbox) as walker:
                     entry = _existing(walker, path, file_path)
@@ -440,6 +442,7 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> JsonResult:
+            recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             with Walker(sandbox) as walker:
                 return edit_file(walker)
 

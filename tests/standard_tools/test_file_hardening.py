@@ -8,6 +8,7 @@ import ctypes.util
 import hashlib
 import json
 import os
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -468,3 +469,59 @@ async def test_read_of_a_file_over_the_hash_limit_says_the_hash_was_not_computed
         "[read_metadata] content_sha256 not computed: the file is larger than 4 bytes "
         "(CODELIA_READ_HASH_MAX_BYTES)"
     )
+
+
+@pytest.mark.asyncio
+async def test_hostile_paths_through_the_fd_walk(tools: FileTools, tmp_path: Path) -> None:
+    root = tools.root
+    (root / "sub").mkdir()
+    os.mkfifo(root / "pipe")  # opening it for reading must not block the tool
+    assert (await tools.text("read", file_path="pipe")).startswith(
+        "Error reading file: OSError: [Errno 22] Not a regular file"
+    )
+    os.symlink("loop_b", root / "loop_a")
+    os.symlink("loop_a", root / "loop_b")
+    assert (await tools.text("read", file_path="loop_a")).startswith(
+        "Error reading file: OSError: [Errno 40] Too many levels of symbolic links"
+    )
+    # A relative symlink climbing out through '..' is refused when used, even deep inside.
+    os.symlink("../../", root / "sub" / "up")
+    (tmp_path / "outside.txt").write_text("OUTSIDE\n")
+    error = await tools.error("read", file_path="sub/up/outside.txt")
+    assert error.startswith(E + "Security error: SecurityError: Path escapes sandbox: ")
+    written = await tools.error("write", file_path="sub/up/planted.txt", content="x")
+    assert written.startswith(E + "Security error: ")
+    assert not (tmp_path / "planted.txt").exists()
+    # A dangling symlink inside the root is written through, creating its target inside.
+    os.symlink("sub/target.txt", root / "dangling")
+    await tools.json("write", file_path="dangling", content="made\n")
+    assert (root / "sub" / "target.txt").read_text() == "made\n"
+    assert (root / "dangling").is_symlink()
+
+
+@pytest.mark.asyncio
+async def test_write_and_edit_recover_a_killed_patch_first(tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    for name, text in _FILES.items():
+        (root / name).write_text(text)
+    # Killed right after its first rename: f0 is new, the rest old, the journal says roll back.
+    assert _run_killed_at_first_rename(root) == -1
+    tools = FileTools(root)
+    await tools.json("write", file_path="other.txt", content="x\n")
+    assert _state(root) == {n: _FILES.get(n) for n in _state(root)}
+    assert leftovers(root) == [] and not (root / JOURNAL_DIR).exists()
+
+
+def _run_killed_at_first_rename(root: Path) -> int:
+    for kill_at in range(1, 200):
+        scratch = root.parent / f"probe{kill_at}"
+        scratch.mkdir()
+        for name, text in _FILES.items():
+            (scratch / name).write_text(text)
+        _run_killed_at(scratch, kill_at)
+        changed = (scratch / "f0.txt").read_text() == _NEW["f0.txt"]
+        shutil.rmtree(scratch)
+        if changed:
+            return _run_killed_at(root, kill_at)
+    raise AssertionError("the patch never renamed f0.txt")
