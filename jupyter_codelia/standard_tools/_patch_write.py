@@ -35,6 +35,8 @@ from ._sandbox import Sandbox
 Action = Literal["add", "delete", "update", "move"]
 JOURNAL_DIR = ".codelia-journal"
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_JOURNAL_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class PatchConflictError(Exception):
@@ -95,15 +97,55 @@ def _real_dir(entry: Entry) -> str:
     return os.readlink(f"/proc/self/fd/{entry.dir_fd}")
 
 
+def _journal_dir(sandbox: Sandbox, *, create: bool) -> int | None:
+    """An fd of ``<root>/.codelia-journal`` (made when ``create``), None when it is missing.
+
+    Opened through the root's fd with ``O_NOFOLLOW``: a symlink planted there is refused
+    instead of sending the journal elsewhere.
+    """
+    root = os.open(sandbox.root_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(JOURNAL_DIR, 0o700, dir_fd=root)
+        try:
+            return os.open(JOURNAL_DIR, _DIR_FLAGS, dir_fd=root)
+        except FileNotFoundError:
+            return None
+    finally:
+        os.close(root)
+
+
+def _remove_journal_dir(sandbox: Sandbox) -> None:
+    """Remove the journal directory once it is empty (another patch may be using it)."""
+    with contextlib.suppress(OSError):
+        root = os.open(sandbox.root_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.rmdir(JOURNAL_DIR, dir_fd=root)
+        finally:
+            os.close(root)
+
+
 class _JournalFile:
     """The journal of one patch on disk, locked for as long as the patch runs."""
 
     def __init__(self, sandbox: Sandbox, journal: _Journal) -> None:
-        self.directory = sandbox.root_dir / JOURNAL_DIR
-        self.path = self.directory / f"{journal.token}.json"
+        self.sandbox = sandbox
+        self.name = f"{journal.token}.json"
         self.journal = journal
-        self.directory.mkdir(exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        for _ in range(3):  # another patch may remove the (empty) directory in between
+            directory = _journal_dir(sandbox, create=True)
+            if directory is None:
+                continue
+            try:
+                self.fd = os.open(self.name, _JOURNAL_FLAGS, 0o600, dir_fd=directory)
+            except FileNotFoundError:
+                os.close(directory)
+                continue
+            self.directory = directory
+            break
+        else:
+            raise FileNotFoundError(errno.ENOENT, "Journal directory vanished", JOURNAL_DIR)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         self.size = 0
         self.save()
@@ -117,10 +159,10 @@ class _JournalFile:
         os.pwrite(self.fd, data.ljust(self.size), 0)
 
     def remove(self) -> None:
-        os.unlink(self.path)
+        os.unlink(self.name, dir_fd=self.directory)
         os.close(self.fd)
-        with contextlib.suppress(OSError):
-            os.rmdir(self.directory)
+        os.close(self.directory)
+        _remove_journal_dir(self.sandbox)
 
 
 def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
@@ -175,7 +217,14 @@ def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
                         backup=_backup(target, journal),
                     )
                 )
-        journal_file = _JournalFile(sandbox, journal)
+        try:
+            journal_file = _JournalFile(sandbox, journal)
+        except OSError as exc:
+            _remove_created(walker)
+            raise OSError(
+                f"Error applying patch: cannot write the patch journal {JOURNAL_DIR}/: "
+                f"{describe_exc(exc)} (no file was changed)"
+            ) from None
         held = iter(_step_dirs(entries))
         dirs = {id(step): next(held) for step in journal.steps}
 
@@ -380,53 +429,60 @@ def recover_journals(sandbox: Sandbox) -> list[str]:
     A journal still locked belongs to a patch that is running (in this or another process) and
     is left alone.
     """
-    directory = sandbox.root_dir / JOURNAL_DIR
     try:
-        names = sorted(os.listdir(directory))
-    except (FileNotFoundError, NotADirectoryError):
+        directory = _journal_dir(sandbox, create=False)
+    except OSError:
+        return []  # not a directory we made (a planted symlink): nothing of ours to recover
+    if directory is None:
         return []
     handled: list[str] = []
-    for name in names:
-        if not name.endswith(".json"):
-            continue
-        path = directory / name
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            if not os.path.exists(path):  # finished and removed while we waited
-                continue
-            raw = os.read(fd, 1 << 24)
-            journal = _load_journal(raw)
-            problems: list[str] = []
-            with Walker(sandbox) as walker:
-                if journal is not None:  # None: killed before the record was whole, no file staged
-
-                    def dir_of(step: _Step) -> int:
-                        return walker.open_dir(step.dir)
-
-                    if journal.state == "committed":
-                        _finish(journal, dir_of)
-                    else:
-                        problems = _roll_back(journal, dir_of)
-                        for created in reversed(journal.created_dirs):
-                            with contextlib.suppress(OSError):
-                                made = walker.locate(created, created, follow=False)
-                                os.rmdir(made.name, dir_fd=made.dir_fd)
-            if problems:
-                continue  # kept for a later attempt
-            os.unlink(path)
-            handled.append(name.removesuffix(".json"))
-        finally:
-            os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(directory)
+    try:
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".json") and _recover_one(sandbox, directory, name):
+                handled.append(name.removesuffix(".json"))
+    finally:
+        os.close(directory)
+    _remove_journal_dir(sandbox)
     return handled
+
+
+def _recover_one(sandbox: Sandbox, directory: int, name: str) -> bool:
+    """Finish or undo the patch of journal ``name`` unless it is running; True when done."""
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its patch is running
+        try:
+            os.stat(name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            return False  # finished and removed while we opened it
+        journal = _load_journal(os.read(fd, 1 << 24))
+        problems: list[str] = []
+        with Walker(sandbox) as walker:
+            if journal is not None:  # None: killed before the record was whole, no file staged
+
+                def dir_of(step: _Step) -> int:
+                    return walker.open_dir(step.dir)
+
+                if journal.state == "committed":
+                    _finish(journal, dir_of)
+                else:
+                    problems = _roll_back(journal, dir_of)
+                    for created in reversed(journal.created_dirs):
+                        with contextlib.suppress(OSError):
+                            made = walker.locate(created, created, follow=False)
+                            os.rmdir(made.name, dir_fd=made.dir_fd)
+        if problems:
+            return False  # kept for a later attempt
+        os.unlink(name, dir_fd=directory)
+        return True
+    finally:
+        os.close(fd)
 
 
 def _load_journal(raw: bytes) -> _Journal | None:

@@ -525,3 +525,21 @@ def _run_killed_at_first_rename(root: Path) -> int:
         if changed:
             return _run_killed_at(root, kill_at)
     raise AssertionError("the patch never renamed f0.txt")
+
+
+@pytest.mark.asyncio
+async def test_a_planted_journal_symlink_is_refused(tools: FileTools, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, tools.root / JOURNAL_DIR)
+    (tools.root / "a.txt").write_text("a\n")
+    error = await tools.error(
+        "apply_patch", patch=patch_of("*** Update File: a.txt", "@@", "-a", "+b")
+    )
+    assert error.startswith(
+        E + "Error applying patch: cannot write the patch journal .codelia-journal/: "
+    )
+    assert error.endswith("(no file was changed)")
+    assert (tools.root / "a.txt").read_text() == "a\n"
+    assert list(elsewhere.iterdir()) == []
+    assert recover_journals(tools.sandbox) == []
