@@ -36,6 +36,7 @@ _MARKERS = (BEGIN, END, ADD, DELETE, UPDATE, MOVE, END_OF_FILE)
 _HEREDOC_OPENERS = frozenset({"<<EOF", "<<'EOF'", '<<"EOF"'})
 _BODY_MARKS = frozenset(" +-")
 _CHANGE_RUN = re.compile(r"[-+]+")
+_STARS = re.compile(r"\*\*\*")
 _NOT_BODY = re.compile(r"[^ +\-\0]")
 _NOT_ADDED = re.compile(r"[^+]")
 
@@ -157,20 +158,24 @@ class _Markers:
     file line that reads like a marker (a document about this very format), as in codex.
     """
 
-    def __init__(self, lines: list[str], first: int, last: int) -> None:
+    def __init__(self, text: str, lines: list[str], first: int, last: int) -> None:
         self.lines = lines
         self.kind: dict[int, str] = {}
         # Markers written with leading spaces: the only ones a run of body lines can contain
         # (any other first character already ends the run).
         self.spaced: list[int] = []
-        for index in range(first + 1, last):
+        index, counted = 0, 0  # line number of offset ``counted`` of ``text``
+        for found in _STARS.finditer(text):
+            index += text.count("\n", counted, found.start())
+            counted = found.start()
+            if not first < index < last or index in self.kind:
+                continue
             line = lines[index]
-            if "***" in line:
-                marker = _marker(line)
-                if marker is not None:
-                    self.kind[index] = marker
-                    if line[:1] == " " and line[1:] != line.strip():
-                        self.spaced.append(index)
+            marker = _marker(line)
+            if marker is not None:
+                self.kind[index] = marker
+                if line[:1] == " " and line[1:] != line.strip():
+                    self.spaced.append(index)
 
     def of(self, index: int) -> str | None:
         return self.kind.get(index)
@@ -231,9 +236,10 @@ def _unwrap(lines: list[str]) -> tuple[int, int]:
 
 def parse_patch(text: str) -> list[Section]:
     """The sections of ``text``; raises :class:`PatchParseError`."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
     first, last = _unwrap(lines)
-    markers = _Markers(lines, first, last)
+    markers = _Markers(text, lines, first, last)
     # The first character of every line (NUL for an empty one), so runs of body lines can be
     # found with a regex instead of a Python step per line.
     marks = "".join([line[:1] or "\0" for line in lines])
