@@ -473,6 +473,8 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
                 content, exists = read_utf8(entry), True
             check_expected_hash(file_path, params.expected_hash, exists=exists, content=content)
             if old == "":
+                if is_crlf_text(content):  # a CRLF file stays CRLF when rewritten whole too
+                    new = new.replace("\r\n", "\n").replace("\n", "\r\n")
                 updated, count, used = new, (0 if new == content else 1), "exact"
             else:
                 updated, count, used = apply_edit(

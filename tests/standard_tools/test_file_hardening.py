@@ -543,3 +543,13 @@ async def test_a_planted_journal_symlink_is_refused(tools: FileTools, tmp_path: 
     assert (tools.root / "a.txt").read_text() == "a\n"
     assert list(elsewhere.iterdir()) == []
     assert recover_journals(tools.sandbox) == []
+
+
+@pytest.mark.asyncio
+async def test_edit_keeps_a_crlf_file_crlf_also_past_its_last_line(tools: FileTools) -> None:
+    crlf = tools.root / "win.txt"
+    crlf.write_bytes(b"one\r\ntwo")
+    await tools.json("edit", file_path="win.txt", old_string="two", new_string="two\nthree")
+    assert crlf.read_bytes() == b"one\r\ntwo\r\nthree"
+    await tools.json("edit", file_path="win.txt", old_string="", new_string="a\nb\n")
+    assert crlf.read_bytes() == b"a\r\nb\r\n"
