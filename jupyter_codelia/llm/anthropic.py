@@ -30,7 +30,7 @@ from .messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinit
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-    from ..tools import CancelSignal
+    from .._cancellation import CancelSignal
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 MIN_THINKING_BUDGET = 1024
@@ -178,7 +178,7 @@ class AnthropicChat:
         on_reasoning_delta: TextDeltaCallback | None = None,
         signal: CancelSignal | None = None,
     ) -> ChatInvokeCompletion:
-        from ..tools import RunCancelled
+        from .._cancellation import RunCancelled
 
         if signal is not None:
             signal.raise_if_cancelled()

@@ -20,9 +20,11 @@ from typing import Any
 from traitlets import Bool, Enum, Float, Integer, Unicode
 from traitlets.config import Configurable
 
+from .._approval import APPROVAL_MODES
+from ..errors import CodeliaError
+
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
-APPROVAL_MODES = ("minimal", "trusted", "full-access")
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_KEY_HELP = (
     "No Anthropic API key is configured, so codelia cannot talk to Claude.\n"
@@ -35,7 +37,7 @@ API_KEY_HELP = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(CodeliaError, ValueError):
     """A configuration value or file cannot be used; the message says where and how to fix it."""
 
 

@@ -19,6 +19,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from .._text import describe_exc
+from ..errors import CodeliaError
 from ..tools import DependencyKey, ToolContext
 from ._fdpath import Entry, Walker
 from ._sandbox import Sandbox, SecurityError
@@ -49,7 +50,7 @@ ExpectedHash = Annotated[
 ]
 
 
-class NotUtf8Error(ValueError):
+class NotUtf8Error(CodeliaError, ValueError):
     """A file that a tool would rewrite is not valid UTF-8; ``offset`` is its first bad byte."""
 
     def __init__(self, shown: str, offset: int) -> None:
@@ -129,7 +130,7 @@ def check_expected_hash(
         )
 
 
-class SandboxPathError(Exception):
+class SandboxPathError(CodeliaError):
     """A sandbox lookup or path check failed; the message is ``Security error: <describe_exc>``."""
 
 

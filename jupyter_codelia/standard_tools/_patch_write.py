@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from .._text import describe_exc
+from ..errors import CodeliaError
 from ._fdpath import Entry, Walker
 from ._fileio import temp_name
 from ._sandbox import Sandbox
@@ -39,7 +40,7 @@ _JOURNAL_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEX
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class PatchConflictError(Exception):
+class PatchConflictError(CodeliaError):
     """A file changed between planning and writing the patch; nothing was written."""
 
 
