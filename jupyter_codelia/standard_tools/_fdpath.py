@@ -26,7 +26,9 @@ from types import TracebackType
 
 from ._sandbox import Sandbox, SecurityError, _shown
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_PATH (Linux) opens a directory only to name things in it, so a directory we may traverse
+# but not list (mode --x) still works, as it does for a lookup by path.
+_DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40  # Linux's limit on symlinks followed in one lookup (ELOOP beyond)
 
 

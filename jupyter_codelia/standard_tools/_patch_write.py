@@ -94,7 +94,11 @@ class _Journal:
 
 
 def _real_dir(entry: Entry) -> str:
-    """The path of the directory ``entry`` is in, as the kernel knows it (Linux ``/proc``)."""
+    """The path of the directory ``entry`` is in, as the kernel knows it (Linux ``/proc``,
+    ``F_GETPATH`` on macOS)."""
+    if hasattr(fcntl, "F_GETPATH"):
+        raw = fcntl.fcntl(entry.dir_fd, fcntl.F_GETPATH, bytes(4096))
+        return os.fsdecode(raw.split(b"\0", 1)[0])
     return os.readlink(f"/proc/self/fd/{entry.dir_fd}")
 
 
