@@ -191,7 +191,7 @@ class Walker:
                 continue
             self._fds.append(fd)
             stack.append(fd)
-        # The path is the root (or a link chain ended there): name it through its parent.
+        # The path is the root (or a link chain ended there): the entry is "." in it.
         return Entry(stack[-1], ".", shown)
 
 

@@ -200,28 +200,31 @@ def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
         journal.created_dirs = [
             os.path.join(_real_dir(entry), entry.name) for entry in walker.created
         ]
+        dirs: dict[int, int] = {}  # id of a step -> the fd of its directory, held since planning
+
+        def add_step(step: _Step, entry: Entry) -> None:
+            journal.steps.append(step)
+            dirs[id(step)] = entry.dir_fd
+
         for item, source, target in entries:
-            if item.action == "delete" or item.action == "move":
+            if item.action in ("delete", "move"):
                 assert source is not None
-                journal.steps.append(
-                    _Step("remove", _real_dir(source), source.name, backup=_backup(source, journal))
-                )
+                backup = _backup(source, journal)
+                add_step(_Step("remove", _real_dir(source), source.name, backup=backup), source)
             if item.action in ("add", "move"):
                 assert target is not None
-                journal.steps.append(
-                    _Step("create", _real_dir(target), target.name, temp=_temp(target, journal))
-                )
+                temp = _temp(target, journal)
+                add_step(_Step("create", _real_dir(target), target.name, temp=temp), target)
             if item.action == "update":
                 assert target is not None
-                journal.steps.append(
-                    _Step(
-                        "replace",
-                        _real_dir(target),
-                        target.name,
-                        temp=_temp(target, journal),
-                        backup=_backup(target, journal),
-                    )
+                replace = _Step(
+                    "replace",
+                    _real_dir(target),
+                    target.name,
+                    temp=_temp(target, journal),
+                    backup=_backup(target, journal),
                 )
+                add_step(replace, target)
         try:
             journal_file = _JournalFile(sandbox, journal)
         except OSError as exc:
@@ -230,14 +233,12 @@ def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
                 f"Error applying patch: cannot write the patch journal {JOURNAL_DIR}/: "
                 f"{describe_exc(exc)} (no file was changed)"
             ) from None
-        held = iter(_step_dirs(entries))
-        dirs = {id(step): next(held) for step in journal.steps}
 
         def dir_of(step: _Step) -> int:
-            return dirs[id(step)]  # the directory fds held since planning: no lookup by name
+            return dirs[id(step)]  # no lookup by name: nothing can redirect the undo
 
         try:
-            _commit(walker, entries, journal_file)
+            _commit(entries, journal_file)
         except Exception as exc:
             problems = _roll_back(journal, dir_of)
             _remove_created(walker)
@@ -252,19 +253,6 @@ def write_planned(planned: Sequence[Planned], sandbox: Sandbox) -> None:
             ) from None
         _finish(journal, dir_of)
         journal_file.remove()
-
-
-def _step_dirs(entries: list[tuple[Planned, Entry | None, Entry | None]]) -> list[int]:
-    """The directory fd of every journal step, in the order the steps were recorded."""
-    fds: list[int] = []
-    for item, source, target in entries:
-        if item.action in ("delete", "move"):
-            assert source is not None
-            fds.append(source.dir_fd)
-        if item.action in ("add", "move", "update"):
-            assert target is not None
-            fds.append(target.dir_fd)
-    return fds
 
 
 def _temp(entry: Entry, journal: _Journal) -> str:
@@ -282,9 +270,7 @@ def _remove_created(walker: Walker) -> None:
 
 
 def _commit(
-    walker: Walker,
-    entries: list[tuple[Planned, Entry | None, Entry | None]],
-    journal_file: _JournalFile,
+    entries: list[tuple[Planned, Entry | None, Entry | None]], journal_file: _JournalFile
 ) -> None:
     journal = journal_file.journal
     steps = iter(journal.steps)
