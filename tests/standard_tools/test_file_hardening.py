@@ -553,3 +553,40 @@ async def test_edit_keeps_a_crlf_file_crlf_also_past_its_last_line(tools: FileTo
     assert crlf.read_bytes() == b"one\r\ntwo\r\nthree"
     await tools.json("edit", file_path="win.txt", old_string="", new_string="a\nb\n")
     assert crlf.read_bytes() == b"a\r\nb\r\n"
+
+
+def test_a_source_removed_or_a_target_created_after_planning_fails_the_patch(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    sandbox = Sandbox(root)
+    removed = plan_patch(
+        parse_patch(patch_of("*** Add File: new.txt", "+n", "*** Delete File: a.txt")), sandbox
+    )
+    (root / "a.txt").unlink()
+    with pytest.raises(OSError) as caught:
+        write_planned(removed, sandbox)
+    assert str(caught.value) == (
+        "Error applying patch: PatchConflictError: a.txt was removed while the patch was being "
+        "applied (no file was changed)"
+    )
+    assert sorted(p.name for p in root.iterdir()) == []
+    (root / "a.txt").write_text("a\n")
+    raced = plan_patch(
+        parse_patch(
+            patch_of("*** Update File: a.txt", "@@", "-a", "+A", "*** Add File: n.txt", "+n")
+        ),
+        sandbox,
+    )
+    (root / "n.txt").write_text("someone else's\n")  # created after the plan: never overwritten
+    with pytest.raises(OSError) as caught:
+        write_planned(raced, sandbox)
+    assert str(caught.value) == (
+        "Error applying patch: FileExistsError: [Errno 17] File exists: 'n.txt' "
+        "(no file was changed)"
+    )
+    assert (root / "a.txt").read_text() == "a\n"
+    assert (root / "n.txt").read_text() == "someone else's\n"
+    assert leftovers(root) == [] and not (root / JOURNAL_DIR).exists()
