@@ -77,7 +77,7 @@ class _UnreadableError(Exception):
     """The file cannot be shown; the message is the tool's text result."""
 
 
-def _open_entry(sandbox: Sandbox, path: Path, file_path: str, walker: Walker) -> int:
+def _open_entry(walker: Walker, path: Path, file_path: str) -> int:
     """An fd on the regular file ``file_path``; raises :class:`_UnreadableError` (spec texts)."""
     try:
         return locate(walker, path, file_path).open_read()
@@ -93,7 +93,7 @@ def _load(sandbox: Sandbox, path: Path, file_path: str) -> str:
     """The whole file decoded with replacement characters; raises :class:`_UnreadableError`."""
     with (
         Walker(sandbox) as walker,
-        os.fdopen(_open_entry(sandbox, path, file_path, walker), "rb") as handle,
+        os.fdopen(_open_entry(walker, path, file_path), "rb") as handle,
     ):
         try:
             return handle.read().decode("utf-8", errors="replace")
@@ -191,7 +191,7 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
             max_bytes = _env_int("CODELIA_READ_MAX_BYTES", DEFAULT_MAX_READ_BYTES)
             with Walker(sandbox) as walker:
                 try:
-                    fd = _open_entry(sandbox, path, params.file_path, walker)
+                    fd = _open_entry(walker, path, params.file_path)
                 except _UnreadableError as exc:
                     return str(exc)
                 window = LineWindow(max_line, max_bytes)
@@ -251,7 +251,7 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
             window = GraphemeWindow(offset, params.char_limit)
             with Walker(sandbox) as walker:
                 try:
-                    fd = _open_entry(sandbox, path, params.file_path, walker)
+                    fd = _open_entry(walker, path, params.file_path)
                 except _UnreadableError as exc:
                     return str(exc)
                 try:
