@@ -35,7 +35,8 @@ MOVE = "*** Move to:"
 END_OF_FILE = "*** End of File"
 _HEADERS = (ADD, DELETE, UPDATE)
 _MARKERS = (BEGIN, END, ADD, DELETE, UPDATE, MOVE, END_OF_FILE)
-_HEREDOC_OPENERS = frozenset({"<<EOF", "<<'EOF'", '<<"EOF"'})
+# codex's openers, and the same after the command name (the whole shell line copied)
+_HEREDOC_OPENER = re.compile(r"""(?:apply_patch\s*)?<<(EOF|'EOF'|"EOF")""")
 _BODY_MARKS = frozenset(" +-")
 _CHANGE_RUN = re.compile(r"[-+]+")
 _STARS = re.compile(r"\*\*\*")
@@ -229,7 +230,7 @@ def _unwrap(lines: list[str]) -> tuple[int, int]:
     if first > last:
         raise PatchParseError("patch is empty")
     opener, closer = lines[first].strip(), lines[last].strip()
-    if first < last and opener in _HEREDOC_OPENERS and closer.endswith("EOF"):
+    if first < last and _HEREDOC_OPENER.fullmatch(opener) and closer.endswith("EOF"):
         first, last = trimmed(first + 1, last - 1)
     if first >= last or lines[first].strip() != BEGIN or lines[last].strip() != END:
         raise PatchParseError("missing Begin/End markers")

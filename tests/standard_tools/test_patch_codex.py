@@ -36,6 +36,7 @@ BODY = "*** Begin Patch\n*** Update File: a.txt\n@@\n-beta\n+BETA\n*** End Patch
         f'<<"EOF"\n{BODY}\nEOF',
         f"<<EOF\n{BODY}\nEOF\n\n",
         f"\n  <<'EOF'  \n\n{BODY}\n\n  EOF\n",
+        f"apply_patch <<'EOF'\n{BODY}\nEOF\n",
     ],
 )
 async def test_heredoc_wrapper_is_unwrapped(tools: FileTools, wrapped: str) -> None:
