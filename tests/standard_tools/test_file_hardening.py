@@ -590,3 +590,30 @@ def test_a_source_removed_or_a_target_created_after_planning_fails_the_patch(
     assert (root / "a.txt").read_text() == "a\n"
     assert (root / "n.txt").read_text() == "someone else's\n"
     assert leftovers(root) == [] and not (root / JOURNAL_DIR).exists()
+
+
+@pytest.mark.parametrize(
+    ("tail", "bad"),
+    [
+        (b"ok\n" + b"x" * 10 + b"\xff\n", 3 + 10),  # a bad byte after a split sequence
+        (b"ok\n", None),  # the split sequence is valid and nothing else is wrong
+        (b"ok\n\xe2\x82", 3),  # a sequence cut short by the end of the file
+    ],
+)
+def test_utf8_check_across_read_blocks(tmp_path: Path, tail: bytes, bad: int | None) -> None:
+    """The first invalid byte is found at its file offset when blocks split sequences."""
+    from jupyter_codelia.standard_tools._filescan import BLOCK, LineWindow, scan_file
+
+    head = b"a" * (BLOCK - 1) + "\u00e9".encode()  # c3 | a9: the block boundary splits it
+    data = head + b"b" * BLOCK + tail  # then one whole all-ASCII block
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        facts = scan_file(fd, 0, 1, LineWindow(10, 1000), hash_limit=len(data))
+    finally:
+        os.close(fd)
+    expected = None if bad is None else len(head) + BLOCK + bad
+    assert facts.bad_offset == expected
+    assert facts.sha256 == hashlib.sha256(data).hexdigest()
+    assert facts.total == data.count(b"\n") + 1
