@@ -101,6 +101,17 @@ def _load(sandbox: Sandbox, path: Path, file_path: str) -> str:
             raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
 
 
+def _not_utf8_note(scan: FileFacts) -> str:
+    """The label of a file that is not UTF-8 (shown with replacement characters), else ""."""
+    if scan.bad_offset is None:
+        return ""
+    return (
+        f"\n\n[not UTF-8: the first invalid byte is at offset {scan.bad_offset}; invalid bytes "
+        "are shown as U+FFFD replacement characters, and write, edit and apply_patch refuse "
+        "this file]"
+    )
+
+
 def _hash_limit() -> int:
     return _env_int("CODELIA_READ_HASH_MAX_BYTES", DEFAULT_READ_HASH_MAX_BYTES)
 
@@ -210,13 +221,7 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
             body = _render_window(window.lines, scan.total, params.file_path, params.offset)
             if body.startswith("Offset exceeds output length: "):
                 return body
-            if scan.bad_offset is not None:
-                body += (
-                    f"\n\n[not UTF-8: the first invalid byte is at offset {scan.bad_offset}; "
-                    "invalid bytes are shown as U+FFFD replacement characters, and write, edit "
-                    "and apply_patch refuse this file]"
-                )
-            return body + _footer(scan, sandbox, path, params.file_path)
+            return body + _not_utf8_note(scan) + _footer(scan, sandbox, path, params.file_path)
 
         return await asyncio.to_thread(work)
 
@@ -281,7 +286,7 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
                     }
                 )
                 text += f"\n\nUse char_offset={end} to continue.\nread_line({call})"
-            return text + _footer(scan, sandbox, path, params.file_path)
+            return text + _not_utf8_note(scan) + _footer(scan, sandbox, path, params.file_path)
 
         return await asyncio.to_thread(work)
 

@@ -70,6 +70,9 @@ async def test_non_utf8_file_is_refused_by_every_writer_and_labelled_by_read(
         "[not UTF-8: the first invalid byte is at offset 3; invalid bytes are shown as U+FFFD"
         in shown
     )
+    line = await tools.text("read_line", file_path="latin1.txt", line_number=1)
+    assert line.startswith("line_number=1 line_length=12 char_range=0..11\ncaf\ufffd au lait")
+    assert "[not UTF-8: the first invalid byte is at offset 3;" in line
     # Deleting it rewrites nothing, so it is allowed.
     await tools.json("apply_patch", patch=patch_of("*** Delete File: latin1.txt"))
     assert not latin.exists()
