@@ -21,6 +21,7 @@ from ..llm.messages import (
     SystemMessage,
     TextPart,
     UserMessage,
+    answer_text,
     text_projection,
 )
 
@@ -151,7 +152,8 @@ def _last_turns(history: Sequence[Any], count: int) -> list[Any]:
         if isinstance(message, UserMessage):
             kept.append(message)
         elif isinstance(message, AssistantMessage):
-            text = text_projection(message.content)
+            # Text only: server-tool blocks cannot be replayed without their neighbours.
+            text = answer_text(message.content)
             if text:
                 kept.append(AssistantMessage(content=text))
     while kept and isinstance(kept[-1], AssistantMessage):

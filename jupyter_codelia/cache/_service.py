@@ -65,7 +65,7 @@ def message_tokens(message: ToolMessage) -> int:
             if isinstance(part, ImagePart):
                 tokens += IMAGE_TOKEN_ESTIMATE
             elif isinstance(part, DocumentPart):
-                tokens += math.ceil(len(part.source.data) * 3 / 4 / 4)
+                tokens += math.ceil(len(part.source.data or "") * 3 / 4 / 4)
     return tokens
 
 

@@ -68,6 +68,8 @@ class EventSink:
             self._delta_seq = event.seq
             self.tick()
             return
+        if isinstance(event, ev.TextDiscardedEvent):
+            self._delta = []  # void text not sent yet never needs sending
         self._send_delta()
         self._broadcast_event(event)
 

@@ -15,9 +15,9 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from traitlets import Bool, Enum, Float, Integer, Unicode
+from traitlets import Bool, Enum, Float, Integer, Unicode, Union
 from traitlets.config import Configurable
 
 from .._approval import APPROVAL_MODES
@@ -25,6 +25,9 @@ from ..errors import CodeliaError
 
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
+THINKING_MODES = ("off", "adaptive")
+ThinkingSetting = Literal["off", "adaptive"] | int | None
+MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic.py), kept import-free
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_KEY_HELP = (
     "No Anthropic API key is configured, so codelia cannot talk to Claude.\n"
@@ -55,9 +58,17 @@ class Codelia(Configurable):
     python_timeout = Float(
         None, allow_none=True, help="Default timeout of the python tool in seconds."
     ).tag(config=True)
-    max_tokens = Integer(None, allow_none=True, help="Max output tokens per model call.").tag(
-        config=True
-    )
+    max_tokens = Integer(
+        None,
+        allow_none=True,
+        help="Max output tokens per model call (default: the model's limit, at most 32000).",
+    ).tag(config=True)
+    thinking = Union(
+        [Enum(THINKING_MODES), Integer()],
+        default_value=None,
+        allow_none=True,
+        help="'off', 'adaptive' or a thinking budget in tokens (default: the model's own).",
+    ).tag(config=True)
     root = Unicode(
         None, allow_none=True, help="Directory the file tools may touch (default: cwd)."
     ).tag(config=True)
@@ -79,7 +90,8 @@ FIELDS: tuple[_Field, ...] = (
     _Field("max_iterations", int, 200),
     _Field("background", bool, False),
     _Field("python_timeout", float, 120.0),
-    _Field("max_tokens", int, 8192),
+    _Field("max_tokens", int, None),
+    _Field("thinking", str, None),
     _Field("root", str, None),
     _Field("system_prompt", str, None),
 )
@@ -95,7 +107,8 @@ class Settings:
     max_iterations: int = 200
     background: bool = False
     python_timeout: float = 120.0
-    max_tokens: int = 8192
+    max_tokens: int | None = None
+    thinking: ThinkingSetting = None
     root: str | None = None
     system_prompt: str | None = None
     config_path: Path | None = None
@@ -125,10 +138,46 @@ def api_key_configured(environ: dict[str, str] | None = None) -> bool:
     return bool(env.get(API_KEY_ENV, "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", "").strip())
 
 
+def _validate_thinking(value: Any, where: str) -> ThinkingSetting:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, str) and value.strip().lower() == "off":
+        return "off"
+    if isinstance(value, str) and value.strip().lower() == "adaptive":
+        return "adaptive"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_THINKING_BUDGET:
+        return value
+    raise ConfigError(
+        f"{where}: thinking must be 'off', 'adaptive' or a budget of at least "
+        f"{MIN_THINKING_BUDGET} tokens, got {value!r}."
+    )
+
+
+def unknown_model_message(model: str) -> str | None:
+    """Why ``model`` cannot be used, listing the known ids; None for a known model."""
+    from ..llm.models import is_known_model, known_models
+
+    if is_known_model(model):
+        return None
+    return (
+        f"unknown model {model!r}. Known models: {', '.join(known_models())} "
+        "(dated snapshots such as claude-haiku-4-5-20251001 work too)."
+    )
+
+
+def _validate_model(value: str, where: str) -> str:
+    problem = unknown_model_message(value)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
+    return value
+
+
 def _validate(name: str, value: Any, where: str) -> Any:
     spec = next((f for f in FIELDS if f.name == name), None)
     if spec is None:
         raise ConfigError(f"{where}: unknown setting {name!r}; known: {', '.join(FIELD_NAMES)}.")
+    if name == "thinking":
+        return _validate_thinking(value, where)
     if spec.kind is bool:
         if isinstance(value, str):
             lowered = value.strip().lower()
@@ -149,6 +198,8 @@ def _validate(name: str, value: Any, where: str) -> Any:
     else:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: {name} must be a non-empty string, got {value!r}.")
+    if name == "model":
+        return _validate_model(value.strip(), where)
     if name == "approval_mode" and value not in APPROVAL_MODES:
         raise ConfigError(
             f"{where}: approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."

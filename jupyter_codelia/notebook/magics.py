@@ -14,7 +14,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .._approval import APPROVAL_MODES
-from .config import API_KEY_HELP, Codelia, ConfigError, api_key_configured
+from .config import (
+    API_KEY_HELP,
+    Codelia,
+    ConfigError,
+    api_key_configured,
+    unknown_model_message,
+)
 
 if TYPE_CHECKING:
     from .runner import NotebookAgent
@@ -46,7 +52,7 @@ Subcommands:
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
-background, python_timeout, max_tokens, root, system_prompt), JUPYTER_CODELIA_<NAME>
+background, python_timeout, max_tokens, thinking, root, system_prompt), JUPYTER_CODELIA_<NAME>
 environment variables, or <JUPYTER_CODELIA_HOME>/config.json. The API key is ANTHROPIC_API_KEY.
 """
 
@@ -132,6 +138,11 @@ def _convert(name: str, value: str) -> Any:
         if number < 1:
             raise UsageError(f"--max-iterations must be at least 1, got {number}.")
         return number
+    if name == "--model":
+        # Caught here, before a run starts, rather than as an HTTP 404 from the API mid-run.
+        problem = unknown_model_message(value)
+        if problem is not None:
+            raise UsageError(f"--model: {problem}")
     if name == "--approval-mode" and value not in APPROVAL_MODES:
         raise UsageError(
             f"--approval-mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."

@@ -238,6 +238,14 @@ class RunPanel:
             self._stream(event.delta)
         elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
             self._complete_text(event.content)
+            if event.citations:
+                self._append(
+                    widgets.HTML(
+                        value=renderers.citations_to_html([c.model_dump() for c in event.citations])
+                    )
+                )
+        elif isinstance(event, ev.TextDiscardedEvent):
+            self._discard_segment()
         elif isinstance(event, ev.ReasoningEvent):
             self._end_segment()
             self._append(
@@ -344,13 +352,23 @@ class RunPanel:
             self.flush_pending(force=True)
         elif content.strip():
             if segment is not None:
-                gone = {id(w) for w in segment.sealed}
-                if segment.live is not None:
-                    gone.add(id(segment.live))
-                self.body.remove(gone)
+                self._remove_widgets(segment)
             self._append(widgets.HTML(value=renderers.markdown_to_html(content)))
         self._segment = None
         self._dirty = False
+
+    def _discard_segment(self) -> None:
+        """Remove the text streamed so far: its model call failed and is being retried."""
+        if self._segment is not None:
+            self._remove_widgets(self._segment)
+        self._segment = None
+        self._dirty = False
+
+    def _remove_widgets(self, segment: _TextSegment) -> None:
+        gone = {id(w) for w in segment.sealed}
+        if segment.live is not None:
+            gone.add(id(segment.live))
+        self.body.remove(gone)
 
     def _end_segment(self) -> None:
         if self._segment is not None:

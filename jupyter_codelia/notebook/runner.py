@@ -111,6 +111,7 @@ class NotebookAgent:
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
+            settings.thinking,
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
@@ -480,7 +481,9 @@ def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
-        return AnthropicChat(model=settings.model, max_tokens=settings.max_tokens)
+        return AnthropicChat(
+            model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+        )
 
     return make
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from .._text import clip_utf8, compact_json, describe_exc, line_prefix, split_lines, utf8_len
 from ..cache.protocol import ToolOutputStore
+from ..llm.messages import DocumentPart, TextPart
 from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
 from ._fdpath import Entry, Walker
@@ -39,6 +40,9 @@ from .diff import diff_payload, unified_diff
 DEFAULT_READ_LIMIT = 2000
 DEFAULT_MAX_LINE_LENGTH = 1000
 DEFAULT_MAX_READ_BYTES = 65536
+MAX_PDF_BYTES = 20 * 1024 * 1024
+"""Largest PDF ``read`` attaches as a document (the API takes requests up to 32 MB, base64
+grows a file by a third, and the session keeps it)."""
 READ_LINE_MAX_LIMIT = 100_000
 # read and read_line hash the whole file for the footer up to this size: SHA-256 runs at a few
 # hundred MB/s here, and a window of a huge file must come back in well under a second.
@@ -63,7 +67,8 @@ READ_DESCRIPTION = (
     "limit the number of lines (default 2000). Output is truncated at 64 KiB; lines longer than "
     "1000 characters are clipped (use read_line for the full line). The result ends with "
     "[read_metadata] content_sha256=<hash> of the whole file: pass it as expected_hash to "
-    "write/edit to make sure the file did not change in between."
+    "write/edit to make sure the file did not change in between. A PDF file is attached as a "
+    "document you can read (up to 20 MiB)."
 )
 
 
@@ -193,11 +198,28 @@ def _render_window(window: list[str], total: int, file_path: str, offset: int) -
     return text
 
 
+def _read_pdf(fd: int, file_path: str) -> list[TextPart | DocumentPart] | str | None:
+    """A ``.pdf`` file (open at ``fd``) as a document part the model reads itself; None when it
+    is no PDF."""
+    if os.pread(fd, 5, 0) != b"%PDF-":
+        return None
+    size = os.fstat(fd).st_size
+    if size > MAX_PDF_BYTES:
+        return (
+            f"{file_path} is a {size:,}-byte PDF, over the {MAX_PDF_BYTES:,}-byte limit for "
+            "attaching it. Extract the pages you need to a smaller PDF or to text first "
+            "(e.g. with pypdf in the python tool)."
+        )
+    with os.fdopen(os.dup(fd), "rb") as handle:
+        document = DocumentPart.from_bytes(handle.read())
+    return [TextPart(text=f"{file_path} ({size:,} bytes) is attached as a PDF document."), document]
+
+
 def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
-    async def read(params: ReadInput, ctx: ToolContext) -> str:
+    async def read(params: ReadInput, ctx: ToolContext) -> str | list[TextPart | DocumentPart]:
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
-        def work() -> str:
+        def work() -> str | list[TextPart | DocumentPart]:
             max_line = _env_int("CODELIA_READ_MAX_LINE_LENGTH", DEFAULT_MAX_LINE_LENGTH)
             max_bytes = _env_int("CODELIA_READ_MAX_BYTES", DEFAULT_MAX_READ_BYTES)
             with Walker(sandbox) as walker:
@@ -207,6 +229,10 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
                     return str(exc)
                 window = LineWindow(max_line, max_bytes)
                 try:
+                    if path.suffix.lower() == ".pdf":
+                        pdf = _read_pdf(fd, params.file_path)
+                        if pdf is not None:
+                            return pdf
                     scan = scan_file(
                         fd,
                         params.offset,

@@ -22,6 +22,7 @@ from typing import Any
 from .._text import compact_json
 from ._script import (
     Fault,
+    Recorded,
     RedactedThinkingBlock,
     Reply,
     ScriptError,
@@ -82,8 +83,9 @@ class RecordedRequest:
         }
 
 
-ScriptFunction = Callable[[RecordedRequest], Reply | Fault | dict[str, Any]]
-Script = Iterable[Reply | Fault | dict[str, Any]] | ScriptFunction | str | Path
+ScriptTurn = Reply | Fault | Recorded
+ScriptFunction = Callable[[RecordedRequest], ScriptTurn | dict[str, Any]]
+Script = Iterable[ScriptTurn | dict[str, Any]] | ScriptFunction | str | Path
 
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -108,18 +110,18 @@ class ScriptedAnthropicServer:
     >>> with ScriptedAnthropicServer([reply(text("Hi"))]) as server:      # doctest: +SKIP
     ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
 
-    ``script``: a list of turns (:func:`reply`, :func:`fault` builders, :class:`Reply`,
-    :class:`Fault` or their JSON dicts), played in order, one per ``/v1/messages`` request; a
-    path to a JSON script file; or a function ``request -> turn``. When a list runs out the
-    server answers HTTP 500 saying so.
+    ``script``: a list of turns (:func:`reply`, :func:`fault`, :func:`recorded` builders,
+    :class:`Reply`, :class:`Fault`, :class:`Recorded` or their JSON dicts), played in order,
+    one per ``/v1/messages`` request; a path to a JSON script file; or a function
+    ``request -> turn``. When a list runs out the server answers HTTP 500 saying so.
     """
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
-        self._turns: list[Reply | Fault] = []
+        self._turns: list[ScriptTurn] = []
         if isinstance(script, (str, Path)):
             self._turns = load_script(script)
-        elif isinstance(script, (Reply, Fault, dict)):
+        elif isinstance(script, (Reply, Fault, Recorded, dict)):
             raise ScriptError(
                 "the script is a list of turns (or a function of the request): write "
                 "ScriptedAnthropicServer([reply(...)]), not ScriptedAnthropicServer(reply(...))"
@@ -204,7 +206,7 @@ class ScriptedAnthropicServer:
 
     # --- script ------------------------------------------------------------------------------
 
-    def add(self, *turns: Reply | Fault | dict[str, Any]) -> None:
+    def add(self, *turns: ScriptTurn | dict[str, Any]) -> None:
         """Append turns to a list script (e.g. between notebook cells)."""
         if self._function is not None:
             raise ScriptError("this server answers from a function; add() needs a list script")
@@ -218,7 +220,7 @@ class ScriptedAnthropicServer:
         with self._lock:
             return len(self._turns) - self._next_turn if self._function is None else 0
 
-    def _next(self, request: RecordedRequest) -> Reply | Fault:
+    def _next(self, request: RecordedRequest) -> ScriptTurn:
         if self._function is not None:
             try:
                 produced = self._function(request)
@@ -480,7 +482,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, _api_error("api_error", message))
             return
         streaming = bool(body.get("stream"))
-        if isinstance(turn, Fault):
+        if isinstance(turn, Recorded):
+            self._send_recorded(turn)
+        elif isinstance(turn, Fault):
             self._play_fault(turn, request, streaming)
         elif streaming:
             self._stream(server.sse_events(turn, request), request, delay_s=turn.delay_s)
@@ -590,6 +594,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _finish_with(self, data: bytes) -> None:
         self._write_chunk(data)
         self._write_chunk(b"")
+
+    def _send_recorded(self, turn: Recorded) -> None:
+        payload = turn.body.encode("utf-8")
+        self.send_response(turn.status)
+        for name, value in turn.headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
 
     def _send_raw_json(self, payload: bytes) -> None:
         self.send_response(200)
