@@ -1,4 +1,4 @@
-"""The agent run loop (spec/agent-and-session.md §1-§3, spec/core.md §5-§6).
+"""The agent run loop.
 
 One ``Agent`` is one conversation: a history, a session id and usage totals. ``run_stream`` runs a
 turn as an inner task that feeds a queue, so events raised while the loop awaits (streamed tokens,

@@ -1,4 +1,4 @@
-"""Compaction: replace a long history by a summary near the context limit (spec output-cache §7).
+"""Compaction: replace a long history by a summary near the context limit.
 
 When a model call reports that the prompt has reached ``threshold_ratio`` of the model's context
 window, the agent asks the model (without tools) for a ``<retain>`` list of details that must

@@ -1,4 +1,4 @@
-"""Agent events: what a run reports to front ends (spec/agent-and-session.md §4.1, design §2.4).
+"""Agent events: what a run reports to front ends.
 
 Every event is a pydantic model with a ``type`` discriminator and serialises to plain JSON with
 :func:`event_to_json`; the widget panel consumes the models in-process and the side panel receives
@@ -110,7 +110,7 @@ class PermissionReadyEvent(_Event):
 
 
 class PermissionRequestEvent(_Event):
-    """A confirm request for the front end (design §4 ``permission.request``)."""
+    """A confirm request for the front end (``permission.request``)."""
 
     type: Literal["permission.request"] = "permission.request"
     request_id: str

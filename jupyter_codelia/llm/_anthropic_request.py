@@ -1,4 +1,4 @@
-"""Messages, tools and tool choice → an Anthropic Messages API request (spec/core.md §7).
+"""Messages, tools and tool choice → an Anthropic Messages API request.
 
 Pure functions over plain dicts: no SDK import, so the serialization is cheap to test and the
 request a test server records can be compared with what these functions built.

@@ -1,4 +1,4 @@
-"""An Anthropic ``Message`` (as a plain dict) → :class:`ChatInvokeCompletion` (spec/core.md §7).
+"""An Anthropic ``Message`` (as a plain dict) → :class:`ChatInvokeCompletion`.
 
 One output message per content block, in order; a refusal replaces them all. Works on the raw
 JSON the API sent, so blocks this code does not interpret (server-tool calls and results, block

@@ -1,4 +1,4 @@
-"""Provider-neutral message, content-part and tool-definition types (spec/core.md §1).
+"""Provider-neutral message, content-part and tool-definition types.
 
 These are the data that cross every boundary: tools return content parts, the agent keeps a
 history of messages, providers serialise them, sessions persist them. All are pydantic models
@@ -106,7 +106,7 @@ content_parts_adapter: TypeAdapter[list[ContentPart]] = TypeAdapter(list[Content
 
 
 def is_content_part(value: Any) -> bool:
-    """Shape check used by result coercion (spec/core.md §1.1)."""
+    """Shape check used by result coercion."""
     if isinstance(value, (TextPart, ImagePart, DocumentPart, OtherPart)):
         return True
     if not isinstance(value, dict):

@@ -60,7 +60,7 @@ class EventSink:
 
     def event(self, event: Any) -> None:
         if self.run.signal.is_set() and not isinstance(event, ev.FinalEvent):
-            return  # nothing is delivered for a run after its cancel (spec §3)
+            return  # nothing is delivered for a run after its cancel
         if self.panel is not None:
             self.panel.handle(event)
         if isinstance(event, ev.TextDeltaEvent):

@@ -1,6 +1,6 @@
 """The in-cell widget panel: one agent turn drawn from its event stream with standard ipywidgets.
 
-``RunPanel.handle(event)`` consumes agent events (design §4) and updates widgets: a header
+``RunPanel.handle(event)`` consumes agent events and updates widgets: a header
 (model, session, status, tokens, cost, context left), streaming markdown, a card per tool call
 with a collapsible result, images, coloured diffs, the live todo list, approval cards and a Stop
 button. Streaming text is coalesced: at most one widget update per ``flush_interval`` seconds

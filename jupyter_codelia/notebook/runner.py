@@ -2,7 +2,7 @@
 
 ``NotebookAgent`` (one per kernel) owns the notebook's :class:`~jupyter_codelia.agent.Agent`,
 the open approval requests and the listeners (the comm bridge) that receive every event as a
-JSON envelope (docs/comm-protocol.md). A turn runs one of two ways (design §4):
+JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 
 * **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on a private event loop in
   a worker thread while the cell's thread draws the panel and asks approvals through the

@@ -118,7 +118,7 @@ def metadata_footer(text: str) -> str:
 def check_expected_hash(
     file_path: str, expected: str | None, *, exists: bool, content: str
 ) -> None:
-    """Raise ``ValueError`` with the spec's text when the guard fails (no-op without a hash)."""
+    """Raise ``ValueError`` with the model-facing text when the guard fails (no-op without one)."""
     if expected is None:
         return
     if not exists:
@@ -137,7 +137,7 @@ class SandboxPathError(CodeliaError):
 async def resolve_in_sandbox(
     ctx: ToolContext, key: DependencyKey[Sandbox], target: str
 ) -> tuple[Sandbox, Path]:
-    """Resolve the sandbox through ``key`` and ``target`` inside it (spec §1 wrapping)."""
+    """Resolve the sandbox through ``key`` and ``target`` inside it."""
     try:
         sandbox = await ctx.resolve(key)
         return sandbox, sandbox.resolve(target)

@@ -1,4 +1,4 @@
-"""The text file tools ``read``, ``read_line``, ``write`` and ``edit`` (spec/file-tools.md §2-§6),
+"""The text file tools ``read``, ``read_line``, ``write`` and ``edit``,
 and :func:`file_tools`, which builds the whole local file tool family around one sandbox.
 
 Every tool resolves its sandbox through the ``"sandbox-context"`` dependency (defaulting to the
@@ -83,7 +83,8 @@ class _UnreadableError(Exception):
 
 
 def _open_entry(walker: Walker, path: Path, file_path: str) -> int:
-    """An fd on the regular file ``file_path``; raises :class:`_UnreadableError` (spec texts)."""
+    """An fd on the regular file ``file_path``; raises :class:`_UnreadableError` with the
+    tool's text result."""
     try:
         return locate(walker, path, file_path).open_read()
     except (FileNotFoundError, NotADirectoryError):
@@ -138,7 +139,7 @@ def _footer(scan: FileFacts, sandbox: Sandbox, path: Path, file_path: str) -> st
 
 
 def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
-    """The windowed, line-numbered view of ``content`` (spec §3 step 3-6), without the footer."""
+    """The windowed, line-numbered view of ``content``, without the footer."""
     lines = split_lines(content)
     return _render_window(lines[offset : offset + limit], len(lines), file_path, offset)
 
@@ -449,7 +450,7 @@ def apply_edit(
     mode: MatchMode,
     file_path: str,
 ) -> tuple[str, int, str]:
-    """``(new content, replacements, mode used)``; raises ``ValueError`` with the spec's texts."""
+    """``(new content, replacements, mode used)``; raises ``ValueError`` with model-facing texts."""
     matches, used = find_matches(content, old_string, mode)
     if not matches:
         explanation = explain_no_match(content, old_string, mode)

@@ -1,4 +1,4 @@
-"""Request serialization (spec/core.md §7) and response conversion, on plain data."""
+"""Request serialization and response conversion, on plain data."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run logs (spec §7.1): header, record stamping and order, tolerant reading, bad input."""
+"""Run logs: header, record stamping and order, tolerant reading, bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``read`` and ``read_line`` tools (spec/file-tools.md §2-§4)."""
+"""The ``read`` and ``read_line`` tools."""
 
 from __future__ import annotations
 
