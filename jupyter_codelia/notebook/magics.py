@@ -25,7 +25,7 @@ from .config import (
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -49,6 +49,7 @@ Subcommands:
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
   %codelia stop          stop the active background run
+  %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
