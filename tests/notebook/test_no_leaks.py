@@ -131,12 +131,14 @@ async def test_no_channel_carries_a_secret_and_the_store_is_private(
         assert server.remaining == 2
         started = front.request({"type": "run.start", "prompt": "check it from the panel"})
         assert started["ok"] is True, started
-        asked = front.wait(lambda d: d.get("type") == "permission.request")
+        asked = front.wait(
+            lambda d: d.get("type") == "agent.event" and d["event"]["type"] == "permission.request"
+        )["event"]
         assert asked["tool"] == "python" and "[REDACTED]" in json.dumps(asked["args"])
         front.request(
             {
                 "type": "permission.respond",
-                "permission_request_id": asked["permission_request_id"],
+                "permission_request_id": asked["request_id"],
                 "decision": "allow",
             }
         )
