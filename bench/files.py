@@ -7,6 +7,10 @@
   matches, so both read every file). Target: ratio at most 1x.
 * write/edit diff: ``unified_diff`` of the 100,000-line file with 1,000 changes (difflib took
   35 s on this); printed in seconds for reference.
+* read: the 50 lines at the end of a 1 GB file (``offset`` = its last lines) vs
+  ``tail -n +N FILE | head -n 50``. Targets: ratio at most 2x, and the process's peak RSS grows
+  by less than 50 MB (the file is streamed, never loaded). The file is written to a temp
+  directory and deleted afterwards.
 
 Each tool runs several times on fresh copies of the input, interleaved with its baseline; the
 best-of and median ratios are printed (best-of is the least sensitive to a busy machine).
@@ -23,6 +27,7 @@ import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -172,12 +177,79 @@ def bench_grep(work: Path, repeat: int) -> None:
     report(f"grep tool over {FILES} files vs grep -rn", ours_times, gnu_times, 1)
 
 
+BIG_FILE_BYTES = 1 << 30
+ROW = "{n:012d} INFO worker-{w} handled GET /api/items in {ms:3d} ms for client 10.0.0.{c:3d}\n"
+ROW_BYTES = len(ROW.format(n=0, w=0, ms=0, c=0))  # every row has this length
+READ_WINDOW = 50
+
+
+def make_big_file(path: Path) -> int:
+    """Write ~1 GB of numbered log lines with a child process (so this process's peak RSS
+    stays a clean baseline); returns the number of lines."""
+    rows = BIG_FILE_BYTES // ROW_BYTES // 100_000 * 100_000  # whole chunks of the writer
+    script = (
+        "import sys\n"
+        "with open(sys.argv[1], 'wb') as out:\n"
+        "    for start in range(0, int(sys.argv[2]), 100_000):\n"
+        "        out.write(''.join(sys.argv[3].format(n=n, w=n % 7, ms=n % 97, c=n % 251)"
+        " for n in range(start, start + 100_000)).encode())\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path), str(rows), ROW], check=True)
+    return rows
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_read(work: Path, repeat: int) -> None:
+    big = work / "big.log"
+    rows = make_big_file(big)
+    offset = rows - READ_WINDOW  # the last 50 lines
+    tools = {t.name: t for t in file_tools(Sandbox(work))}
+    args = json.dumps({"file_path": "big.log", "offset": offset, "limit": READ_WINDOW})
+    expected_first = f"{offset:012d} INFO"
+
+    def ours() -> None:
+        result = asyncio.run(tools["read"].execute_raw(args, ToolContext()))
+        assert f"{offset + 1:>5}  {expected_first}" in result.text, result.text[:200]
+
+    def theirs() -> None:
+        done = subprocess.run(
+            f"tail -n +{offset + 1} {big} | head -n {READ_WINDOW}",
+            shell=True,
+            capture_output=True,
+            check=True,
+        )
+        assert done.stdout.startswith(expected_first.encode()), done.stdout[:100]
+
+    theirs()  # both read the file once from the page cache from here on
+    rss_before = peak_rss_mb()
+    ours()
+    rss_growth = peak_rss_mb() - rss_before
+    ours_times, their_times = [], []
+    for _ in range(repeat):  # interleaved, so both see the same machine load
+        ours_times.append(timed(ours))
+        their_times.append(timed(theirs))
+    big.unlink()
+    size_gb = BIG_FILE_BYTES / 1e9
+    report(
+        f"read of the last {READ_WINDOW} lines of a {size_gb:.1f} GB file vs tail | head",
+        ours_times,
+        their_times,
+        2,
+    )
+    print(f"  peak RSS growth of the read: {rss_growth:.1f} MB (target < 50 MB)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-files-"))
     try:
+        bench_read(work, options.repeat)  # first: the peak RSS must not include other benches
         bench_patch(work, options.repeat)
         bench_grep(work, options.repeat)
     finally:

@@ -53,8 +53,20 @@ class ActiveRun(_Message):
     source: RunSource
 
 
+class StoreInfo(_Message):
+    """A codelia home as one process sees it; equal ``store_id``s mean the same files."""
+
+    home: str
+    store_id: str | None
+
+
 class KernelState(_Message):
-    """What the kernel tells a panel about itself (never the API key, only whether one is set)."""
+    """What the kernel tells a panel about itself (never the API key, only whether one is set).
+
+    ``store`` names where the kernel keeps sessions and cache, so the panel reads history from
+    the server only when it sees that very store; ``control_requests`` lists what ``control()``
+    serves on a subshell (both absent from older kernels).
+    """
 
     protocol: int = PROTOCOL_VERSION
     session_id: str | None
@@ -62,6 +74,8 @@ class KernelState(_Message):
     approval_mode: str | None = None
     active_run: ActiveRun | None
     api_key_configured: bool | None = None
+    store: StoreInfo | None = None
+    control_requests: list[str] | None = None
 
 
 class Hello(KernelState):
@@ -106,10 +120,79 @@ class RunStatusMessage(_Message):
     message: str | None = None
 
 
+class StoreChanged(_Message):
+    """``%config Codelia.home`` moved the kernel's store; it replaces ``hello.store``."""
+
+    type: Literal["store.changed"] = "store.changed"
+    store: StoreInfo
+
+
+class JobProgress(_Message):
+    """The latest tqdm-style progress line of a job's output."""
+
+    percent: int
+    done: str
+    total: str
+
+
+class JobView(_Message):
+    """A background job: its state, elapsed seconds, last output lines and progress."""
+
+    job_id: str
+    kind: Literal["python", "shell"]
+    title: str
+    state: Literal["running", "completed", "failed", "stopped"]
+    elapsed_s: float
+    summary: str | None = None
+    last_lines: list[str]
+    progress: JobProgress | None
+
+
+class JobUpdated(_Message):
+    """A background job started, printed something new, or ended (jobs outlive runs)."""
+
+    type: Literal["job.updated"] = "job.updated"
+    job: JobView
+
+
 KernelMessage = Annotated[
-    Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage,
+    Hello
+    | Response
+    | RunStarted
+    | AgentEventMessage
+    | RunStatusMessage
+    | StoreChanged
+    | JobUpdated,
     Field(discriminator="type"),
 ]
+
+
+# --------------------------------------------------------------------------- notebook tools
+# The kernel's requests to the notebook front end, on the comm it opens with target
+# ``codelia.notebook`` (jupyter_codelia/notebook/frontend.py, labextension/src/notebooktools.ts).
+
+NotebookAction = Literal["snapshot", "edit", "run", "revert", "ping"]
+
+
+class NotebookHello(_Message):
+    """The data of the kernel's ``comm_open``: the front end answers with its client id."""
+
+    type: Literal["hello"] = "hello"
+    request_id: str
+    protocol: int = PROTOCOL_VERSION
+
+
+class NotebookRequest(_Message):
+    """One request to the live notebook; the answer comes back as a ``notebook.reply``."""
+
+    type: Literal["notebook.request"] = "notebook.request"
+    request_id: str
+    client_id: str
+    action: NotebookAction
+    params: dict[str, Any]
+
+
+NotebookKernelMessage = Annotated[NotebookHello | NotebookRequest, Field(discriminator="type")]
 
 
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:
@@ -164,6 +247,8 @@ def typescript() -> str:
 
     schema = TypeAdapter(KernelMessage).json_schema(ref_template="#/$defs/{model}")
     defs: dict[str, Any] = schema.pop("$defs", {})
+    notebook = TypeAdapter(NotebookKernelMessage).json_schema(ref_template="#/$defs/{model}")
+    defs.update(notebook.pop("$defs", {}))
     lines = [
         "/**",
         " * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire "
@@ -176,6 +261,8 @@ def typescript() -> str:
         lines.append(f"export type {name} = {_ts(defs[name], 0)};")
         lines.append("")
     lines.append(f"export type KernelMessage = {_ts(schema, 0)};")
+    lines.append("")
+    lines.append(f"export type NotebookKernelMessage = {_ts(notebook, 0)};")
     lines.append("")
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..llm.base import ChatModel
 from ._agent import Agent, AgentRunError, RunAlreadyActiveError, SessionStateHook, UsageTotals
+from ._budget import BudgetLimits, BudgetMeter
 from ._compaction import CompactionConfig
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, ConfirmResponse
@@ -16,6 +17,8 @@ from ._retry import RetryConfig
 __all__ = [
     "Agent",
     "AgentRunError",
+    "BudgetLimits",
+    "BudgetMeter",
     "ChatModel",
     "CompactionConfig",
     "ConfirmCallback",

@@ -47,6 +47,14 @@ from ..llm.messages import (
 )
 from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_call
 from . import events as ev
+from ._budget import (
+    BUDGET_PREFIX,
+    BUDGET_PROMPT,
+    BudgetMeter,
+    BudgetReached,
+    budget_event,
+    not_run_messages,
+)
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
@@ -198,6 +206,7 @@ class Agent:
         self.client_name = client_name
         self.history: list[Message] = []
         self.usage = UsageTotals()
+        self.budget = BudgetMeter()  # limits are set per turn by the host (agent.budget.configure)
         self.meta: dict[str, Any] = {}
         self.invoke_seq = 0
         self._pending_resume = session_id
@@ -449,6 +458,9 @@ class Agent:
             self._fork_event = None
         if run_meta:
             self.meta.update(run_meta)
+        self.budget.start_run()
+        if self.budget.active:
+            self._emit(run, budget_event(self.budget))
         outcome: Literal["completed", "cancelled", "error"] = "completed"
         final: str | None = None
         try:
@@ -477,6 +489,7 @@ class Agent:
             self._record(run, "run.error", error={"name": type(exc).__name__, "message": str(exc)})
             raise AgentRunError(f"{type(exc).__name__}: {exc}") from exc
         finally:
+            self.budget.end_run()
             self.history = repair_history(self.history)
             self._save_state(run)
             self._record(run, "run.status", status=outcome)
@@ -496,6 +509,8 @@ class Agent:
         pauses = 0
         paused_texts: list[str] = []
         for _ in range(self.max_iterations):
+            if (reached := self.budget.check()) is not None:
+                return await self._end_for_budget(run, reached)
             self._trim()
             completion = await self._invoke(run, definitions or None, choice)
             self.history.extend(completion.messages)
@@ -530,6 +545,10 @@ class Agent:
                     return final
                 continue
             for step, call in enumerate(reply.calls, start=1):
+                # Checked between calls only: a budget never stops a tool halfway.
+                if (reached := self.budget.check()) is not None:
+                    self.history.extend(not_run_messages(reply.calls[step - 1 :], reached))
+                    return await self._end_for_budget(run, reached)
                 finished = await self._run_call(run, call, step, tools, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
@@ -538,7 +557,14 @@ class Agent:
             await self._maybe_compact(run, mid_turn=True)
             if time.monotonic() - run.last_save >= _SAVE_INTERVAL_S:
                 self._save_state(run)
-        final = MAX_ITERATIONS_PREFIX + await self._summary(run)
+        final = MAX_ITERATIONS_PREFIX + await self._summary(run, MAX_ITERATIONS_PROMPT)
+        self._emit(run, ev.FinalEvent(content=final))
+        return final
+
+    async def _end_for_budget(self, run: _Run, reached: BudgetReached) -> str:
+        self._emit(run, budget_event(self.budget, reached))
+        summary = await self._summary(run, BUDGET_PROMPT.format(reason=reached.reason))
+        final = BUDGET_PREFIX.format(reason=reached.reason) + summary
         self._emit(run, ev.FinalEvent(content=final))
         return final
 
@@ -604,6 +630,7 @@ class Agent:
         else:
             # The executor turns every failure, the permission hook's included, into a message.
             execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
+            self.budget.add_tool_call()
             raw = _redact_message(execution.message)
             done, final_message = execution.done, execution.final_message
         processed = self.output_cache.process(raw) if self.output_cache is not None else raw
@@ -647,6 +674,8 @@ class Agent:
                 approval_wait_ms=None if waited is None else max(0, js_round(waited * 1000)),
             ),
         )
+        if self.budget.active:
+            self._emit(run, budget_event(self.budget))
         if done:
             return final_message or ""
         return None
@@ -776,6 +805,7 @@ class Agent:
         self.usage.web_fetch_requests += usage.web_fetch_requests or 0
         self.usage.last_total_tokens = usage.total_tokens
         cost = self.llm.cost_usd(usage)
+        self.budget.add_usage(usage.input_tokens + usage.output_tokens, cost)
         if cost is None:
             self.usage.cost_usd = None
         elif self.usage.cost_usd is not None:
@@ -805,6 +835,8 @@ class Agent:
                 web_fetch_requests=usage.web_fetch_requests,
             ),
         )
+        if self.budget.active:
+            self._emit(run, budget_event(self.budget))
 
     async def _maybe_compact(self, run: _Run, *, mid_turn: bool, force: bool = False) -> bool:
         """Summarise the history when the last call filled the context window (see _compaction),
@@ -847,14 +879,14 @@ class Agent:
         self._emit(run, ev.CompactionCompleteEvent(compacted=compacted))
         return compacted
 
-    async def _summary(self, run: _Run) -> str:
-        messages = [*repair_history(self.history), UserMessage(content=MAX_ITERATIONS_PROMPT)]
+    async def _summary(self, run: _Run, prompt: str) -> str:
+        messages = [*repair_history(self.history), UserMessage(content=prompt)]
         try:
             completion = await self._invoke_with_retries(run, messages, None, "none")
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("max-iterations summary failed")
+            log.exception("end-of-turn summary failed")
             return SUMMARY_UNAVAILABLE
         self._account(run, completion)
         texts = [

@@ -188,6 +188,21 @@ class UsageEvent(_Event):
     web_fetch_requests: int | None = None
 
 
+class BudgetEvent(_Event):
+    """Spend against the run's and the session's budget; ``reached`` says which limit ended it.
+
+    Sent when a run with limits starts, after each model call and tool call, and once a limit
+    is reached (then ``reached`` is set and the run ends with a summary).
+    """
+
+    type: Literal["budget"] = "budget"
+    run_spent: dict[str, float | None]
+    run_limits: dict[str, float]
+    session_spent: dict[str, float | None]
+    session_limits: dict[str, float]
+    reached: str | None = None
+
+
 class SessionForkedEvent(_Event):
     """Another kernel saved this session meanwhile: this agent's turns continue in a new one,
     so neither kernel's turns are lost."""
@@ -223,6 +238,7 @@ AgentEvent = Annotated[
     | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
+    | BudgetEvent
     | SessionForkedEvent
     | FinalEvent,
     Field(discriminator="type"),

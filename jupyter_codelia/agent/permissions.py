@@ -73,8 +73,15 @@ _MINIMAL_TOOLS = (
     "done",
     "list_variables",
     "inspect_variable",
+    # Watching and stopping the jobs the agent itself started (their start was approved).
+    "job_list",
+    "job_output",
+    "job_wait",
+    "job_stop",
+    "notebook_read",
+    "kernel_history",
 )
-_TRUSTED_EXTRA_TOOLS = ("write", "edit", "apply_patch")
+_TRUSTED_EXTRA_TOOLS = ("write", "edit", "apply_patch", "notebook_edit")
 _MINIMAL_COMMANDS = (
     *("pwd", "ls", "rg", "grep", "find", "sort", "cat", "head", "tail", "wc", "stat", "file"),
     *("uname", "whoami", "date"),

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 MAX_STREAM_CHARS = 200_000
 """Per-stream cap of captured text: the output cache handles big outputs, memory must not grow."""
@@ -34,9 +34,19 @@ class ExecutionAbandoned(Exception):  # noqa: N818 - injected into the worker, n
     """Raised inside the tool's thread when its timeout passes or the run is cancelled."""
 
 
+class CaptureForward(Protocol):
+    """Where a capture's output goes once a background job owns the snippet."""
+
+    def write(self, stream: str, text: str) -> None: ...
+
+    def display(self, data: dict[str, Any]) -> None: ...
+
+    def finished(self, capture: Capture) -> None: ...
+
+
 @dataclass
 class Capture:
-    """What one snippet produced."""
+    """What one snippet produced; after :meth:`adopt` new output goes to the adopter instead."""
 
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
@@ -49,8 +59,43 @@ class Capture:
     error: str | None = None
     timed_out: bool = False
     still_running: bool = False
+    ended: bool = False
+    forward: CaptureForward | None = None
+    thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def adopt(self, forward: CaptureForward) -> bool:
+        """Send all further output, and the end, to ``forward``; False if the code already ended."""
+        with self._lock:
+            if self.ended:
+                return False
+            self.forward = forward
+            return True
+
+    def end(self) -> None:
+        with self._lock:
+            self.ended = True
+            forward = self.forward
+        if forward is not None:
+            forward.finished(self)
+
+    def display(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            forward = self.forward
+            if forward is None:
+                self.displays.append(dict(data))
+                return
+        forward.display(data)
 
     def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            forward = self.forward
+            if forward is None:
+                self._keep(stream, text)
+                return
+        forward.write(stream, text)
+
+    def _keep(self, stream: str, text: str) -> None:
         chars = self.stdout_chars if stream == "stdout" else self.stderr_chars
         room = MAX_STREAM_CHARS - chars
         if room <= 0:
@@ -109,7 +154,7 @@ class _RoutedDisplayPublisher:
         if capture is None:
             self.original.publish(data, metadata, *args, **kw)
             return
-        capture.displays.append(dict(data))
+        capture.display(data)
 
     def clear_output(self, *args: Any, **kw: Any) -> None:
         if threading.get_ident() not in self.routes:
@@ -231,30 +276,65 @@ def raise_in_thread(ident: int, exc_type: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), exc)
 
 
-async def run_code(
-    code: str, namespace: dict[str, Any], *, shell: Any = None, timeout: float
-) -> Capture:
-    """Run ``code`` in ``namespace`` on a worker thread; stop it after ``timeout`` seconds.
-
-    Cancelling the awaiting task stops the code the same way and re-raises the cancellation.
-    """
-    capture = Capture()
-    loop = asyncio.get_running_loop()
-    finished = loop.create_future()
+def start_thread(
+    code: str,
+    namespace: dict[str, Any],
+    shell: Any,
+    capture: Capture,
+    on_end: Any = None,
+    name: str = "codelia-python",
+) -> threading.Thread:
+    """Run ``code`` on a new daemon thread into ``capture``; ``on_end()`` runs after it ends."""
 
     def target() -> None:
         try:
             _run(code, namespace, shell, capture)
         finally:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(_settle, finished)
+            capture.end()
+            if on_end is not None:
+                on_end()
 
-    thread = threading.Thread(target=target, name="codelia-python", daemon=True)
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    capture.thread = thread
     thread.start()
+    return thread
+
+
+def stop_thread(capture: Capture) -> None:
+    """Ask the code running into ``capture`` to stop at its next Python step."""
+    if capture.thread is not None:
+        _inject(capture.thread)
+
+
+async def run_code(
+    code: str,
+    namespace: dict[str, Any],
+    *,
+    shell: Any = None,
+    timeout: float,
+    detach_on_timeout: bool = False,
+) -> Capture:
+    """Run ``code`` in ``namespace`` on a worker thread; stop it after ``timeout`` seconds.
+
+    With ``detach_on_timeout`` the code is left running instead (``capture.timed_out`` set,
+    ``capture.ended`` false) so the caller can hand it to a background job with
+    :meth:`Capture.adopt`. Cancelling the awaiting task stops the code and re-raises.
+    """
+    capture = Capture()
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+
+    def settle() -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(_settle, finished)
+
+    thread = start_thread(code, namespace, shell, capture, settle)
     try:
         await asyncio.wait_for(asyncio.shield(finished), timeout)
     except asyncio.TimeoutError:
         capture.timed_out = True
+        if detach_on_timeout:
+            return capture
         _inject(thread)
         try:
             await asyncio.wait_for(asyncio.shield(finished), _GRACE_SECONDS)

@@ -1,4 +1,9 @@
-"""``%codelia sessions | todos | cache | config | stop | compact``: the notebook agent's state."""
+"""``%codelia sessions | todos | cache | config | provenance | stop | compact | undo | jobs``.
+
+The agent's state, inspected from the notebook.
+
+``provenance`` lists the notebook cells the agent inserted or edited (their ``metadata.codelia``).
+"""
 
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
 
         print(describe_settings(nb.settings()))
         return None
+    if name == "provenance":
+        return _provenance(nb)
     if name == "compact":
         return _compact(nb)
     if name == "stop":
@@ -38,6 +45,10 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
         nb.cancel(active.run_id)
         print(f"Stopping run {active.run_id}.")
         return None
+    if name == "undo":
+        return _undo(nb, argument)
+    if name == "jobs":
+        return _jobs(nb, argument)
     raise UsageError(f"Unknown subcommand {name!r}; see %codelia help.")
 
 
@@ -69,6 +80,42 @@ def _compact(nb: NotebookAgent) -> None:
         print(f"Compacted session {agent.session_id}: the next turn continues from a summary.")
     else:
         print("Nothing to compact yet, or the model gave no summary; the history is unchanged.")
+
+
+def _undo(nb: NotebookAgent, argument: str) -> None:
+    from .undo import UndoError
+
+    target = argument.strip() or None
+    try:
+        lines = nb.undo.undo(target)
+    except UndoError as exc:
+        raise UsageError(str(exc)) from None
+    print("\n".join(lines))
+
+
+def _jobs(nb: NotebookAgent, argument: str) -> None:
+    words = argument.split()
+    if words[:1] == ["stop"]:
+        if len(words) != 2:
+            raise UsageError("Usage: %codelia jobs stop JOB_ID (see %codelia jobs).")
+        from ..standard_tools.jobs import JobNotFoundError
+
+        try:
+            job = nb.jobs.get(words[1])
+        except JobNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        job.stop()
+        print(f"Asked {job.job_id} to stop.")
+        return
+    if words:
+        raise UsageError("Usage: %codelia jobs, or %codelia jobs stop JOB_ID.")
+    jobs = nb.jobs.jobs()
+    if not jobs:
+        print("No background jobs.")
+        return
+    for job in jobs:
+        last = job.output.last_lines(1)
+        print(job.status_line() + (f"\n  {last[-1][:200]}" if last else ""))
 
 
 def _sessions(nb: NotebookAgent) -> None:
@@ -109,6 +156,37 @@ def _todos(nb: NotebookAgent) -> None:
         return
     # The store keeps what the model wrote; only what is shown is masked.
     display(HTML(renderers.todos_to_html(redact_secrets(todos))))
+
+
+def _provenance(nb: NotebookAgent) -> None:
+    from IPython.display import HTML, display
+
+    from ..tools import ToolError
+    from .cell_tools import NotebookContext, provenance_table
+
+    try:
+        snapshot = NotebookContext(nb.shell).snapshot_now()
+    except ToolError as exc:
+        raise UsageError(str(exc)) from None
+    rows = provenance_table(snapshot)
+    where = "the live notebook" if snapshot.source == "live" else f"{snapshot.path} (as saved)"
+    if not rows:
+        print(f"No cell of {where} was made or changed by the agent.")
+        return
+    columns = ("index", "id", "action", "at", "run_id", "model", "prompt")
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{renderers.escape(str(row.get(c) or ''))}</td>" for c in columns)
+        + "</tr>"
+        for row in rows
+    )
+    display(
+        HTML(
+            f"<p>{len(rows)} agent-edited cell(s) in {renderers.escape(where)}:</p>"
+            f"<table><tr>{head}</tr>{body}</table>"
+        )
+    )
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:

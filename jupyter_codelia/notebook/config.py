@@ -2,8 +2,10 @@
 
 Precedence, highest first: options of the magic call, ``%config Codelia.<name> = ...``,
 ``JUPYTER_CODELIA_<NAME>`` environment variables, the JSON config file
-(``$JUPYTER_CODELIA_CONFIG`` or ``<JUPYTER_CODELIA_HOME>/config.json``, which also holds the
-remembered permission rules), then the defaults. The API key and endpoint are the SDK's own
+(``$JUPYTER_CODELIA_CONFIG`` or ``<home>/config.json``, which also holds the remembered
+permission rules), then the defaults. The home (sessions, tool-output cache, config file) is
+``%config Codelia.home``, else ``$JUPYTER_CODELIA_HOME``, else ``<jupyter data dir>/codelia``;
+the config file cannot move it because it lives there. The API key and endpoint are the SDK's own
 ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` and are never stored by us.
 
 This module is imported by ``%load_ext``: it uses only traitlets and the standard library.
@@ -58,6 +60,11 @@ class Codelia(Configurable):
     python_timeout = Float(
         None, allow_none=True, help="Default timeout of the python tool in seconds."
     ).tag(config=True)
+    python_timeout_to_job = Bool(
+        None,
+        allow_none=True,
+        help="A python call outliving its timeout becomes a background job (False: stop it).",
+    ).tag(config=True)
     max_tokens = Integer(
         None,
         allow_none=True,
@@ -69,11 +76,44 @@ class Codelia(Configurable):
         allow_none=True,
         help="'off', 'adaptive' or a thinking budget in tokens (default: the model's own).",
     ).tag(config=True)
+    max_cost_per_run = Float(
+        None, allow_none=True, help="Budget: USD one run may spend (then it ends with a summary)."
+    ).tag(config=True)
+    max_tokens_per_run = Integer(
+        None, allow_none=True, help="Budget: tokens (input + output) one run may use."
+    ).tag(config=True)
+    max_tool_calls_per_run = Integer(
+        None, allow_none=True, help="Budget: tool calls one run may make."
+    ).tag(config=True)
+    max_seconds_per_run = Float(
+        None, allow_none=True, help="Budget: wall-clock seconds one run may take."
+    ).tag(config=True)
+    max_cost_per_session = Float(
+        None, allow_none=True, help="Budget: USD the session may spend."
+    ).tag(config=True)
+    max_tokens_per_session = Integer(
+        None, allow_none=True, help="Budget: tokens the session may use."
+    ).tag(config=True)
+    max_tool_calls_per_session = Integer(
+        None, allow_none=True, help="Budget: tool calls the session may make."
+    ).tag(config=True)
+    max_seconds_per_session = Float(
+        None, allow_none=True, help="Budget: wall-clock seconds of the session's runs."
+    ).tag(config=True)
     root = Unicode(
         None, allow_none=True, help="Directory the file tools may touch (default: cwd)."
     ).tag(config=True)
     system_prompt = Unicode(
         None, allow_none=True, help="Extra instructions appended to the system prompt."
+    ).tag(config=True)
+    home = Unicode(
+        None,
+        allow_none=True,
+        help=(
+            "Directory of the session store, the tool-output cache and config.json (default: "
+            "$JUPYTER_CODELIA_HOME, else <jupyter data dir>/codelia). Several kernels, also on "
+            "different hosts, may share one."
+        ),
     ).tag(config=True)
 
 
@@ -90,12 +130,35 @@ FIELDS: tuple[_Field, ...] = (
     _Field("max_iterations", int, 200),
     _Field("background", bool, False),
     _Field("python_timeout", float, 120.0),
+    _Field("python_timeout_to_job", bool, True),
     _Field("max_tokens", int, None),
     _Field("thinking", str, None),
+    _Field("max_cost_per_run", float, None),
+    _Field("max_tokens_per_run", int, None),
+    _Field("max_tool_calls_per_run", int, None),
+    _Field("max_seconds_per_run", float, None),
+    _Field("max_cost_per_session", float, None),
+    _Field("max_tokens_per_session", int, None),
+    _Field("max_tool_calls_per_session", int, None),
+    _Field("max_seconds_per_session", float, None),
     _Field("root", str, None),
     _Field("system_prompt", str, None),
 )
 FIELD_NAMES = tuple(f.name for f in FIELDS)
+BUDGET_MEASURES = {"cost": "max_cost_usd", "tokens": "max_tokens", "tool_calls": "max_tool_calls",
+                   "seconds": "max_wall_seconds"}  # fmt: skip
+"""Setting ``max_<measure>_per_<scope>`` -> the agent's ``BudgetLimits`` field."""
+BUDGET_FIELDS = tuple(f"max_{m}_per_{s}" for s in ("run", "session") for m in BUDGET_MEASURES)
+
+
+def budget_limits(settings: Settings, scope: str) -> dict[str, float]:
+    """The set budget limits of ``scope`` ("run" or "session") as ``BudgetLimits`` fields."""
+    limits: dict[str, float] = {}
+    for measure, field_name in BUDGET_MEASURES.items():
+        value = getattr(settings, f"max_{measure}_per_{scope}")
+        if value is not None:
+            limits[field_name] = value
+    return limits
 
 
 @dataclass
@@ -107,10 +170,20 @@ class Settings:
     max_iterations: int = 200
     background: bool = False
     python_timeout: float = 120.0
+    python_timeout_to_job: bool = True
     max_tokens: int | None = None
     thinking: ThinkingSetting = None
+    max_cost_per_run: float | None = None
+    max_tokens_per_run: int | None = None
+    max_tool_calls_per_run: int | None = None
+    max_seconds_per_run: float | None = None
+    max_cost_per_session: float | None = None
+    max_tokens_per_session: int | None = None
+    max_tool_calls_per_session: int | None = None
+    max_seconds_per_session: float | None = None
     root: str | None = None
     system_prompt: str | None = None
+    home: Path = field(default_factory=lambda: _default_home())
     config_path: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -123,14 +196,57 @@ class Settings:
                 continue
             data[name] = _validate(name, value, "option")
             sources[name] = "magic option"
-        return Settings(**data, config_path=self.config_path, sources=sources)
+        return Settings(**data, home=self.home, config_path=self.config_path, sources=sources)
 
 
-def config_path() -> Path:
+def _default_home() -> Path:
     from ..session import default_home
 
+    return default_home()
+
+
+def resolve_home(
+    traits: Codelia | None = None, environ: dict[str, str] | None = None
+) -> tuple[Path, str]:
+    """The home directory and where it was chosen (``%config Codelia.home`` or the environment).
+
+    Raises ConfigError when the configured path exists but is not a directory.
+    """
+    from ..session import HOME_ENV
+
+    configured = getattr(traits, "home", None) if traits is not None else None
+    if configured is not None:
+        if not configured.strip():
+            raise ConfigError(
+                "%config Codelia.home must be a directory path; to use the default, "
+                "run %config Codelia.home = None"
+            )
+        home, source = Path(configured.strip()).expanduser(), "%config Codelia.home"
+    elif (os.environ if environ is None else environ).get(HOME_ENV, "").strip():
+        env = os.environ if environ is None else environ
+        home, source = Path(env[HOME_ENV].strip()).expanduser(), f"${HOME_ENV}"
+    else:
+        # default_home() still honours the process environment when ``environ`` omits it.
+        home = _default_home()
+        source = f"${HOME_ENV}" if os.environ.get(HOME_ENV, "").strip() else "default"
+    if home.exists() and not home.is_dir():
+        raise ConfigError(
+            f"{source}: the codelia home {home} exists but is not a directory; "
+            "point it at a directory (it is created if missing)"
+        )
+    return home, source
+
+
+def tool_output_dir(home: Path) -> Path:
+    """The tool-output cache inside a codelia home."""
+    return home / "cache" / "tool-output"
+
+
+def config_path(home: Path | None = None) -> Path:
     explicit = os.environ.get(ENV_PREFIX + "CONFIG")
-    return Path(explicit).expanduser() if explicit else default_home() / "config.json"
+    if explicit:
+        return Path(explicit).expanduser()
+    return (home if home is not None else _default_home()) / "config.json"
 
 
 def api_key_configured(environ: dict[str, str] | None = None) -> bool:
@@ -237,7 +353,8 @@ def resolve_settings(
 ) -> Settings:
     """Merge %config traits > environment > config file > defaults, validating each value."""
     env = dict(os.environ if environ is None else environ)
-    path = config_path()
+    home, home_source = resolve_home(traits, env)
+    path = config_path(home)
     from_file = read_config_file(path)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -257,7 +374,8 @@ def resolve_settings(
         else:
             values[spec.name] = spec.default
             sources[spec.name] = "default"
-    return Settings(**values, config_path=path, sources=sources)
+    sources["home"] = home_source
+    return Settings(**values, home=home, config_path=path, sources=sources)
 
 
 def describe_settings(settings: Settings) -> str:
@@ -265,13 +383,14 @@ def describe_settings(settings: Settings) -> str:
     lines = []
     for spec in FIELDS:
         value = getattr(settings, spec.name)
+        if value is None and spec.name in BUDGET_FIELDS:
+            continue  # an unset budget: listed only when set, to keep the table short
         lines.append(f"{spec.name:<15} {value!r:<30} ({settings.sources.get(spec.name, '?')})")
     key_state = "set" if api_key_configured() else "NOT SET - see %codelia help"
     lines.append(f"{'api key':<15} {key_state:<30} ($ANTHROPIC_API_KEY)")
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     lines.append(f"{'base url':<15} {base_url or 'Anthropic default':<30} ($ANTHROPIC_BASE_URL)")
     lines.append(f"{'config file':<15} {settings.config_path}")
-    from ..session import default_home
-
-    lines.append(f"{'home':<15} {default_home()}")
+    home_source = settings.sources.get("home", "default")
+    lines.append(f"{'home':<15} {settings.home!s:<30} ({home_source})")
     return "\n".join(lines)

@@ -8,7 +8,6 @@ namespace and sees what it produced, plots included (PNG figures come back as im
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import io
 import sys
@@ -18,9 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._text import js_round
 from ..llm.messages import ImagePart, TextPart
+from ..standard_tools.jobs import JobRegistry, png_of_display
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
+from .undo import NamespaceUndo, change_report
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 MAX_TIMEOUT_SECONDS = 3600.0
@@ -34,7 +35,14 @@ class PythonInput(BaseModel):
         default=None,
         gt=0,
         le=MAX_TIMEOUT_SECONDS,
-        description="Stop the code after this many seconds (default from configuration).",
+        description="Seconds to wait for the code (default from configuration); past it the "
+        "code becomes a background job when configured so, else it is stopped.",
+    )
+    background: bool = Field(
+        default=False,
+        description="Run the code as a background job on its own thread in the same namespace "
+        "and return its job id at once (long training, slow queries); watch it with "
+        "job_output / job_wait / job_stop.",
     )
 
 
@@ -75,8 +83,16 @@ def kernel_tools(
     namespace: dict[str, Any] | None = None,
     shell: Any = None,
     default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    jobs: JobRegistry | None = None,
+    timeout_to_job: bool = True,
+    undo: NamespaceUndo | None = None,
 ) -> list[FunctionTool]:
-    """The three kernel tools bound to ``shell.user_ns`` (or a plain ``namespace`` dict)."""
+    """The three kernel tools bound to ``shell.user_ns`` (or a plain ``namespace`` dict).
+
+    With a ``jobs`` registry, ``python`` can start background jobs, and a call outliving its
+    timeout becomes one when ``timeout_to_job`` (otherwise it is stopped). With ``undo``, every
+    foreground call records what it changed in the namespace and its result lists it.
+    """
     if namespace is None and shell is None:
         raise ValueError("kernel_tools needs the namespace to work on: pass shell= or namespace=.")
     ns: dict[str, Any] = namespace if namespace is not None else shell.user_ns
@@ -84,12 +100,46 @@ def kernel_tools(
         set(getattr(shell, "user_ns_hidden", {}) or {}) if shell is not None else set()
     )
 
+    def format_value(value: Any) -> str:
+        return _format_value(value, shell)[0]
+
     async def run_python(args: PythonInput, ctx: ToolContext) -> Any:
         timeout = args.timeout_seconds or default_timeout
+        if args.background:
+            if jobs is None:
+                raise ToolError(
+                    "Background python jobs are not available here (no job registry); run the "
+                    "code in the foreground."
+                )
+            from .jobs import start_python_job
+
+            job = start_python_job(jobs, args.code, ns, shell, format_value)
+            return (
+                f"Started background job {job.job_id} on its own thread in the notebook "
+                "namespace. Read its output with job_output, wait with job_wait, stop with "
+                "job_stop."
+            )
+        detach = jobs is not None and timeout_to_job
         before = _open_figures()
-        capture = await run_code(args.code, ns, shell=shell, timeout=timeout)
-        images = _new_figure_pngs(before)
-        return _python_result(capture, images, shell, timeout)
+        snapshot = undo.before(args.code, ctx.tool_call_id) if undo is not None else None
+        capture = await run_code(
+            args.code, ns, shell=shell, timeout=timeout, detach_on_timeout=detach
+        )
+        report = None
+        if undo is not None and snapshot is not None:
+            report = change_report(undo.after(snapshot))
+        job_id: str | None = None
+        if detach and capture.timed_out:
+            from .jobs import adopt_python_job
+
+            assert jobs is not None
+            adopted = adopt_python_job(jobs, args.code, capture, format_value)
+            if adopted is None:
+                capture.timed_out = False  # it ended on its own just at the deadline
+            else:
+                job_id = adopted.job_id
+        images = _new_figure_pngs(before) if job_id is None else []
+        return _python_result(capture, images, shell, timeout, job_id, report)
 
     def list_variables(args: ListVariablesInput, ctx: ToolContext) -> str:
         rows: list[str] = []
@@ -192,21 +242,19 @@ def _format_value(value: Any, shell: Any) -> tuple[str, bytes | None]:
             data, _ = shell.display_formatter.format(value)
         except Exception:
             data = {}
-        png = data.get("image/png")
         text = data.get("text/plain") or repr(value)
-        return str(text), _png_bytes(png)
+        return str(text), png_of_display(data)
     return repr(value), None
 
 
-def _png_bytes(payload: Any) -> bytes | None:
-    if isinstance(payload, bytes):
-        return payload
-    if isinstance(payload, str):
-        return base64.b64decode(payload)
-    return None
-
-
-def _python_result(capture: Capture, images: list[bytes], shell: Any, timeout: float) -> Any:
+def _python_result(
+    capture: Capture,
+    images: list[bytes],
+    shell: Any,
+    timeout: float,
+    job_id: str | None = None,
+    namespace_report: str | None = None,
+) -> Any:
     sections: list[str] = []
     if capture.stdout:
         sections.append("[stdout]\n" + "".join(capture.stdout).rstrip("\n"))
@@ -216,7 +264,7 @@ def _python_result(capture: Capture, images: list[bytes], shell: Any, timeout: f
         sections.append(f"[note] output cut at {MAX_STREAM_CHARS} characters per stream")
     pngs: list[bytes] = []
     for display in capture.displays:
-        png = _png_bytes(display.get("image/png"))
+        png = png_of_display(display)
         if png is not None:
             pngs.append(png)
         elif "text/plain" in display:
@@ -230,11 +278,21 @@ def _python_result(capture: Capture, images: list[bytes], shell: Any, timeout: f
         sections.append("[result]\n" + _describe.clip_chars(text, MAX_STREAM_CHARS))
     if capture.error:
         sections.append("[error]\n" + capture.error)
-    if capture.timed_out:
+    if job_id is not None:
+        sections.append(
+            f"[timeout] still running after {js_round(timeout)} s: it continues as background "
+            f"job {job_id} (job_output reads what it prints next, job_wait waits for it, "
+            "job_stop stops it)"
+        )
+    elif capture.timed_out:
         note = f"[timeout] stopped after {js_round(timeout)} s"
         if capture.still_running:
             note += " (it is blocked in native code and will stop at its next Python step)"
         sections.append(note)
+    if namespace_report is not None:
+        if job_id is not None:
+            namespace_report += "\n(as of the timeout; what the job changes later is not tracked)"
+        sections.append(namespace_report)
     pngs += images
     if pngs:
         sections.append(f"[images] {len(pngs)} image(s) attached below")

@@ -25,7 +25,10 @@ from .config import (
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact")
+SUBCOMMANDS = (
+    *("help", "sessions", "todos", "cache", "config", "provenance"),
+    *("stop", "compact", "undo", "jobs"),
+)
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -37,6 +40,11 @@ Options:
   --model MODEL          Claude model id for this turn (e.g. claude-sonnet-5-5)
   --approval-mode MODE   minimal | trusted | full-access
   --max-iterations N     model calls allowed in this turn
+  --max-cost USD         budget of this turn in US dollars (e.g. 0.2); reaching it ends the
+                         turn with a summary, never in the middle of a tool
+  --max-tool-calls N     budget of this turn in tool calls
+  --max-seconds S        budget of this turn in wall-clock seconds
+  --max-run-tokens N     budget of this turn in tokens (input + output)
   --background           run in the background: the cell returns a handle at once and the
                          panel's Stop / Allow / Deny buttons work
   --blocking             keep the cell busy until the turn ends (the default); Stop is the
@@ -48,13 +56,19 @@ Subcommands:
   %codelia todos         show the session's todo list
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
+  %codelia provenance    list the notebook's cells the agent inserted or edited
   %codelia stop          stop the active background run
   %codelia compact       summarise the conversation now, so the next turn starts small
+  %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
+                         variables; says exactly what was restored and what could not be
+  %codelia jobs          list background jobs; %codelia jobs stop JOB_ID stops one
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
-background, python_timeout, max_tokens, thinking, root, system_prompt), JUPYTER_CODELIA_<NAME>
-environment variables, or <JUPYTER_CODELIA_HOME>/config.json. The API key is ANTHROPIC_API_KEY.
+background, python_timeout, python_timeout_to_job, max_tokens, thinking, root, system_prompt,
+and the budgets max_{cost,tokens,tool_calls,seconds}_per_{run,session}), JUPYTER_CODELIA_<NAME>
+environment variables, or <home>/config.json. %config Codelia.home (or JUPYTER_CODELIA_HOME)
+moves sessions, cache and config, e.g. to shared storage. The API key is ANTHROPIC_API_KEY.
 """
 
 _VALUE_OPTIONS = {
@@ -62,6 +76,10 @@ _VALUE_OPTIONS = {
     "--model": "model",
     "--approval-mode": "approval_mode",
     "--max-iterations": "max_iterations",
+    "--max-cost": "max_cost_per_run",
+    "--max-tool-calls": "max_tool_calls_per_run",
+    "--max-seconds": "max_seconds_per_run",
+    "--max-run-tokens": "max_tokens_per_run",
 }
 _FLAG_OPTIONS = {"--new": "new", "--background": "background", "--blocking": "blocking",
                  "--demo": "demo"}  # fmt: skip
@@ -74,6 +92,10 @@ class MagicOptions:
     model: str | None = None
     approval_mode: str | None = None
     max_iterations: int | None = None
+    max_cost_per_run: float | None = None
+    max_tool_calls_per_run: int | None = None
+    max_seconds_per_run: float | None = None
+    max_tokens_per_run: int | None = None
     background: bool = False
     blocking: bool = False
     demo: bool = False
@@ -127,10 +149,28 @@ def _example(name: str) -> str:
         "--model": "claude-sonnet-5-5",
         "--approval-mode": "trusted",
         "--max-iterations": "20",
+        "--max-cost": "0.2",
+        "--max-tool-calls": "10",
+        "--max-seconds": "300",
+        "--max-run-tokens": "200000",
     }[name]
 
 
+_NUMBER_OPTIONS = {"--max-cost": float, "--max-seconds": float, "--max-tool-calls": int,
+                   "--max-run-tokens": int}  # fmt: skip
+
+
 def _convert(name: str, value: str) -> Any:
+    kind = _NUMBER_OPTIONS.get(name)
+    if kind is not None:
+        try:
+            number = kind(value)
+        except ValueError:
+            noun = "a number" if kind is float else "a whole number"
+            raise UsageError(f"{name} needs {noun}, got {value!r}.") from None
+        if not number > 0:
+            raise UsageError(f"{name} must be greater than 0, got {value}.")
+        return number
     if name == "--max-iterations":
         try:
             number = int(value)
@@ -195,6 +235,10 @@ class CodeliaMagics(Magics):
             model=options.model,
             approval_mode=options.approval_mode,
             max_iterations=options.max_iterations,
+            max_cost_per_run=options.max_cost_per_run,
+            max_tool_calls_per_run=options.max_tool_calls_per_run,
+            max_seconds_per_run=options.max_seconds_per_run,
+            max_tokens_per_run=options.max_tokens_per_run,
         )
         background = settings.background
         if options.background:
@@ -231,6 +275,9 @@ def run_with_panel(
     nb: NotebookAgent, agent: Any, prompt: str, model: str, *, background: bool
 ) -> Any:
     """Show a panel in the cell output and run the turn blocking or in the background."""
+    from IPython.display import display
+
+    from .cell_tools import revert_edit
     from .panel import RunPanel
 
     mode: Literal["blocking", "background"] = "background" if background else "blocking"
@@ -247,11 +294,23 @@ def run_with_panel(
         on_stop=stop,
         on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
         demo=nb.is_demo(agent),
+        on_undo=nb.undo.undo,
+        on_revert=lambda edit_id: revert_edit(nb.shell, edit_id),
     )
     panel.show()
+    # Jobs started in this turn get cards below the panel; they keep updating after the turn.
+    from .jobs import JobCards
+
+    job_cards = JobCards(nb.jobs)
+    display(job_cards.box)
     if background:
-        return nb.start_background(agent, prompt, panel)
-    result = nb.run_blocking(agent, prompt, panel)
+        handle = nb.start_background(agent, prompt, panel)
+        handle.add_done_callback(lambda _handle: job_cards.stop_following())
+        return handle
+    try:
+        result = nb.run_blocking(agent, prompt, panel)
+    finally:
+        job_cards.stop_following()
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.
@@ -281,13 +340,14 @@ def notebook_agent(shell: Any) -> NotebookAgent:
     from .config import resolve_settings
     from .runner import NotebookAgent
 
-    traits = _traits(shell)
+    traits = codelia_traits(shell)
     created = NotebookAgent(shell, lambda: resolve_settings(traits))
     setattr(shell, _STATE_KEY, created)
     return created
 
 
-def _traits(shell: Any) -> Codelia:
+def codelia_traits(shell: Any) -> Codelia:
+    """The kernel's ``Codelia`` configurable (what ``%config Codelia.<name>`` sets)."""
     for configurable in getattr(shell, "configurables", []):
         if isinstance(configurable, Codelia):
             return configurable
@@ -297,7 +357,7 @@ def _traits(shell: Any) -> Codelia:
 
 
 def register(shell: Any) -> None:
-    traits = _traits(shell)
+    traits = codelia_traits(shell)
     shell.register_magics(CodeliaMagics(shell, traits))
     from . import _warmup
     from .bridge import register_comm_target

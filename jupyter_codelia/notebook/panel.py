@@ -17,6 +17,7 @@ The panel never touches the agent: Stop and approval clicks go to the callbacks 
 from __future__ import annotations
 
 import base64
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -124,6 +125,8 @@ class RunPanel:
         prompt: str | None = None,
         on_stop: Callable[[], None] | None = None,
         on_decision: DecisionCallback | None = None,
+        on_undo: Callable[[str], list[str]] | None = None,
+        on_revert: Callable[[str], str | None] | None = None,
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         demo: bool = False,
@@ -143,6 +146,8 @@ class RunPanel:
         self._clock = clock
         self._on_stop = on_stop
         self._on_decision = on_decision
+        self._on_undo = on_undo
+        self._on_revert = on_revert
         self._last_flush = float("-inf")
         self._dirty = False
         self._segment: _TextSegment | None = None
@@ -157,6 +162,8 @@ class RunPanel:
         self._frame: widgets.Output | None = None
 
         self.header = widgets.HTML(value=self._header_html())
+        self.budget = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        self.budget.add_class("codelia-budget")
         self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
         self.body = _Rows()
         self.error = widgets.HTML(value="", layout=widgets.Layout(display="none"))
@@ -177,7 +184,7 @@ class RunPanel:
             value=f'<span style="color:{renderers.MUTED};font-size:11px">{hint}</span>'
         )
         footer = widgets.HBox([self.stop_button, self.hint])
-        children: list[widgets.Widget] = [self.header]
+        children: list[widgets.Widget] = [self.header, self.budget]
         if prompt:
             children.append(
                 widgets.HTML(
@@ -375,6 +382,11 @@ class RunPanel:
                 f"Model call failed ({event.failure_kind}); retry {event.next_attempt}/"
                 f"{event.max_attempts} in {renderers.format_duration(event.delay_ms)}."
             )
+        elif isinstance(event, ev.BudgetEvent):
+            self.budget.value = _budget_html(event)
+            self.budget.layout.display = None
+            if event.reached:
+                self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
         elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
             self._notice("Conversation compacted to fit the context window.")
         elif isinstance(event, ev.SessionForkedEvent):
@@ -522,6 +534,9 @@ class RunPanel:
         if diff is not None:
             extra.append(widgets.HTML(value=renderers.diff_to_html(diff)))
             self._transcript.append(f"```diff\n{diff.rstrip()}\n```")
+            revert = self._revert_row(event.result)
+            if revert is not None:
+                extra.append(revert)
         for image in _images_of(event.parts or []):
             extra.append(image)
         text = clip_chars(event.result, MAX_RESULT_CHARS)
@@ -530,7 +545,54 @@ class RunPanel:
         result_view = widgets.Accordion(children=[widgets.HTML(value=renderers.pre(text))])
         result_view.set_title(0, "Error" if event.is_error else "Result")
         result_view.selected_index = 0 if event.is_error else None
+        if self._on_undo is not None and "\n[namespace]\n" in f"\n{event.result}":
+            extra.append(self._undo_button(event.tool_call_id))
         card.box.children = (*card.box.children, *extra, result_view)
+
+    def _undo_button(self, tool_call_id: str) -> widgets.Widget:
+        """Undo what one python call did to the namespace; shows exactly what was restored."""
+        button = widgets.Button(
+            description="Undo", icon="undo", tooltip="Restore the variables this call changed"
+        )
+        outcome = widgets.HTML(value="")
+        on_undo = self._on_undo
+
+        def clicked(_button: Any) -> None:
+            button.disabled = True
+            try:
+                lines = on_undo(tool_call_id) if on_undo is not None else []
+            except LookupError as exc:
+                lines = [str(exc)]
+            outcome.value = renderers.pre("\n".join(lines), max_height="10em")
+
+        button.on_click(clicked)
+        box = widgets.VBox([button, outcome])
+        box.add_class("codelia-undo")
+        return box
+
+    def _revert_row(self, result: str) -> widgets.HBox | None:
+        """Revert for a ``notebook_edit`` card whose result names the edit (cell tools)."""
+        edit_id = renderers.edit_id_of_result(result)
+        if edit_id is None or self._on_revert is None:
+            return None
+        on_revert = self._on_revert
+        button = widgets.Button(description="Revert", icon="undo")
+        outcome = widgets.HTML(value="")
+
+        def clicked(_button: Any) -> None:
+            button.disabled = True
+            outcome.value = "Reverting…"
+
+            def work() -> None:
+                # Off the kernel's thread: the front end's answer may come on the comm.
+                problem = on_revert(edit_id)
+                outcome.value = renderers.escape(problem or "Reverted.")
+                button.disabled = problem is None
+
+            threading.Thread(target=work, name="codelia-revert", daemon=True).start()
+
+        button.on_click(clicked)
+        return widgets.HBox([button, outcome])
 
     def _step_complete(self, event: ev.StepCompleteEvent) -> None:
         card = self._cards.get(event.step_id)
@@ -645,6 +707,30 @@ def _card_header(card: _ToolCard) -> str:
         f"<b>{renderers.escape(card.tool)}</b>{summary}"
         f'<span style="color:{renderers.MUTED}"> · {card.status}{duration}</span></div>'
     )
+
+
+_BUDGET_LABELS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "max_cost_usd": ("cost_usd", lambda v: f"${v:.4f}".rstrip("0").rstrip(".")),
+    "max_tokens": ("tokens", lambda v: f"{int(v):,} tokens"),
+    "max_tool_calls": ("tool_calls", lambda v: f"{int(v)} tool calls"),
+    "max_wall_seconds": ("wall_seconds", lambda v: f"{v:.0f} s"),
+}
+
+
+def _budget_html(event: ev.BudgetEvent) -> str:
+    """The meter: spend against each set limit of the run and the session."""
+    parts: list[str] = []
+    for scope, spent, limits in (
+        ("run", event.run_spent, event.run_limits),
+        ("session", event.session_spent, event.session_limits),
+    ):
+        for limit_name, limit in limits.items():
+            key, fmt = _BUDGET_LABELS[limit_name]
+            value = spent.get(key)
+            used = "?" if value is None else fmt(value)
+            parts.append(f"{scope} {renderers.escape(used)} / {renderers.escape(fmt(limit))}")
+    colour = "#d93025" if event.reached else "#555"
+    return f'<div style="font-size:11px;color:{colour}">budget: ' + " · ".join(parts) + "</div>"
 
 
 def _image_layout() -> widgets.Layout:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._text import compact_json
 
-DIFF_TOOLS = frozenset({"write", "edit", "apply_patch"})
+DIFF_TOOLS = frozenset({"write", "edit", "apply_patch", "notebook_edit"})
 
 MUTED = "var(--jp-ui-font-color2,#777)"
 """Secondary text: JupyterLab's theme colour (readable in dark themes), grey elsewhere."""
@@ -103,6 +103,18 @@ def diff_of_result(tool: str, result_text: str) -> str | None:
         return None
     diff = payload.get("diff") if isinstance(payload, dict) else None
     return diff if isinstance(diff, str) and diff.strip() else None
+
+
+def edit_id_of_result(result_text: str) -> str | None:
+    """The ``edit_id`` of a ``notebook_edit`` result (the front end can revert that edit)."""
+    if not result_text.startswith("{"):
+        return None
+    try:
+        payload = json.loads(result_text)
+    except ValueError:
+        return None
+    edit_id = payload.get("edit_id") if isinstance(payload, dict) else None
+    return edit_id if isinstance(edit_id, str) else None
 
 
 def citations_to_html(citations: list[dict[str, Any]]) -> str:

@@ -16,6 +16,7 @@ JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import queue
@@ -24,14 +25,17 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
+from ..standard_tools.jobs import JobRegistry
 from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
-from .config import Settings
+from .config import ConfigError, Settings, tool_output_dir
 from .results import RunHandle, RunInterrupted, RunNotFinishedError, RunResult, RunStatus
+from .undo import NamespaceUndo
 
 if TYPE_CHECKING:
     from ..agent import Agent, ConfirmResponse
@@ -82,6 +86,17 @@ class NotebookAgent:
         self.last_agent: Agent | None = None
         self._prebuilt: tuple[tuple[Any, ...], Callable[[], Any], Agent] | None = None
         """The agent of the latest run (the notebook's, or a detached one such as the demo's)."""
+        self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
+        # Shell jobs run in process groups of their own: without this they would outlive the
+        # kernel (python jobs are daemon threads and end with it anyway).
+        atexit.register(self.jobs.stop_all)
+        from .jobs import JobNotifier
+
+        self._job_notifier = JobNotifier(self.jobs, self.broadcast)
+        self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
+        # The notebook outline last sent per session: a turn carries it only when it changed,
+        # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
+        self._outlines: dict[str, str] = {}
 
     # ------------------------------------------------------------------ configuration
 
@@ -127,7 +142,11 @@ class NotebookAgent:
             self.session_store().load_state(session_id)
             resume = session_id
         else:
-            resume = current.session_id if current is not None and current.history else None
+            resume = (
+                current.session_id
+                if current is not None and current.history and self._same_home(current, settings)
+                else None
+            )
         if (
             current is not None
             and llm is None
@@ -135,6 +154,7 @@ class NotebookAgent:
             and key == self._agent_key
             and (session_id is None or session_id == current.session_id)
         ):
+            _configure_budget(current, settings)
             return current
         prebuilt, self._prebuilt = self._prebuilt, None
         factory: Callable[[], Any] | None
@@ -143,6 +163,7 @@ class NotebookAgent:
         else:
             factory = _anthropic_factory(settings) if llm is None else None
             agent = self._build(settings, resume, llm if factory is None else factory())
+        _configure_budget(agent, settings)
         self.agent = agent
         self.tools = self._toolsets.get(agent)
         self._llm_factory = factory
@@ -181,19 +202,27 @@ class NotebookAgent:
         return os.environ.get("ANTHROPIC_API_KEY") == OFFLINE_API_KEY
 
     def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
-        from pathlib import Path
-
         from ..agent import Agent
         from ..agent.permissions import PermissionPolicy
-        from ..session import SessionStore, default_home
+        from ..session import SessionStore
         from ..standard_tools import standard_tools
+        from .cell_tools import NotebookContext, notebook_tools
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        extra = kernel_tools(shell=self.shell, default_timeout=settings.python_timeout)
+        extra = kernel_tools(
+            shell=self.shell,
+            default_timeout=settings.python_timeout,
+            jobs=self.jobs,
+            timeout_to_job=settings.python_timeout_to_job,
+            undo=self.undo,
+        )
+        extra += notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings)))
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            cache_dir=tool_output_dir(settings.home),
+            jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
             extra=extra,
@@ -203,7 +232,7 @@ class NotebookAgent:
             sandbox_root=root,
             config_path=settings.config_path,
         )
-        store = SessionStore(default_home())
+        store = SessionStore(settings.home)
         agent = Agent(
             llm,
             tools,
@@ -217,23 +246,53 @@ class NotebookAgent:
         self._toolsets[agent] = tools
         return agent
 
-    def session_store(self) -> Any:
-        from ..session import SessionStore, default_home
+    def home(self) -> Path:
+        """Where this kernel keeps sessions and cache: the configured home (``Codelia.home``)."""
+        try:
+            return self.settings().home
+        except ConfigError:
+            from ..session import default_home
 
+            return default_home()
+
+    def run_info(self, settings: Settings) -> dict[str, Any]:
+        """Who is acting right now, for the notebook tools' provenance metadata."""
+        active = self.active
+        if active is None:
+            return {"model": settings.model}
+        return {
+            "run_id": active.run_id,
+            "session_id": active.session_id,
+            "prompt": active.prompt,
+            "model": settings.model,
+            "blocking": active.mode == "blocking",
+        }
+
+    def session_store(self) -> Any:
+        """The agent's store while it is in the configured home, else one opened there."""
+        from ..session import SessionStore
+
+        home = self.home()
         agent = self.agent
-        if agent is not None and agent.session_store is not None:
-            return agent.session_store
-        return SessionStore(default_home())
+        store = agent.session_store if agent is not None else None
+        if store is not None and Path(store.home) == home:
+            return store
+        return SessionStore(home)
 
     def output_store(self) -> Any:
-        """The tool-output cache the agent writes (the default location before the first run)."""
+        """The tool-output cache the agent writes, or the configured home's before a run."""
+        cache_dir = tool_output_dir(self.home())
         store = getattr(self.tools, "output_store", None)
-        if store is not None:
+        if store is not None and Path(store.root) == cache_dir:
             return store
         from ..cache import ToolOutputCacheStore
-        from ..session import default_home
 
-        return ToolOutputCacheStore(default_home() / "cache" / "tool-output")
+        return ToolOutputCacheStore(cache_dir)
+
+    @staticmethod
+    def _same_home(agent: Agent, settings: Settings) -> bool:
+        store = agent.session_store
+        return store is None or Path(store.home) == settings.home
 
     def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
         """(session id, todo items) of the latest run's session; empty before the first run."""
@@ -306,6 +365,7 @@ class NotebookAgent:
         )
         self.active = run
         self.last_agent = agent
+        self.undo.begin_run(run.run_id)
         started = RunStarted(
             run_id=run.run_id,
             session_id=run.session_id,
@@ -326,7 +386,10 @@ class NotebookAgent:
 
         final = ""
         try:
-            async for event in agent.run_stream(prompt, signal=run.signal, run_id=run.run_id):
+            turn_input = _with_job_notice(
+                await self._with_outline(agent, prompt), self.jobs.turn_notice()
+            )
+            async for event in agent.run_stream(turn_input, signal=run.signal, run_id=run.run_id):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
                 deliver(event)
@@ -342,6 +405,16 @@ class NotebookAgent:
         if run.signal.is_set():
             return "cancelled", final, None
         return "completed", final, None
+
+    async def _with_outline(self, agent: Agent, prompt: str) -> str:
+        """``prompt`` plus the live notebook outline when a tab answers and it changed."""
+        from .cell_tools import NotebookContext, outline_for_turn
+
+        outline = await outline_for_turn(NotebookContext(self.shell))
+        if outline is None or self._outlines.get(agent.session_id) == outline:
+            return prompt
+        self._outlines[agent.session_id] = outline
+        return f"{prompt}\n\n<notebook_outline>\n{outline}\n</notebook_outline>"
 
     def _deny_leftovers(self, run_id: str) -> None:
         with self._lock:
@@ -544,6 +617,27 @@ async def _close_llm(llm: Any) -> None:
         logging.getLogger("jupyter_codelia.notebook").debug("closing the model client failed")
 
 
+def _configure_budget(agent: Agent, settings: Settings) -> None:
+    """This turn's budget: per-run limits apply to the turn, per-session ones to the agent's
+    session (a rebuilt agent, a new or resumed session, starts counting again)."""
+    from ..agent import BudgetLimits
+    from .config import budget_limits
+
+    agent.budget.configure(
+        run=BudgetLimits(**budget_limits(settings, "run")),
+        session=BudgetLimits(**budget_limits(settings, "session")),
+    )
+
+
+def _with_job_notice(prompt: str, notice: str | None) -> Any:
+    """The user's prompt, plus a second text block on background jobs when there is news."""
+    if notice is None:
+        return prompt
+    from ..llm.messages import TextPart
+
+    return [TextPart(text=prompt), TextPart(text=notice)]
+
+
 def parse_answer(answer: str) -> tuple[str, str | None]:
     """Map a typed approval answer to (decision, reason)."""
     text = (answer or "").strip()
@@ -568,6 +662,8 @@ def _agent_key(settings: Settings) -> tuple[Any, ...]:
         settings.root,
         settings.system_prompt,
         settings.python_timeout,
+        settings.home,
+        settings.python_timeout_to_job,
     )
 
 
@@ -588,7 +684,10 @@ def _system_prompt(settings: Settings) -> str:
         "You are codelia, a coding and data agent running inside the user's Jupyter kernel. "
         "Use the python tool to run code against the user's live variables (they share the "
         "namespace); list_variables and inspect_variable describe what exists. Plots you make "
-        "with matplotlib are returned to you as images. Plan multi-step work with the todo "
+        "with matplotlib are returned to you as images. For long work (training, slow queries, "
+        "servers) pass background: true to python or shell and watch the job with job_output / "
+        "job_wait instead of blocking; python results list the variables you changed, which "
+        "the user can undo. Plan multi-step work with the todo "
         "tools, keep the user informed briefly, and answer in concise markdown."
     )
     if settings.system_prompt:

@@ -23,6 +23,7 @@ from .todos import TODO_SESSION_KEY
 if TYPE_CHECKING:
     from ..cache import ToolOutputCacheStore
     from ._sandbox import Sandbox
+    from .jobs import JobRegistry
     from .todos import TodoStore
     from .web import WebConfig
 
@@ -65,11 +66,13 @@ class ToolSet(list[Tool]):
         todo_store: TodoStore | None = None,
         sandbox: Sandbox | None = None,
         state_hooks: Iterable[Any] = (),
+        jobs: JobRegistry | None = None,
     ) -> None:
         super().__init__(tools)
         self.output_store = output_store
         self.todo_store = todo_store
         self.sandbox = sandbox
+        self.jobs = jobs
         self.state_hooks = list(state_hooks)
 
     def names(self) -> list[str]:
@@ -103,13 +106,15 @@ def standard_tools(
     web: WebConfig | None = None,
     include_web: bool = True,
     include_shell: bool = True,
+    jobs: JobRegistry | None = None,
     extra: Iterable[Tool] = (),
 ) -> ToolSet:
     """Every built-in tool, sandboxed at ``root`` (default: the working directory).
 
     ``output_store`` defaults to a store in ``cache_dir`` or
     ``<JUPYTER_CODELIA_HOME>/cache/tool-output``; ``todo_store`` to a fresh one. Web tools use
-    ``web`` (default ``WebConfig()``).
+    ``web`` (default ``WebConfig()``). With a ``jobs`` registry the ``job_*`` tools are included
+    and ``shell`` can start background jobs in it.
     """
     from ..cache import ToolOutputCacheStore
     from ._sandbox import Sandbox
@@ -139,7 +144,11 @@ def standard_tools(
     if include_shell:
         from .shell import shell_tool
 
-        tools.append(shell_tool(sandbox.root, output_store))
+        tools.append(shell_tool(sandbox.root, output_store, jobs=jobs))
+    if jobs is not None:
+        from .jobs import job_tools
+
+        tools.extend(job_tools(jobs))
     tools.extend(extra)
     return ToolSet(
         tools,
@@ -147,6 +156,7 @@ def standard_tools(
         todo_store=todos,
         sandbox=sandbox,
         state_hooks=[todo_hook],
+        jobs=jobs,
     )
 
 

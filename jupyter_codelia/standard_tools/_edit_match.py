@@ -12,7 +12,9 @@ from __future__ import annotations
 import difflib
 import heapq
 import math
+import operator
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,10 +26,13 @@ _WORD = re.compile(r"\w+")
 _MAX_SHOWN_LINES = 12
 _MAX_SHOWN_CHARS = 200
 _CANDIDATE_WINDOWS = 12
+_LONG_CANDIDATE_WINDOWS = 3
 _FUZZY_LINE_LIMIT = 50_000
 _CHAR_RATIO_LIMIT = 2_000
 _FUZZY_NEEDLE_LINES = 3
 _FUZZY_CANDIDATES = 20
+_VOTE_BUDGET = 50_000  # votes cast when looking for the closest window
+_BLOCK_ANCHOR_BUDGET = 2_000_000  # lines compared when scoring block-anchor windows
 
 
 @dataclass(frozen=True)
@@ -73,15 +78,28 @@ def find_line_trimmed(content: str, needle: str, lines: _Lines | None = None) ->
     wanted = _needle_lines(needle)
     file_lines = lines or _Lines(content)
     trimmed, count = file_lines.trimmed, len(wanted)
+    # Candidates come from the needle line that is rarest in the file, found by list.index (C
+    # speed): scanning from every line that equals the first one is quadratic on a repetitive
+    # file.
+    frequency = Counter(trimmed)
+    key = min(range(count), key=lambda k: frequency[wanted[k]])
     matches: list[Match] = []
-    index = 0
-    while index + count <= len(trimmed):
-        if trimmed[index] == wanted[0] and trimmed[index : index + count] == wanted:
-            matches.append(file_lines.span(index, count))
-            index += count
-        else:
-            index += 1
-    return matches
+    free = 0  # matches do not overlap: the first line a new one may start at
+    position = key
+    while True:
+        try:
+            position = trimmed.index(wanted[key], position)
+        except ValueError:
+            return matches
+        start = position - key
+        if (
+            start >= free
+            and start + count <= len(trimmed)
+            and trimmed[start : start + count] == wanted
+        ):
+            matches.append(file_lines.span(start, count))
+            free = start + count
+        position += 1
 
 
 def find_block_anchor(content: str, needle: str, lines: _Lines | None = None) -> list[Match]:
@@ -93,10 +111,16 @@ def find_block_anchor(content: str, needle: str, lines: _Lines | None = None) ->
     trimmed = file_lines.trimmed
     best_score = -1.0
     best: list[int] = []
+    # Anchors that occur thousands of times (a repetitive file) anchor nothing: scoring every
+    # window would take seconds, so past the budget there is no block-anchor match.
+    candidates = _BLOCK_ANCHOR_BUDGET // count
     for index in range(len(trimmed) - count + 1):
         if trimmed[index] != wanted[0] or trimmed[index + count - 1] != wanted[-1]:
             continue
-        same = sum(1 for a, b in zip(trimmed[index : index + count], wanted, strict=True) if a == b)
+        candidates -= 1
+        if candidates < 0:
+            return []
+        same = sum(map(operator.eq, trimmed[index : index + count], wanted))
         score = same / count
         if score > best_score:
             best_score, best = score, [index]
@@ -136,12 +160,25 @@ def _closest_window(trimmed: list[str], wanted: list[str]) -> tuple[int, float] 
             positions.setdefault(line, []).append(offset)
     votes: dict[int, int] = {}
     last_start = max(0, len(trimmed) - count)
+    # Where each needle line occurs in the file; then votes from the rarest lines first (they
+    # say most about where the block is), within a fixed budget of votes: a repetitive file
+    # with a long old_string would otherwise cost len(file) * len(old_string) steps.
+    occurrences: dict[str, list[int]] = {line: [] for line in positions}
     for index, line in enumerate(trimmed):
-        offsets = positions.get(line)
-        if offsets:
-            for offset in offsets:
+        found = occurrences.get(line)
+        if found is not None:
+            found.append(index)
+    budget = _VOTE_BUDGET
+    for line in sorted(occurrences, key=lambda key: len(occurrences[key])):
+        indexes = occurrences[line]
+        for offset in positions[line]:
+            if budget <= 0:
+                break
+            step = max(1, len(indexes) // budget)  # evenly spread when over the budget
+            for index in indexes[::step]:
                 start = min(max(index - offset, 0), last_start)
                 votes[start] = votes.get(start, 0) + 1
+            budget -= len(indexes) // step
     if not votes and len(trimmed) <= _FUZZY_LINE_LIMIT:
         # No line is equal even after trimming: find lines sharing most words with the first
         # few needle lines (Jaccard similarity of lowercased \w+ tokens: cheap, robust to edits).
@@ -166,7 +203,9 @@ def _closest_window(trimmed: list[str], wanted: list[str]) -> tuple[int, float] 
     target = "\n".join(wanted)
     best: tuple[int, float] | None = None
     by_chars = len(target) <= _CHAR_RATIO_LIMIT
-    for start in heapq.nlargest(_CANDIDATE_WINDOWS, votes, key=lambda s: (votes[s], -s)):
+    # Line-level matching is quadratic on repeated lines: fewer windows for a long old_string.
+    windows = _CANDIDATE_WINDOWS if by_chars else _LONG_CANDIDATE_WINDOWS
+    for start in heapq.nlargest(windows, votes, key=lambda s: (votes[s], -s)):
         if by_chars:
             # autojunk off: it would junk every common letter and see no similarity
             window = "\n".join(trimmed[start : start + count])

@@ -1,11 +1,13 @@
 """Text file IO, the content-hash guard and sandbox lookup shared by the local file tools.
 
-Files are read as UTF-8 with ``errors="replace"`` and no newline translation. The hash guard
-refuses an edit of a file that changed since the model last read it.
+All IO goes through :class:`~._fdpath.Entry` handles (a held directory fd plus a name), never
+through a path string after its check. Files are UTF-8 with no newline translation; a file that
+is not valid UTF-8 is never rewritten (:class:`NotUtf8Error`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -19,7 +21,10 @@ from pydantic import AfterValidator, Field
 from .._text import describe_exc
 from ..errors import CodeliaError
 from ..tools import DependencyKey, ToolContext
-from ._sandbox import Sandbox
+from ._fdpath import Entry, Walker
+from ._sandbox import Sandbox, SecurityError
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 HASH_MESSAGE = "expected_hash must be a lowercase 64-character SHA-256 hash"
 _HEX = frozenset("0123456789abcdef")
@@ -45,38 +50,61 @@ ExpectedHash = Annotated[
 ]
 
 
-def read_text(path: Path) -> str:
-    """The file decoded as UTF-8 with replacement characters, newlines untouched, BOM kept."""
-    with open(path, "rb") as handle:  # one decode of the whole file: faster than a text stream
-        return handle.read().decode("utf-8", errors="replace")
+class NotUtf8Error(CodeliaError, ValueError):
+    """A file that a tool would rewrite is not valid UTF-8; ``offset`` is its first bad byte."""
+
+    def __init__(self, shown: str, offset: int) -> None:
+        self.offset = offset
+        super().__init__(
+            f"{shown} is not valid UTF-8 (first invalid byte at offset {offset}): refusing to "
+            "rewrite it, which would replace its undecodable bytes with U+FFFD. Change it with "
+            "a tool that knows its encoding (for example the shell)."
+        )
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 without newline translation, creating parent directories.
+def read_utf8(entry: Entry) -> str:
+    """The file as UTF-8 for a tool that rewrites it; raises :class:`NotUtf8Error` otherwise.
 
-    The write is atomic: the text goes to a temp file beside the target, which then replaces it
-    (a reader - or a crash - never sees half a file). A symlink is written through, and an
-    existing file keeps its permission bits.
+    Decoding with replacement characters and writing the result back would silently destroy
+    every byte that is not UTF-8, so such a file is refused instead. Newlines and a BOM are
+    kept as they are.
     """
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    data = entry.read_bytes()
     try:
-        mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = None
-    temp = target.parent / f".{target.name}.codelia-{secrets.token_hex(4)}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8Error(entry.shown, exc.start) from None
+
+
+def write_text(entry: Entry, text: str) -> None:
+    """Replace the file at ``entry`` with ``text`` (UTF-8, no newline translation), atomically.
+
+    The text goes to a temp file created in the target's directory (through its fd), which then
+    replaces the target by rename: a reader - or a crash - never sees half a file, an existing
+    file keeps its permission bits, and other hard links of the old file keep the old content
+    (only this name is replaced).
+    """
+    info = entry.lstat()
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", entry.shown)
+    mode = stat.S_IMODE(info.st_mode) if info is not None else None
+    temp = temp_name(entry.name, secrets.token_hex(4), "tmp")
+    fd = os.open(temp, _NEW_FILE, 0o666, dir_fd=entry.dir_fd)  # umask applies
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8", errors="surrogatepass"))
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, target)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+        os.replace(temp, entry.name, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=entry.dir_fd)
         raise
+
+
+def temp_name(name: str, token: str, kind: str) -> str:
+    """The name of a temp or backup file beside ``name`` (hidden, marked as ours)."""
+    return f".{name}.codelia-{token}.{kind}"
 
 
 def content_sha256(text: str) -> str:
@@ -114,6 +142,16 @@ async def resolve_in_sandbox(
         sandbox = await ctx.resolve(key)
         return sandbox, sandbox.resolve(target)
     except Exception as exc:
+        raise SandboxPathError(f"Security error: {describe_exc(exc)}") from None
+
+
+def locate(
+    walker: Walker, path: Path, shown: str, *, follow: bool = True, create_parents: bool = False
+) -> Entry:
+    """``walker.locate`` with a refusal worded like :func:`resolve_in_sandbox`'s."""
+    try:
+        return walker.locate(path, shown, follow=follow, create_parents=create_parents)
+    except SecurityError as exc:
         raise SandboxPathError(f"Security error: {describe_exc(exc)}") from None
 
 

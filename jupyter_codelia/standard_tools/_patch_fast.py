@@ -194,7 +194,7 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
                 cursor.advance(line + 1, end)
             old = chunk.old
             if not old:
-                if chunk.eof:
+                if chunk.eof or chunk.anchor is None:
                     at, offset = cursor.line_count, size
                 else:
                     at, offset = cursor.line, cursor.offset

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import overload
 
 from ..errors import CodeliaError
-from ._fileio import is_crlf_text
 from ._patch_parse import Chunk
 from .diff import Block, merge_blocks
 
@@ -37,9 +36,13 @@ _PUNCTUATION = str.maketrans(
     {
         **dict.fromkeys("\u2018\u2019\u201a\u201b", "'"),
         **dict.fromkeys("\u201c\u201d\u201e\u201f", '"'),
-        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015", "-"),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
         "\u2026": "...",
-        "\u00a0": " ",
+        # no-break, en/em/thin/hair and the other fixed-width spaces, and the ideographic space
+        **dict.fromkeys(
+            "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000",
+            " ",
+        ),
     }
 )
 
@@ -112,12 +115,12 @@ class _Replacement:
 
 def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
     """The line algorithm of an Update section, with the four matching passes."""
-    had_newline = before.endswith("\n")
+    # An empty file has no lines (not one empty line): what is added to it ends with a newline.
+    had_newline = before.endswith("\n") or not before
     lines = before.split("\n")
     if had_newline:
         lines.pop()
     hay = _Haystack(lines)
-    crlf = "\r\n" in before and is_crlf_text(before)
     cursor = 0
     replacements: list[_Replacement] = []
     for chunk in chunks:
@@ -129,10 +132,9 @@ def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Updat
                 )
             cursor = found + 1
         old, new = chunk.old, chunk.new
-        if crlf:
-            new = [line + "\r" for line in new]
         if not old:
-            at = len(lines) if chunk.eof else cursor
+            # Nothing to match: after the anchor, else (as codex does) at the end of the file.
+            at = len(lines) if chunk.eof or chunk.anchor is None else cursor
             replacements.append(_Replacement(at, 0, new, chunk, True))
             cursor = at
             continue
@@ -150,15 +152,6 @@ def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Updat
         result.extend(rep.new_lines)
         position = rep.start + rep.old_count
     result.extend(lines[position:])
-    if (
-        crlf
-        and not had_newline
-        and result
-        and lines
-        and result[-1].endswith("\r")
-        and not lines[-1].endswith("\r")
-    ):
-        result[-1] = result[-1][:-1]
     text = "\n".join(result)
     if had_newline and text:
         text += "\n"

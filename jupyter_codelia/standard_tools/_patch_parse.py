@@ -10,12 +10,16 @@
                             EOF-anchored chunk
 *** End Patch
 ```
-Every failure raises :class:`PatchParseError` whose message starts ``Patch parse failed:`` and
-names the 1-based line of the normalized patch text.
+It is as lenient as codex's own parser, which the models are trained against: markers may
+carry surrounding whitespace, a heredoc wrapper (``<<'EOF'`` ... ``EOF``) is unwrapped, the
+first chunk of a section may omit its ``@@`` line and a bare empty line inside a chunk is an
+empty context line. Every failure raises :class:`PatchParseError` whose message starts
+``Patch parse failed:`` and names the 1-based line of the normalized patch text.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -30,8 +34,13 @@ UPDATE = "*** Update File:"
 MOVE = "*** Move to:"
 END_OF_FILE = "*** End of File"
 _HEADERS = (ADD, DELETE, UPDATE)
+_MARKERS = (BEGIN, END, ADD, DELETE, UPDATE, MOVE, END_OF_FILE)
+# codex's openers, and the same after the command name (the whole shell line copied)
+_HEREDOC_OPENER = re.compile(r"""(?:apply_patch\s*)?<<(EOF|'EOF'|"EOF")""")
+_BODY_MARKS = frozenset(" +-")
 _CHANGE_RUN = re.compile(r"[-+]+")
-_NOT_BODY = re.compile(r"[^ +\-]")
+_STARS = re.compile(r"\*\*\*")
+_NOT_BODY = re.compile(r"[^ +\-\0]")
 _NOT_ADDED = re.compile(r"[^+]")
 
 
@@ -144,29 +153,96 @@ class Section:
         return "".join(line + "\n" for line in self.add_lines)
 
 
-def _is_header(line: str) -> bool:
-    return line.startswith(_HEADERS)
+class _Markers:
+    """Where the marker lines of a patch are, found once (one regex scan, not a step per line).
+
+    A marker is recognised with whitespace around it. The one exception is inside a chunk body:
+    a line that is a single space followed by exactly the marker text is the context line for a
+    file line that reads like a marker (a document about this very format), as in codex.
+    """
+
+    def __init__(self, text: str, lines: list[str], first: int, last: int) -> None:
+        self.lines = lines
+        self.kind: dict[int, str] = {}
+        # Markers written with leading spaces: the only ones a run of body lines can contain
+        # (any other first character already ends the run).
+        self.spaced: list[int] = []
+        index, counted = 0, 0  # line number of offset ``counted`` of ``text``
+        for found in _STARS.finditer(text):
+            index += text.count("\n", counted, found.start())
+            counted = found.start()
+            if not first < index < last or index in self.kind:
+                continue
+            line = lines[index]
+            marker = _marker(line)
+            if marker is not None:
+                self.kind[index] = marker
+                if line[:1] == " " and line[1:] != line.strip():
+                    self.spaced.append(index)
+
+    def of(self, index: int) -> str | None:
+        return self.kind.get(index)
+
+    def header(self, index: int) -> bool:
+        return self.kind.get(index) in _HEADERS
+
+    def next_in_body(self, start: int, stop: int) -> int:
+        """The first marker line in ``[start, stop)`` that ends a chunk body, else ``stop``."""
+        if not self.spaced:
+            return stop
+        position = bisect.bisect_left(self.spaced, start)
+        if position < len(self.spaced) and self.spaced[position] < stop:
+            return self.spaced[position]
+        return stop
+
+
+def _marker(line: str) -> str | None:
+    """The marker ``line`` is once surrounding whitespace is stripped, or None."""
+    text = line.strip()
+    for marker in _MARKERS:
+        if text == marker or (marker.endswith(":") and text.startswith(marker)):
+            return marker
+    return None
 
 
 def _path_after(line: str, prefix: str, label: str) -> str:
-    path = line[len(prefix) :].strip()
+    path = line.strip()[len(prefix) :].strip()
     if not path:
         raise PatchParseError(f"missing path in {label}")
     return path
 
 
-def parse_patch(text: str) -> list[Section]:
-    """The sections of ``text``; raises :class:`PatchParseError`."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    first, last = 0, len(lines) - 1
-    while first <= last and not lines[first].strip():
-        first += 1
-    while last >= first and not lines[last].strip():
-        last -= 1
+def _unwrap(lines: list[str]) -> tuple[int, int]:
+    """(first, last): the indexes of the ``*** Begin Patch`` and ``*** End Patch`` lines.
+
+    Blank lines around the patch are ignored, and so is a heredoc wrapper (``<<'EOF'``,
+    ``<<"EOF"`` or ``<<EOF`` first, a line ending in ``EOF`` last) copied from a shell call.
+    """
+
+    def trimmed(first: int, last: int) -> tuple[int, int]:
+        while first <= last and not lines[first].strip():
+            first += 1
+        while last >= first and not lines[last].strip():
+            last -= 1
+        return first, last
+
+    first, last = trimmed(0, len(lines) - 1)
     if first > last:
         raise PatchParseError("patch is empty")
-    if lines[first] != BEGIN or lines[last] != END or first == last:
+    opener, closer = lines[first].strip(), lines[last].strip()
+    if first < last and _HEREDOC_OPENER.fullmatch(opener) and closer.endswith("EOF"):
+        first, last = trimmed(first + 1, last - 1)
+    if first >= last or lines[first].strip() != BEGIN or lines[last].strip() != END:
         raise PatchParseError("missing Begin/End markers")
+    return first, last
+
+
+def parse_patch(text: str) -> list[Section]:
+    """The sections of ``text``; raises :class:`PatchParseError`."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    first, last = _unwrap(lines)
+    markers = _Markers(text, lines, first, last)
     # The first character of every line (NUL for an empty one), so runs of body lines can be
     # found with a regex instead of a Python step per line.
     marks = "".join([line[:1] or "\0" for line in lines])
@@ -177,25 +253,29 @@ def parse_patch(text: str) -> list[Section]:
         if not line.strip():
             index += 1
             continue
-        if line.startswith(ADD):
+        kind = markers.of(index)
+        if kind == ADD:
             section = Section("add", _path_after(line, ADD, "Add File"))
             index += 1
             other = _NOT_ADDED.search(marks, index, last)
             stop = other.start() if other else last
             section.add_lines = [body_line[1:] for body_line in lines[index:stop]]
-            if stop < last and not _is_header(lines[stop]):
+            after = stop
+            while after < last and not lines[after].strip():
+                after += 1
+            if after < last and not markers.header(after):
                 raise PatchParseError(f"add file lines must start with '+' (line {stop + 1})")
-            index = stop
-        elif line.startswith(DELETE):
+            index = after
+        elif kind == DELETE:
             section = Section("delete", _path_after(line, DELETE, "Delete File"))
             index += 1
-        elif line.startswith(UPDATE):
+        elif kind == UPDATE:
             section = Section("update", _path_after(line, UPDATE, "Update File"))
             index += 1
-            if index < last and lines[index].startswith(MOVE):
+            if index < last and markers.of(index) == MOVE:
                 section.move_to = _path_after(lines[index], MOVE, "Move to")
                 index += 1
-            index = _parse_chunks(lines, marks, index, last, section)
+            index = _parse_chunks(lines, marks, markers, index, last, section)
             if section.move_to is None:
                 if not section.chunks:
                     raise PatchParseError("update file section has no chunks")
@@ -211,26 +291,45 @@ def parse_patch(text: str) -> list[Section]:
     return sections
 
 
-def _parse_chunks(lines: list[str], marks: str, index: int, last: int, section: Section) -> int:
-    """Parse the chunks of an Update section; returns the index of the next section header."""
-    while index < last and not _is_header(lines[index]):
+def _parse_chunks(
+    lines: list[str], marks: str, markers: _Markers, index: int, last: int, section: Section
+) -> int:
+    """Parse the chunks of an Update section; returns the index of the next section header.
+
+    The first chunk may start without ``@@`` (codex accepts that). A bare empty line inside a
+    body is an empty context line whose leading space was lost; empty lines that end a body
+    only separate it from what follows.
+    """
+    while index < last and not markers.header(index):
         line = lines[index]
         if not line.strip():
             index += 1
             continue
-        if not line.startswith("@@"):
+        if line.startswith("@@"):
+            anchor: str | None = line[2:].lstrip() or None
+            index += 1
+        elif not section.chunks and line[:1] in _BODY_MARKS and markers.of(index) is None:
+            anchor = None
+        else:
             raise PatchParseError(f"expected '@@' chunk header (line {index + 1})")
-        index += 1
         other = _NOT_BODY.search(marks, index, last)
-        stop = other.start() if other else last
-        chunk = Chunk(line[2:].lstrip() or None, lines[index:stop], marks=marks[index:stop])
+        stop = markers.next_in_body(index, other.start() if other else last)
+        end = stop
+        while end > index and not lines[end - 1]:
+            end -= 1
+        body, body_marks = lines[index:end], marks[index:end]
+        if "\0" in body_marks:
+            body = [body_line or " " for body_line in body]
+            body_marks = body_marks.replace("\0", " ")
+        chunk = Chunk(anchor, body, marks=body_marks)
         section.chunks.append(chunk)
         index = stop
         if index < last:
-            body_end = lines[index]
-            if body_end == END_OF_FILE:
+            if markers.of(index) == END_OF_FILE:
                 chunk.eof = True
                 index += 1
-            elif not (body_end.startswith("@@") or _is_header(body_end)):
-                raise PatchParseError(f"invalid change marker '{body_end[:1]}' (line {index + 1})")
+            elif not (lines[index].startswith("@@") or markers.header(index)):
+                raise PatchParseError(
+                    f"invalid change marker '{lines[index][:1]}' (line {index + 1})"
+                )
     return index

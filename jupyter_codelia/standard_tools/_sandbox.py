@@ -83,6 +83,11 @@ class Sandbox:
         return self.root_dir
 
     @property
+    def real_root(self) -> str:
+        """The root with every symlink in its own path resolved."""
+        return self._real_root
+
+    @property
     def full_access(self) -> bool:
         return self.approval_mode == "full-access"
 

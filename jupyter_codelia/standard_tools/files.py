@@ -8,7 +8,9 @@ sandbox given to :func:`file_tools`), so a ``ToolContext`` override can swap it.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -18,15 +20,20 @@ from ..cache.protocol import ToolOutputStore
 from ..llm.messages import DocumentPart, TextPart
 from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
+from ._fdpath import Entry, Walker
 from ._fileio import (
     ExpectedHash,
+    SandboxPathError,
     check_expected_hash,
     is_crlf_text,
+    locate,
     metadata_footer,
-    read_text,
+    read_utf8,
     resolve_in_sandbox,
     write_text,
 )
+from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
+from ._patch_write import recover_journals
 from ._sandbox import Sandbox, sandbox_key
 from .diff import diff_payload, unified_diff
 
@@ -37,6 +44,9 @@ MAX_PDF_BYTES = 20 * 1024 * 1024
 """Largest PDF ``read`` attaches as a document (the API takes requests up to 32 MB, base64
 grows a file by a third, and the session keeps it)."""
 READ_LINE_MAX_LIMIT = 100_000
+# read and read_line hash the whole file for the footer up to this size: SHA-256 runs at a few
+# hundred MB/s here, and a window of a huge file must come back in well under a second.
+DEFAULT_READ_HASH_MAX_BYTES = 128 << 20
 
 
 def _env_int(name: str, default: int) -> int:
@@ -68,27 +78,75 @@ class ReadInput(BaseModel):
     limit: int = Field(DEFAULT_READ_LIMIT, gt=0, description="Maximum number of lines to show.")
 
 
-def _load(path: Path, file_path: str) -> str | tuple[str]:
-    """The file text, or a 1-tuple with the text result for a missing/dir/unreadable file."""
+class _UnreadableError(Exception):
+    """The file cannot be shown; the message is the tool's text result."""
+
+
+def _open_entry(walker: Walker, path: Path, file_path: str) -> int:
+    """An fd on the regular file ``file_path``; raises :class:`_UnreadableError` with the
+    tool's text result."""
     try:
-        is_dir = path.is_dir()
-        exists = is_dir or path.exists()
-    except OSError:
-        exists, is_dir = False, False
-    if not exists:
-        return (f"File not found: {file_path}",)
-    if is_dir:
-        return (f"Path is a directory: {file_path}",)
+        return locate(walker, path, file_path).open_read()
+    except (FileNotFoundError, NotADirectoryError):
+        raise _UnreadableError(f"File not found: {file_path}") from None
+    except IsADirectoryError:
+        raise _UnreadableError(f"Path is a directory: {file_path}") from None
+    except OSError as exc:
+        raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
+
+
+def _load(sandbox: Sandbox, path: Path, file_path: str) -> str:
+    """The whole file decoded with replacement characters; raises :class:`_UnreadableError`."""
+    with (
+        Walker(sandbox) as walker,
+        os.fdopen(_open_entry(walker, path, file_path), "rb") as handle,
+    ):
+        try:
+            return handle.read().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise _UnreadableError(f"Error reading file: {describe_exc(exc)}") from None
+
+
+def _not_utf8_note(scan: FileFacts) -> str:
+    """The label of a file that is not UTF-8 (shown with replacement characters), else ""."""
+    if scan.bad_offset is None:
+        return ""
+    return (
+        f"\n\n[not UTF-8: the first invalid byte is at offset {scan.bad_offset}; invalid bytes "
+        "are shown as U+FFFD replacement characters, and write, edit and apply_patch refuse "
+        "this file]"
+    )
+
+
+def _hash_limit() -> int:
+    return _env_int("CODELIA_READ_HASH_MAX_BYTES", DEFAULT_READ_HASH_MAX_BYTES)
+
+
+def _footer(scan: FileFacts, sandbox: Sandbox, path: Path, file_path: str) -> str:
+    """The ``[read_metadata]`` footer: the SHA-256 of the text as the tools decode it, which is
+    the hash of the bytes for a UTF-8 file (only a file that is not needs a second pass)."""
+    if scan.sha256 is None:
+        return (
+            f"\n\n[read_metadata] content_sha256 not computed: the file is larger than "
+            f"{_hash_limit()} bytes (CODELIA_READ_HASH_MAX_BYTES)"
+        )
+    if scan.bad_offset is None:
+        return f"\n\n[read_metadata] content_sha256={scan.sha256}"
     try:
-        return read_text(path)
-    except Exception as exc:
-        return (f"Error reading file: {describe_exc(exc)}",)
+        return metadata_footer(_load(sandbox, path, file_path))
+    except _UnreadableError as exc:
+        return f"\n\n[read_metadata] unavailable: {exc}"
 
 
 def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
     """The windowed, line-numbered view of ``content``, without the footer."""
     lines = split_lines(content)
-    if offset >= len(lines):
+    return _render_window(lines[offset : offset + limit], len(lines), file_path, offset)
+
+
+def _render_window(window: list[str], total: int, file_path: str, offset: int) -> str:
+    """Lines ``offset ..`` of a file of ``total`` lines as ``read`` shows them."""
+    if offset >= total:
         return f"Offset exceeds output length: {file_path}"
     max_line = _env_int("CODELIA_READ_MAX_LINE_LENGTH", DEFAULT_MAX_LINE_LENGTH)
     max_bytes = _env_int("CODELIA_READ_MAX_BYTES", DEFAULT_MAX_READ_BYTES)
@@ -96,9 +154,8 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
     used = 0
     clipped: list[int] = []
     truncated_by_bytes = False
-    for index in range(offset, min(len(lines), offset + limit)):
+    for index, line in enumerate(window, start=offset):
         number = index + 1
-        line = lines[index]
         if len(line) > max_line:
             line = line[:max_line] + "..."
             clipped.append(number)
@@ -119,7 +176,7 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
         kept.append(numbered)
         used += size
     text = "\n".join(kept)
-    if truncated_by_bytes or len(lines) > offset + len(kept):
+    if truncated_by_bytes or total > offset + len(kept):
         reason = (
             f"[output truncated at {max_bytes} bytes]"
             if truncated_by_bytes
@@ -142,38 +199,56 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
     return text
 
 
-def _read_pdf(path: Path, file_path: str) -> list[TextPart | DocumentPart] | str | None:
-    """A ``.pdf`` file as a document part the model reads itself; None when it is no PDF."""
-    with path.open("rb") as handle:
-        if handle.read(5) != b"%PDF-":
-            return None
-    size = path.stat().st_size
+def _read_pdf(fd: int, file_path: str) -> list[TextPart | DocumentPart] | str | None:
+    """A ``.pdf`` file (open at ``fd``) as a document part the model reads itself; None when it
+    is no PDF."""
+    if os.pread(fd, 5, 0) != b"%PDF-":
+        return None
+    size = os.fstat(fd).st_size
     if size > MAX_PDF_BYTES:
         return (
             f"{file_path} is a {size:,}-byte PDF, over the {MAX_PDF_BYTES:,}-byte limit for "
             "attaching it. Extract the pages you need to a smaller PDF or to text first "
             "(e.g. with pypdf in the python tool)."
         )
-    document = DocumentPart.from_bytes(path.read_bytes())
+    with os.fdopen(os.dup(fd), "rb") as handle:
+        document = DocumentPart.from_bytes(handle.read())
     return [TextPart(text=f"{file_path} ({size:,} bytes) is attached as a PDF document."), document]
 
 
 def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def read(params: ReadInput, ctx: ToolContext) -> str | list[TextPart | DocumentPart]:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> str | list[TextPart | DocumentPart]:
-            if path.suffix.lower() == ".pdf" and path.is_file():
-                pdf = _read_pdf(path, params.file_path)
-                if pdf is not None:
-                    return pdf
-            loaded = _load(path, params.file_path)
-            if isinstance(loaded, tuple):
-                return loaded[0]
-            body = render_read(loaded, params.file_path, params.offset, params.limit)
+            max_line = _env_int("CODELIA_READ_MAX_LINE_LENGTH", DEFAULT_MAX_LINE_LENGTH)
+            max_bytes = _env_int("CODELIA_READ_MAX_BYTES", DEFAULT_MAX_READ_BYTES)
+            with Walker(sandbox) as walker:
+                try:
+                    fd = _open_entry(walker, path, params.file_path)
+                except _UnreadableError as exc:
+                    return str(exc)
+                window = LineWindow(max_line, max_bytes)
+                try:
+                    if path.suffix.lower() == ".pdf":
+                        pdf = _read_pdf(fd, params.file_path)
+                        if pdf is not None:
+                            return pdf
+                    scan = scan_file(
+                        fd,
+                        params.offset,
+                        params.offset + params.limit,
+                        window,
+                        hash_limit=_hash_limit(),
+                    )
+                except OSError as exc:
+                    return f"Error reading file: {describe_exc(exc)}"
+                finally:
+                    os.close(fd)
+            body = _render_window(window.lines, scan.total, params.file_path, params.offset)
             if body.startswith("Offset exceeds output length: "):
                 return body
-            return body + metadata_footer(loaded)
+            return body + _not_utf8_note(scan) + _footer(scan, sandbox, path, params.file_path)
 
         return await asyncio.to_thread(work)
 
@@ -201,28 +276,32 @@ class ReadLineInput(BaseModel):
 
 def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def read_line(params: ReadLineInput, ctx: ToolContext) -> str:
-        import regex
-
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> str:
-            loaded = _load(path, params.file_path)
-            if isinstance(loaded, tuple):
-                return loaded[0]
-            lines = split_lines(loaded)
-            number = params.line_number
-            if number > len(lines):
-                return f"Line number out of range: {number} (total {len(lines)})"
-            graphemes = regex.findall(r"\X", lines[number - 1])
-            length = len(graphemes)
-            offset = params.char_offset
+            number, offset = params.line_number, params.char_offset
+            window = GraphemeWindow(offset, params.char_limit)
+            with Walker(sandbox) as walker:
+                try:
+                    fd = _open_entry(walker, path, params.file_path)
+                except _UnreadableError as exc:
+                    return str(exc)
+                try:
+                    scan = scan_file(fd, number - 1, number, window, hash_limit=_hash_limit())
+                except OSError as exc:
+                    return f"Error reading file: {describe_exc(exc)}"
+                finally:
+                    os.close(fd)
+            if not window.found:
+                return f"Line number out of range: {number} (total {scan.total})"
+            length = window.length
             if offset > length:
                 return f"char_offset out of range: {offset} (line length {length})"
             end = min(length, offset + params.char_limit)
             text = (
                 f"line_number={number} line_length={length} "
                 f"char_range={offset}..{max(end - 1, offset - 1)}"
-                f"\n{''.join(graphemes[offset:end])}"
+                f"\n{''.join(window.kept)}"
             )
             if end < length:
                 call = compact_json(
@@ -234,13 +313,28 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
                     }
                 )
                 text += f"\n\nUse char_offset={end} to continue.\nread_line({call})"
-            return text + metadata_footer(loaded)
+            return text + _not_utf8_note(scan) + _footer(scan, sandbox, path, params.file_path)
 
         return await asyncio.to_thread(work)
 
     return define_tool(
         name="read_line", description=READ_LINE_DESCRIPTION, input=ReadLineInput, execute=read_line
     )
+
+
+def _existing(walker: Walker, path: Path, file_path: str) -> Entry | None:
+    """The entry of an existing file (symlinks inside the sandbox followed), None when missing;
+    raises ``IsADirectoryError`` for a directory."""
+    try:
+        entry = locate(walker, path, file_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    info = entry.lstat()
+    if info is None:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", file_path)
+    return entry
 
 
 # --- write -------------------------------------------------------------------------------------
@@ -260,15 +354,23 @@ class WriteInput(BaseModel):
 
 def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
     async def write(params: WriteInput, ctx: ToolContext) -> JsonResult | str:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> JsonResult | str:
             file_path = params.file_path
+            recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             try:
-                exists = path.exists() or path.is_symlink()
-                before = read_text(path) if exists else ""
-                check_expected_hash(file_path, params.expected_hash, exists=exists, content=before)
-                write_text(path, params.content)
+                with Walker(sandbox) as walker:
+                    entry = _existing(walker, path, file_path)
+                    before = "" if entry is None else read_utf8(entry)
+                    check_expected_hash(
+                        file_path, params.expected_hash, exists=entry is not None, content=before
+                    )
+                    if entry is None:
+                        entry = locate(walker, path, file_path, create_parents=True)
+                    write_text(entry, params.content)
+            except SandboxPathError:
+                raise
             except Exception as exc:
                 return f"Error writing file: {describe_exc(exc)}"
             placeholder = f"--- {file_path}\n+++ {file_path}\n@@ -0,0 +0,0 @@"
@@ -369,9 +471,14 @@ def apply_edit(
 
 def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
     async def edit(params: EditInput, ctx: ToolContext) -> JsonResult:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> JsonResult:
+            recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
+            with Walker(sandbox) as walker:
+                return edit_file(walker)
+
+        def edit_file(walker: Walker) -> JsonResult:
             file_path = params.file_path
             old, new = params.old_string, params.new_string
             if old != "" and old == new:
@@ -387,15 +494,19 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
                     }
                 )
             try:
-                if path.is_dir():
-                    raise IsADirectoryError(file_path)
-                content, exists = read_text(path), True
-            except Exception:
+                entry = _existing(walker, path, file_path)
+            except IsADirectoryError:
+                entry = None  # whole-file mode then fails to write it, with the OS's reason
+            if entry is None:
                 if old != "":
-                    raise ValueError(f"File not found: {file_path}") from None
+                    raise ValueError(f"File not found: {file_path}")
                 content, exists = "", False
+            else:
+                content, exists = read_utf8(entry), True
             check_expected_hash(file_path, params.expected_hash, exists=exists, content=content)
             if old == "":
+                if is_crlf_text(content):  # a CRLF file stays CRLF when rewritten whole too
+                    new = new.replace("\r\n", "\n").replace("\n", "\r\n")
                 updated, count, used = new, (0 if new == content else 1), "exact"
             else:
                 updated, count, used = apply_edit(
@@ -429,7 +540,9 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
             if updated == content:
                 return result(f"No changes needed in {file_path}")
             try:
-                write_text(path, updated)
+                if entry is None:
+                    entry = locate(walker, path, file_path, create_parents=True)
+                write_text(entry, updated)
             except Exception as exc:
                 raise OSError(f"Error editing file: {describe_exc(exc)}") from None
             return result(f"Replaced {count} occurrence(s) in {file_path}")

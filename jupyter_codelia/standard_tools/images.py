@@ -19,7 +19,8 @@ from .._text import describe_exc
 from ..errors import CodeliaError
 from ..llm.messages import ImageMediaType, ImagePart, TextPart
 from ..tools import DependencyKey, FunctionTool, PartsResult, ToolContext, define_tool
-from ._fileio import resolve_in_sandbox
+from ._fdpath import Walker
+from ._fileio import locate, resolve_in_sandbox
 from ._sandbox import Sandbox
 
 MAX_LONG_EDGE = 1568
@@ -146,19 +147,24 @@ def _sniff(data: bytes) -> tuple[str, tuple[int, int]] | None:
 
 def make_view_image_tool(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def view_image(params: ViewImageInput, ctx: ToolContext) -> PartsResult | str:
-        _, path = await resolve_in_sandbox(ctx, key, params.file_path)
+        sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
         def work() -> PartsResult | str:
             shown = params.file_path
             try:
-                if path.is_dir():
-                    return f"Path is a directory: {shown}"
-                if not path.exists():
-                    return f"File not found: {shown}"
-                size = path.stat().st_size
-                if size > MAX_INPUT_BYTES:
-                    return f"Image too large: {shown} ({size} bytes > {MAX_INPUT_BYTES} bytes)"
-                data = path.read_bytes()
+                # Through the directory fds (a path swapped after the check cannot redirect it).
+                with Walker(sandbox) as walker:
+                    try:
+                        fd = locate(walker, path, shown).open_read()
+                    except IsADirectoryError:
+                        return f"Path is a directory: {shown}"
+                    except (FileNotFoundError, NotADirectoryError):
+                        return f"File not found: {shown}"
+                with os.fdopen(fd, "rb") as handle:
+                    size = os.fstat(handle.fileno()).st_size
+                    if size > MAX_INPUT_BYTES:
+                        return f"Image too large: {shown} ({size} bytes > {MAX_INPUT_BYTES} bytes)"
+                    data = handle.read()
                 sniffed = _sniff(data)
                 if sniffed is None:
                     return (

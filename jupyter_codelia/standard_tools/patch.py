@@ -10,6 +10,7 @@ hunks that were applied (never by diffing whole files), which keeps big files ch
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,19 @@ from pydantic import BaseModel, Field
 
 from ..cache.protocol import ToolOutputStore
 from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
-from ._fileio import read_text
+from ._fdpath import Walker
+from ._fileio import NotUtf8Error, is_crlf_text
 from ._patch_fast import apply_exact
 from ._patch_lines import PatchApplyError, UpdateResult, apply_update_lines
 from ._patch_parse import Chunk, PatchParseError, Section, parse_patch
-from ._patch_write import Action, Planned, write_planned
+from ._patch_write import (
+    Action,
+    Identity,
+    Planned,
+    identity_of,
+    recover_journals,
+    write_planned,
+)
 from ._sandbox import Sandbox
 from .diff import diff_payload, merge_blocks, render_hunks, unified_diff
 
@@ -41,16 +50,24 @@ __all__ = [
 def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
     """Apply ``chunks`` to ``before``; raises :class:`PatchApplyError`.
 
-    Lines of a consistently CRLF file stay CRLF: the patch's lines (which never carry ``\\r``)
-    get one when written into such a file. When every chunk matches exactly the work is done on
-    the text itself (``_patch_fast``), with the same result.
+    A consistently CRLF file is patched as LF text and turned back into CRLF, so every line of
+    the result - added lines and a line that gained a successor after being the unterminated
+    last one included - ends in CRLF (the mapping is exact both ways because every ``\\n`` of
+    such a file follows a ``\\r``). When every chunk matches exactly the work is done on the
+    text itself (``_patch_fast``), with the same result as the line algorithm.
     """
-    fast = apply_exact(before, chunks)
+    crlf = "\r" in before and is_crlf_text(before)
+    text = before.replace("\r\n", "\n") if crlf else before
+    fast = apply_exact(text, chunks)
     if fast is not None:
-        return UpdateResult(
+        result = UpdateResult(
             fast.text, merge_blocks(fast.blocks), fast.old_view, fast.new_view, fast.hunks
         )
-    return apply_update_lines(before, chunks, path)
+    else:
+        result = apply_update_lines(text, chunks, path)
+    if crlf:
+        result.text = result.text.replace("\n", "\r\n")
+    return result
 
 
 def update_diff(old_path: str, new_path: str, before: str, update: UpdateResult) -> str:
@@ -64,15 +81,40 @@ def update_diff(old_path: str, new_path: str, before: str, update: UpdateResult)
 # --- validation ------------------------------------------------------------------
 
 
-def _existing_file(path: Path, shown: str) -> None:
-    if path.is_dir():
-        raise PatchApplyError(f"Path is a directory: {shown}")
-    if not path.exists():
-        raise PatchApplyError(f"File not found: {shown}")
+def _exists(walker: Walker, path: Path, shown: str) -> bool:
+    """Whether anything (a dangling symlink included) is at ``path``."""
+    try:
+        return walker.locate(path, shown, follow=False).lstat() is not None
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def _read_source(walker: Walker, path: Path, shown: str, *, strict: bool) -> tuple[str, Identity]:
+    """The text of an existing source file and its identity; ``strict`` refuses non-UTF-8."""
+    try:
+        fd = walker.locate(path, shown, follow=True).open_read()
+    except (FileNotFoundError, NotADirectoryError):
+        raise PatchApplyError(f"File not found: {shown}") from None
+    except IsADirectoryError:
+        raise PatchApplyError(f"Path is a directory: {shown}") from None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+        identity = identity_of(handle.fileno(), data)
+    try:
+        return data.decode("utf-8"), identity
+    except UnicodeDecodeError as exc:
+        if strict:
+            raise NotUtf8Error(shown, exc.start) from None
+        return data.decode("utf-8", errors="replace"), identity
 
 
 def plan_patch(sections: Sequence[Section], sandbox: Sandbox) -> list[Planned]:
     """Validate every section and compute its result; nothing is written."""
+    with Walker(sandbox) as walker:
+        return _plan(sections, sandbox, walker)
+
+
+def _plan(sections: Sequence[Section], sandbox: Sandbox, walker: Walker) -> list[Planned]:
     sources: set[Path] = set()
     targets: set[Path] = set()
     vacated: set[Path] = set()
@@ -83,7 +125,7 @@ def plan_patch(sections: Sequence[Section], sandbox: Sandbox) -> list[Planned]:
             raise PatchApplyError(f"Patch apply failed: duplicate source path {section.path}")
         sources.add(source)
         if section.kind == "add":
-            if source.exists() or source.is_symlink():
+            if _exists(walker, source, section.path):
                 raise PatchApplyError(f"File already exists: {section.path}")
             if source in targets:
                 raise PatchApplyError(f"Patch apply failed: duplicate target path {section.path}")
@@ -92,12 +134,16 @@ def plan_patch(sections: Sequence[Section], sandbox: Sandbox) -> list[Planned]:
             diff = unified_diff(section.path, "", content)
             planned.append(Planned("add", section.path, source, source, None, content, diff))
             continue
-        _existing_file(source, section.path)
-        before = read_text(source)
+        # A deleted file is not rewritten, so it may be in any encoding.
+        before, identity = _read_source(
+            walker, source, section.path, strict=section.kind != "delete"
+        )
         if section.kind == "delete":
             vacated.add(source)
             diff = unified_diff(section.path, before, "")
-            planned.append(Planned("delete", section.path, source, None, None, None, diff))
+            planned.append(
+                Planned("delete", section.path, source, None, None, None, diff, identity)
+            )
             continue
         update = apply_update(before, section.chunks, section.path)
         target = source
@@ -106,7 +152,7 @@ def plan_patch(sections: Sequence[Section], sandbox: Sandbox) -> list[Planned]:
         if section.move_to is not None:
             target = sandbox.resolve(section.move_to)
             if target != source:
-                if (target.exists() or target.is_symlink()) and target not in vacated:
+                if _exists(walker, target, section.move_to) and target not in vacated:
                     raise PatchApplyError(f"Move target already exists: {section.move_to}")
                 action = "move"
             shown = section.move_to
@@ -117,7 +163,9 @@ def plan_patch(sections: Sequence[Section], sandbox: Sandbox) -> list[Planned]:
             vacated.add(source)
         diff = update_diff(section.path, shown, before, update)
         planned.append(
-            Planned(action, section.path, source, target, section.move_to, update.text, diff)
+            Planned(
+                action, section.path, source, target, section.move_to, update.text, diff, identity
+            )
         )
     return planned
 
@@ -176,9 +224,10 @@ def make_apply_patch_tool(
         sections = parse_patch(params.patch)
 
         def work() -> list[Planned]:
+            recover_journals(sandbox)
             planned = plan_patch(sections, sandbox)
             if not params.dry_run:
-                write_planned(planned)
+                write_planned(planned, sandbox)
             return planned
 
         # File IO and diffing can take a while on big files: keep the event loop (the kernel's,

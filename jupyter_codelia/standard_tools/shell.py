@@ -30,6 +30,7 @@ from .._text import js_round, split_lines, utf8_len
 from ..cache.protocol import OutputWriter, ToolOutputStore
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
 from ._cancel import run_cancellable
+from .jobs import JobRegistry, start_shell_job
 
 DEFAULT_TIMEOUT_S = 120
 MAX_TIMEOUT_S = 300
@@ -65,6 +66,11 @@ class ShellInput(BaseModel):
     )
     include_stderr_on_success: bool = Field(
         default=False, description="Also return stderr when the command succeeds."
+    )
+    background: bool = Field(
+        default=False,
+        description="Start the command as a background job (its own process group, no timeout) "
+        "and return its job id at once; watch it with job_output / job_wait / job_stop.",
     )
 
 
@@ -384,13 +390,17 @@ def _register_env_secrets(env: dict[str, str]) -> None:
 
 
 def shell_tool(
-    cwd: Path, store: ToolOutputStore | None = None, env: dict[str, str] | None = None
+    cwd: Path,
+    store: ToolOutputStore | None = None,
+    env: dict[str, str] | None = None,
+    jobs: JobRegistry | None = None,
 ) -> FunctionTool:
     """The ``shell`` tool, running commands in ``cwd``.
 
     ``store`` receives the full stdout/stderr of long outputs (ref ids ``<tool_call_id>_stdout``
     and ``_stderr``); without it only the excerpt survives. ``env`` replaces the process
-    environment for the commands (default: the current ``os.environ`` at each call).
+    environment for the commands (default: the current ``os.environ`` at each call). With
+    ``jobs``, ``background: true`` starts the command as a job in that registry.
     """
     work_dir = Path(cwd)
     fixed_env = dict(env) if env is not None else None
@@ -406,6 +416,22 @@ def shell_tool(
         run_env = dict(fixed_env if fixed_env is not None else os.environ)
         run_env.setdefault("PAGER", "cat")
         run_env.setdefault("GIT_PAGER", "cat")
+        if params.background:
+            if jobs is None:
+                raise ToolError(
+                    "Background shell jobs are not available here (no job registry); run the "
+                    "command in the foreground with a timeout instead."
+                )
+            job = start_shell_job(
+                jobs, params.command, str(work_dir), run_env, _default_shell(run_env)
+            )
+            return {
+                "state": "background",
+                "job_id": job.job_id,
+                "command": job.title,
+                "message": f"Started background job {job.job_id}; read it with job_output, "
+                "wait with job_wait, stop with job_stop.",
+            }
         timeout_s = params.timeout or DEFAULT_TIMEOUT_S
         call_id = ctx.tool_call_id or f"shell_{secrets.token_hex(4)}"
         captures: dict[str, _StreamCapture] = {}
@@ -475,8 +501,10 @@ def shell_tool(
             f"{DEFAULT_TIMEOUT_S}s, max {MAX_TIMEOUT_S}s; stdin is closed). Returns JSON with "
             "state, exit_code, duration_ms, stdout (and stderr on failure). Long output is cut "
             "to its first and last 80 lines; the full stream stays in the output cache "
-            "(stdout_cache_id / stderr_cache_id). Background jobs are stopped when the command "
-            "ends. Secrets from the environment are masked."
+            "(stdout_cache_id / stderr_cache_id). Processes a command leaves behind are stopped "
+            "when it ends; for long work (servers, training) pass background: true"
+            + (" to get a job id at once." if jobs is not None else " (unavailable here).")
+            + " Secrets from the environment are masked."
         ),
         input=ShellInput,
         execute=shell,

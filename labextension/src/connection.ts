@@ -217,7 +217,20 @@ export class CodeliaConnection implements IDisposable {
       return { route: 'comm', result: this.request(type, fields) };
     }
     const payload = { type, request_id: UUID.uuid4(), ...fields };
-    return { route: 'subshell', result: this.executeControl(subshell, payload) };
+    return { route: 'subshell', result: executeControl(subshell, payload) };
+  }
+
+  /**
+   * A read of the kernel's store (`sessions.list`, `session.transcript`, `cache.*`): on a
+   * subshell when the kernel has them, so history shows while a cell is busy; else the comm.
+   */
+  async read(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+    // Kernels list what control() serves; older ones served only Stop and approvals there.
+    if (!(this._hello?.control_requests ?? []).includes(type)) {
+      return this.request(type, fields);
+    }
+    const { result } = await this.control(type, fields);
+    return result;
   }
 
   dispose(): void {
@@ -295,6 +308,10 @@ export class CodeliaConnection implements IDisposable {
       }
       return;
     }
+    if (message.type === 'store.changed' && this._hello) {
+      // `%config Codelia.home` moved the kernel's store (history.ts reads hello.store).
+      this._hello = { ...this._hello, store: message.store };
+    }
     this._messageReceived.emit(message);
   }
 
@@ -327,58 +344,9 @@ export class CodeliaConnection implements IDisposable {
     }
     if (this._controlKernel === null || this._controlKernelFor !== kernel) {
       this._controlKernelFor = kernel;
-      this._controlKernel = kernel
-        .requestCreateSubshell({}, true)
-        .done.then(reply => {
-          const subshellId = (reply.content as { subshell_id?: string }).subshell_id;
-          if (!subshellId) {
-            return null;
-          }
-          const control = kernel.clone({ handleComms: false });
-          control.subshellId = subshellId;
-          return control;
-        })
-        .catch(() => null);
+      this._controlKernel = openControlSubshell(kernel);
     }
     return this._controlKernel;
-  }
-
-  private async executeControl(
-    kernel: Kernel.IKernelConnection,
-    payload: JSONObject
-  ): Promise<JSONObject> {
-    // The call goes in user_expressions, answered in the execute_reply of this very request:
-    // an execute_result from a subshell thread is not reliably parented while a cell is busy.
-    const future = kernel.requestExecute(
-      {
-        code: '',
-        silent: true,
-        store_history: false,
-        allow_stdin: false,
-        stop_on_error: false,
-        user_expressions: { response: controlCode(payload) }
-      },
-      true
-    );
-    const reply = await future.done;
-    const expressions = (reply.content as { user_expressions?: JSONObject })
-      .user_expressions;
-    const outcome = expressions?.response as
-      { status?: string; data?: JSONObject; ename?: string; evalue?: string } | undefined;
-    if (outcome?.status === 'ok' && outcome.data) {
-      const answer = parseControlResult(outcome.data);
-      if (answer && answer.type === 'response') {
-        if (answer.ok) {
-          return answer.result ?? {};
-        }
-        throw new CodeliaRequestError(answer.error ?? 'request failed');
-      }
-    }
-    throw new CodeliaRequestError(
-      outcome?.status === 'error'
-        ? `the kernel could not run the control request (${outcome.ename}: ${outcome.evalue})`
-        : 'the kernel returned no response to the control request'
-    );
   }
 
   private _comm: Kernel.IComm | null = null;
@@ -391,4 +359,66 @@ export class CodeliaConnection implements IDisposable {
   private _controlKernelFor: Kernel.IKernelConnection | null = null;
   private _messageReceived = new Signal<this, KernelMessage>(this);
   private _stateChanged = new Signal<this, ConnectionState>(this);
+}
+
+/** A clone of `kernel` bound to a new subshell (null when the kernel cannot make one). */
+export function openControlSubshell(
+  kernel: Kernel.IKernelConnection
+): Promise<Kernel.IKernelConnection | null> {
+  return kernel
+    .requestCreateSubshell({}, true)
+    .done.then(reply => {
+      const subshellId = (reply.content as { subshell_id?: string }).subshell_id;
+      if (!subshellId) {
+        return null;
+      }
+      const control = kernel.clone({ handleComms: false });
+      control.subshellId = subshellId;
+      return control;
+    })
+    .catch(() => null);
+}
+
+/** Run one control request through `bridge.control()` on a subshell kernel; its result. */
+export async function executeControl(
+  kernel: Kernel.IKernelConnection,
+  payload: JSONObject
+): Promise<JSONObject> {
+  // The call goes in user_expressions, answered in the execute_reply of this very request:
+  // an execute_result from a subshell thread is not reliably parented while a cell is busy.
+  const future = kernel.requestExecute(
+    {
+      code: '',
+      silent: true,
+      store_history: false,
+      allow_stdin: false,
+      stop_on_error: false,
+      user_expressions: { response: controlCode(payload) }
+    },
+    true
+  );
+  // The answer is in the reply: do not also wait for the request's idle status, which
+  // arrives separately on iopub (and later still when a gateway relays the channels).
+  const reply = await new Promise<JupyterMessage.IExecuteReplyMsg>((resolve, reject) => {
+    future.onReply = resolve;
+    future.done.then(resolve, reject);
+  });
+  const expressions = (reply.content as { user_expressions?: JSONObject })
+    .user_expressions;
+  const outcome = expressions?.response as
+    { status?: string; data?: JSONObject; ename?: string; evalue?: string } | undefined;
+  if (outcome?.status === 'ok' && outcome.data) {
+    const answer = parseControlResult(outcome.data);
+    if (answer && answer.type === 'response') {
+      if (answer.ok) {
+        return answer.result ?? {};
+      }
+      throw new CodeliaRequestError(answer.error ?? 'request failed');
+    }
+  }
+  throw new CodeliaRequestError(
+    outcome?.status === 'error'
+      ? `the kernel could not run the control request (${outcome.ename}: ${outcome.evalue})`
+      : 'the kernel returned no response to the control request'
+  );
 }

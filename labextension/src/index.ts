@@ -9,9 +9,10 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { NotebookToolsHandler } from './notebooktools';
 import { CodeliaPanel } from './panel';
 
 export const COMMAND_OPEN = 'codelia:open';
@@ -33,6 +34,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     panel.title.label = '';
     app.shell.add(panel, 'right', { rank: 600 });
     restorer?.add(panel, 'jupyter-codelia-panel');
+
+    // Every notebook answers the agent's cell tools, whether or not the side panel follows it.
+    const attach = (notebook: NotebookPanel) => {
+      const handler = new NotebookToolsHandler(notebook);
+      notebook.disposed.connect(() => handler.dispose());
+    };
+    tracker.forEach(attach);
+    tracker.widgetAdded.connect((_, notebook) => attach(notebook));
 
     panel.follow(tracker.currentWidget);
     tracker.currentChanged.connect((_, notebook) => panel.follow(notebook));

@@ -35,8 +35,14 @@ export type ContentPart =
 
 export type HelloMessage = wire.Hello;
 
+/** A background job, as `job.updated` and `jobs.list` describe it. */
+export type JobView = wire.JobView;
+
 /** Everything the kernel sends on the comm (generated from jupyter_codelia/wire.py). */
 export type KernelMessage = wire.KernelMessage;
+
+/** A codelia home as a process sees it; equal `store_id`s mean the same files. */
+export type StoreInfo = wire.StoreInfo;
 
 /** A session row, as `sessions.list` and `GET /codelia/api/sessions` return it. */
 export interface SessionSummary {

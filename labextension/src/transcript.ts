@@ -18,6 +18,7 @@ import {
   PermissionDecision,
   RunSource,
   RunStatus,
+  JobView,
   TERMINAL_RUN_STATUSES,
   TodoItem
 } from './protocol';
@@ -94,7 +95,18 @@ export interface NoticeItem {
   text: string;
 }
 
-export type TranscriptItem = UserItem | TextItem | ToolItem | PermissionItem | NoticeItem;
+/** A background job's card; it is updated in place while the job runs (jobs outlive runs). */
+export interface JobItem {
+  kind: 'job';
+  id: string;
+  runId: string;
+  job: JobView;
+  /** `clock()` when the last update arrived: the view counts elapsed time on from it. */
+  receivedAt: number;
+}
+
+export type TranscriptItem =
+  UserItem | TextItem | ToolItem | PermissionItem | NoticeItem | JobItem;
 
 export interface UsageMeter {
   model: string | null;
@@ -278,9 +290,33 @@ export class Transcript {
       }
       case 'run.status':
         return this.setRunStatus(message.run_id, message.status, message.message ?? null);
+      case 'job.updated':
+        return this.updateJob(message.job);
       default:
         return [];
     }
+  }
+
+  /** A job's card: added under the active (or latest) run on first sight, then updated. */
+  private updateJob(job: JobView): Change[] {
+    const key = `job:${job.job_id}`;
+    const existing = this.byKey.get(key);
+    if (existing && existing.kind === 'job') {
+      existing.job = job;
+      existing.receivedAt = this.clock();
+      return [{ op: 'update', item: existing }];
+    }
+    const runs = [...this.runs.keys()];
+    const runId = this.activeRunId ?? runs[runs.length - 1] ?? '';
+    return [
+      this.add(key, {
+        kind: 'job',
+        id: this.nextId('job'),
+        runId,
+        job,
+        receivedAt: this.clock()
+      })
+    ];
   }
 
   private nextId(prefix: string): string {
@@ -669,6 +705,16 @@ export class Transcript {
         return this.addUsage(runId, event);
       case 'todos.updated':
         return this.setTodos(event.todos);
+      case 'budget':
+        return event.reached
+          ? [
+              this.notice(
+                runId,
+                'warning',
+                `Budget reached: ${event.reached}. Ending with a summary.`
+              )
+            ]
+          : [];
       default:
         return [];
     }

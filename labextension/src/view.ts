@@ -10,9 +10,11 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { argBlocks, fencedCode } from './args';
 import { button, el, formatDuration, renderDiff } from './dom';
+import { revertButton } from './notebooktools';
 import { Citation, PermissionDecision } from './protocol';
 import {
   Change,
+  JobItem,
   NoticeItem,
   PermissionItem,
   TextItem,
@@ -26,6 +28,7 @@ import {
 export interface TranscriptActions {
   respond(item: PermissionItem, decision: PermissionDecision, reason: string): void;
   openCacheEntry(refId: string): void;
+  stopJob(jobId: string): void;
 }
 
 /** Streaming markdown is re-rendered at most this often per item. */
@@ -289,6 +292,10 @@ class ToolView implements ItemView {
     }
     if (item.diff) {
       body.appendChild(renderDiff(item.diff));
+      const revert = revertButton(item.tool, item.result);
+      if (revert) {
+        body.appendChild(revert);
+      }
     }
     for (const image of item.images) {
       const img = el('img', 'jp-codelia-image');
@@ -435,6 +442,82 @@ class NoticeView implements ItemView {
   }
   update(): void {}
   dispose(): void {}
+}
+
+/** A background job: state, elapsed time (counted on locally), progress, last lines, Stop. */
+class JobCardView implements ItemView {
+  readonly node: HTMLElement;
+  private readonly header: HTMLElement;
+  private readonly progress: HTMLProgressElement;
+  private readonly lines: HTMLElement;
+  private readonly stop: HTMLButtonElement;
+  private item: JobItem;
+  private timer: number | null = null;
+
+  constructor(item: JobItem, actions: TranscriptActions) {
+    this.item = item;
+    this.node = el('div', 'jp-codelia-item jp-codelia-job');
+    this.header = el('div', 'jp-codelia-job-header');
+    this.progress = el('progress', 'jp-codelia-job-progress');
+    this.progress.max = 100;
+    this.lines = el('pre', 'jp-codelia-job-lines');
+    this.stop = button(
+      'Stop',
+      'jp-codelia-job-stop',
+      () => {
+        this.stop.disabled = true;
+        actions.stopJob(this.item.job.job_id);
+      },
+      'Stop this background job'
+    );
+    this.node.append(this.header, this.progress, this.lines, this.stop);
+    this.update(item);
+  }
+
+  update(item: TranscriptItem): void {
+    if (item.kind !== 'job') {
+      return;
+    }
+    this.item = item;
+    const job = item.job;
+    const running = job.state === 'running';
+    this.node.dataset.state = job.state;
+    this.renderHeader();
+    const progress = job.progress ?? null;
+    this.progress.hidden = progress === null;
+    if (progress !== null) {
+      this.progress.value = progress.percent;
+      this.progress.title = `${progress.done}/${progress.total}`;
+    }
+    this.lines.textContent = job.last_lines.join('\n');
+    this.stop.hidden = !running;
+    if (running && this.timer === null) {
+      this.timer = window.setInterval(() => this.renderHeader(), 1000);
+    } else if (!running) {
+      this.clearTimer();
+    }
+  }
+
+  private renderHeader(): void {
+    const job = this.item.job;
+    const live = job.state === 'running' ? (Date.now() - this.item.receivedAt) / 1000 : 0;
+    const elapsed = formatDuration(
+      Math.round((job.elapsed_s + Math.max(0, live)) * 1000)
+    );
+    const summary = job.summary ? ` · ${job.summary}` : '';
+    this.header.textContent = `⚙ ${job.job_id} [${job.kind}] ${job.title} · ${job.state} · ${elapsed}${summary}`;
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) {
+      window.clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+
+  dispose(): void {
+    this.clearTimer();
+  }
 }
 
 export class TranscriptView {
@@ -588,6 +671,8 @@ export class TranscriptView {
         return new PermissionView(item, this.actions, this.rendermime);
       case 'notice':
         return new NoticeView(item);
+      case 'job':
+        return new JobCardView(item, this.actions);
     }
   }
 }

@@ -14,7 +14,17 @@ export type AgentEventMessage = {
   type: 'agent.event';
   run_id: string;
   seq: number;
-  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | SessionForkedEvent | FinalEvent;
+  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | BudgetEvent | SessionForkedEvent | FinalEvent;
+};
+
+export type BudgetEvent = {
+  seq?: number | null;
+  type: 'budget';
+  run_spent: { [key: string]: number | null };
+  run_limits: { [key: string]: number };
+  session_spent: { [key: string]: number | null };
+  session_limits: { [key: string]: number };
+  reached?: string | null;
 };
 
 export type Citation = {
@@ -50,6 +60,8 @@ export type Hello = {
   approval_mode?: string | null;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean | null;
+  store?: StoreInfo | null;
+  control_requests?: Array<string> | null;
   type: 'hello';
 };
 
@@ -57,6 +69,28 @@ export type HiddenUserMessageEvent = {
   seq?: number | null;
   type: 'hidden_user_message';
   content: string;
+};
+
+export type JobProgress = {
+  percent: number;
+  done: string;
+  total: string;
+};
+
+export type JobUpdated = {
+  type: 'job.updated';
+  job: JobView;
+};
+
+export type JobView = {
+  job_id: string;
+  kind: 'python' | 'shell';
+  title: string;
+  state: 'running' | 'completed' | 'failed' | 'stopped';
+  elapsed_s: number;
+  summary?: string | null;
+  last_lines: Array<string>;
+  progress?: JobProgress | null;
 };
 
 export type LlmRetryEvent = {
@@ -70,6 +104,20 @@ export type LlmRetryEvent = {
   delay_source: 'retry-after' | 'reset-header' | 'provider-body' | 'backoff';
   status?: number | null;
   message?: string | null;
+};
+
+export type NotebookHello = {
+  type: 'hello';
+  request_id: string;
+  protocol?: number | null;
+};
+
+export type NotebookRequest = {
+  type: 'notebook.request';
+  request_id: string;
+  client_id: string;
+  action: 'snapshot' | 'edit' | 'run' | 'revert' | 'ping';
+  params: { [key: string]: unknown };
 };
 
 export type PermissionPreviewEvent = {
@@ -174,6 +222,16 @@ export type StepStartEvent = {
   step_number: number;
 };
 
+export type StoreChanged = {
+  type: 'store.changed';
+  store: StoreInfo;
+};
+
+export type StoreInfo = {
+  home: string;
+  store_id?: string | null;
+};
+
 export type TextDeltaEvent = {
   seq?: number | null;
   type: 'text_delta';
@@ -250,4 +308,6 @@ export type UsageEvent = {
   web_fetch_requests?: number | null;
 };
 
-export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage;
+export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged | JobUpdated;
+
+export type NotebookKernelMessage = NotebookHello | NotebookRequest;

@@ -612,3 +612,60 @@ describe('todos, usage and runs', () => {
     expect(t.items).toHaveLength(2002);
   });
 });
+
+describe('background jobs and budgets', () => {
+  function job(
+    state: 'running' | 'stopped',
+    lines: string[],
+    percent: number | null
+  ): KernelMessage {
+    return {
+      type: 'job.updated',
+      job: {
+        job_id: 'job-1',
+        kind: 'python',
+        title: 'train()',
+        state,
+        elapsed_s: 2.5,
+        summary: null,
+        last_lines: lines,
+        progress: percent === null ? null : { percent, done: `${percent}`, total: '100' }
+      }
+    };
+  }
+
+  it('adds one card per job under the active run and updates it in place', () => {
+    const t = Transcript.from([started()], fakeClock([1000, 2000, 3000]));
+    const added = t.apply(job('running', ['epoch 1'], 10));
+    expect(added).toHaveLength(1);
+    expect(added[0].op).toBe('add');
+    expect(t.items[1]).toMatchObject({ kind: 'job', runId: RUN });
+    const updated = t.apply(job('stopped', ['epoch 1', 'epoch 2'], null));
+    expect(updated).toEqual([{ op: 'update', item: t.items[1] }]);
+    expect(kinds(t.items)).toEqual(['user', 'job']);
+    const item = t.items[1];
+    expect(item.kind === 'job' && item.job.state).toBe('stopped');
+    expect(item.kind === 'job' && item.job.last_lines).toEqual(['epoch 1', 'epoch 2']);
+  });
+
+  it('shows a warning when a budget ends the run, nothing while within it', () => {
+    const meter = {
+      run_spent: { tool_calls: 1 },
+      run_limits: { max_tool_calls: 2 },
+      session_spent: { tool_calls: 1 },
+      session_limits: {}
+    };
+    const t = Transcript.from([
+      started(),
+      ...events([
+        { type: 'budget', ...meter },
+        { type: 'budget', ...meter, reached: 'run budget of 2 tool calls reached (2)' }
+      ])
+    ]);
+    expect(kinds(t.items)).toEqual(['user', 'notice']);
+    expect(t.items[1]).toMatchObject({
+      level: 'warning',
+      text: 'Budget reached: run budget of 2 tool calls reached (2). Ending with a summary.'
+    });
+  });
+});

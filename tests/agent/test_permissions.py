@@ -34,7 +34,8 @@ def rule(tool: str, **constraints: str) -> PermissionRule:
 MINIMAL_TOOLS = [
     "read", "read_line", "view_image", "grep", "glob", "todo_read", "todo_new", "todo_append",
     "todo_patch", "todo_clear", "tool_output_cache", "tool_output_cache_line",
-    "tool_output_cache_grep", "done", "list_variables", "inspect_variable",
+    "tool_output_cache_grep", "done", "list_variables", "inspect_variable", "notebook_read",
+    "kernel_history",
 ]  # fmt: skip
 MINIMAL_COMMANDS = [
     "pwd", "ls -la", "rg foo src", "grep -n x f", "find . -name '*.py'", "sort a", "cat a",
@@ -55,7 +56,11 @@ def test_minimal_mode_allows_read_only_commands(command: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "tool", ["write", "edit", "apply_patch", "webfetch", "search", "python", "my_custom_tool"]
+    "tool",
+    [
+        *("write", "edit", "apply_patch", "webfetch", "search", "python", "my_custom_tool"),
+        *("notebook_edit", "notebook_run"),
+    ],
 )
 def test_minimal_mode_confirms_everything_else(tool: str) -> None:
     assert PermissionPolicy("minimal").evaluate(tool, {}) == Evaluation("confirm")
@@ -72,10 +77,10 @@ def test_minimal_mode_confirms_other_commands(command: str) -> None:
 
 def test_trusted_mode_adds_file_writes_and_sed_awk() -> None:
     policy = PermissionPolicy("trusted")
-    for tool in ["write", "edit", "apply_patch", "read", "done"]:
+    for tool in ["write", "edit", "apply_patch", "notebook_edit", "read", "done"]:
         assert policy.evaluate(tool, {}) == ALLOW
     assert policy.evaluate("shell", shell("sed -n 1p a | awk '{print $1}'")) == ALLOW
-    for tool in ["webfetch", "search", "python"]:
+    for tool in ["webfetch", "search", "python", "notebook_run"]:
         assert policy.evaluate(tool, {}).kind == "confirm"
     assert policy.evaluate("shell", shell("rm a")).kind == "confirm"
 

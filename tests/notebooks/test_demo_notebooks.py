@@ -96,6 +96,30 @@ def test_custom_tools_define_override_and_test_offline(run_notebook: Run) -> Non
 
 
 @pytest.mark.slow
+def test_notebook_tools_demo_degrades_headless_with_the_documented_messages(
+    run_notebook: Run,
+) -> None:
+    """nbclient has no labextension: the saved file is read, the edit is refused, not faked."""
+    result = run_notebook("notebook-tools.ipynb")
+    assert result.errors == []
+    assert OFFLINE_BANNER in result.outputs_text
+    assert OFFLINE_API_KEY not in result.everything
+    assert "no scripted turn left" not in result.everything
+    state = result.widget_state
+    for tool in ("notebook_read", "kernel_history", "notebook_edit"):
+        assert f"<b>{tool}</b>" in state, tool
+    assert "notebook-tools.ipynb (last SAVED state read from disk" in state
+    assert "#2 Some work for the agent to look at" in state
+    assert "total = sum(prices)" in state  # kernel_history shows what really ran
+    assert "notebook_edit needs the live notebook and no JupyterLab or Notebook 7 tab" in state
+    assert state.count("Error executing tool") == 1  # only the documented refusal
+    assert "here is the code to paste" in state
+    assert "No cell of" in result.outputs_text and "was made or changed by the agent" in (
+        result.outputs_text
+    )
+
+
+@pytest.mark.slow
 def test_quickstart_runs_top_to_bottom_offline(run_notebook: Run) -> None:
     """What Binder opens: Run All without a key reaches the last cell, clearly labelled."""
     result = run_notebook("quickstart.ipynb")

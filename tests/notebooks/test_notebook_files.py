@@ -14,7 +14,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 CLEAN_SCRIPT = REPO / "scripts" / "clean_notebooks.py"
-DEMOS = ("tools-tour.ipynb", "custom-tools.ipynb", "data-analysis.ipynb", "output-cache.ipynb")
+DEMOS = (
+    "tools-tour.ipynb",
+    "custom-tools.ipynb",
+    "data-analysis.ipynb",
+    "output-cache.ipynb",
+    "notebook-tools.ipynb",
+)
 ALL = ("quickstart.ipynb", *DEMOS)
 
 

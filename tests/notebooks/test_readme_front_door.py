@@ -32,7 +32,7 @@ def no_credentials() -> Iterator[None]:
 
 
 def test_readme_offline_demo_example_runs(no_credentials: None) -> None:
-    section = README.split("## A tour in five notebooks", 1)[1].split("## How it compares")[0]
+    section = README.split("## A tour in six notebooks", 1)[1].split("## How it compares")[0]
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert code is not None
     namespace: dict[str, Any] = {}

@@ -292,25 +292,33 @@ async def test_big_patch_diff_is_cached(tmp_path: Path) -> None:
 # --- grammar errors ----------------------------------------------------------------------------
 
 GRAMMAR_CASES = [
+    (
+        "<<'EOF'\n*** Begin Patch\n*** Add File: a\n+x\n*** End Patch\nNOPE",
+        "Patch parse failed: missing Begin/End markers",
+    ),
+    (
+        "<<EOF\n*** Add File: a\n+x\nEOF",
+        "Patch parse failed: missing Begin/End markers",
+    ),
+    (
+        "*** Begin Patch\n*** Add File: a.txt\n+ok\n\nstray\n*** End Patch",
+        "Patch parse failed: add file lines must start with '+' (line 4)",
+    ),
+    (
+        "*** Begin Patch\n*** Update File: a\n@@\n-old\n*** End of File\n-x\n*** End Patch",
+        "Patch parse failed: expected '@@' chunk header (line 6)",
+    ),
     ("  \n\n ", "Patch parse failed: patch is empty"),
     (
         "*** Update File: a\n@@\n-x\n+y\n*** End Patch",
         "Patch parse failed: missing Begin/End markers",
     ),
     ("*** Begin Patch\n*** Add File: a\n+x", "Patch parse failed: missing Begin/End markers"),
-    (
-        "*** Begin Patch \n*** Add File: a\n*** End Patch",
-        "Patch parse failed: missing Begin/End markers",
-    ),
     ("*** Begin Patch", "Patch parse failed: missing Begin/End markers"),
     ("*** Begin Patch\n*** End Patch", "Patch parse failed: no file changes found"),
     ("*** Begin Patch\n\n  \n*** End Patch", "Patch parse failed: no file changes found"),
     (
         "*** Begin Patch\n*** Add File: a.txt\n+ok\nnot plus\n*** End Patch",
-        "Patch parse failed: add file lines must start with '+' (line 4)",
-    ),
-    (
-        "*** Begin Patch\n*** Add File: a.txt\n+ok\n\n*** End Patch",
         "Patch parse failed: add file lines must start with '+' (line 4)",
     ),
     (
@@ -338,10 +346,6 @@ GRAMMAR_CASES = [
         "Patch parse failed: unexpected line outside file section (line 2)",
     ),
     (
-        "*** Begin Patch\n*** Update File: a\n-old\n+new\n*** End Patch",
-        "Patch parse failed: expected '@@' chunk header (line 3)",
-    ),
-    (
         "*** Begin Patch\n*** Update File: a\n@@ -1,3 +1,3 @@\n-old\n*** End of File\nx\n"
         "*** End Patch",
         "Patch parse failed: expected '@@' chunk header (line 6)",
@@ -349,10 +353,6 @@ GRAMMAR_CASES = [
     (
         "*** Begin Patch\n*** Update File: a\n@@\n-old\n*new\n*** End Patch",
         "Patch parse failed: invalid change marker '*' (line 5)",
-    ),
-    (
-        "*** Begin Patch\n*** Update File: a\n@@\n context\n\n-old\n*** End Patch",
-        "Patch parse failed: invalid change marker '' (line 5)",
     ),
     (
         "*** Begin Patch\n*** Update File: a\n*** End Patch",
