@@ -374,6 +374,7 @@ def test_control_reads_sessions_and_the_cache_while_a_cell_is_busy(
             "session_id": answers["transcript"]["result"]["session_id"],
             "prompt": "run the probe",
             "source": "magic",
+            "demo": False,
         }
         assert events[-1]["type"] == "run.status"
         assert "cached for the browser" in answers["read"]["result"]["text"]

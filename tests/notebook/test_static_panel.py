@@ -56,7 +56,8 @@ def test_blocking_run_is_replaced_by_static_output_and_closes_its_widgets(
         assert data["text/plain"] == "codelia run completed: The answer is **42**."
         opened = {m["content"]["comm_id"] for m in run.messages if m["msg_type"] == "comm_open"}
         closed = {m["content"]["comm_id"] for m in run.messages if m["msg_type"] == "comm_close"}
-        assert opened and opened == closed
+        # Everything the panel opened is closed; only the job-cards box and its layout stay.
+        assert closed <= opened and len(opened - closed) == 2
         # The static output replaces the panel before its widgets go away.
         kinds = [m["msg_type"] for m in run.messages]
         assert kinds.index("update_display_data") < kinds.index("comm_close")
