@@ -167,6 +167,12 @@ class JobCards:
         self.box.children = (*self.box.children, card.box)
         _ticker.watch(self)
 
+    @property
+    def empty(self) -> bool:
+        """No job was started while this box followed the registry."""
+        with self._lock:
+            return not self._cards
+
     def stop_following(self) -> None:
         """New jobs no longer get a card here (the next turn's panel shows them)."""
         self._unsubscribe()

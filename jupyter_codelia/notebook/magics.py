@@ -7,6 +7,7 @@ and the widgets on a background thread (``_warmup``) so the first run does not p
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -277,6 +278,7 @@ def run_with_panel(
     """Show a panel in the cell output and run the turn blocking or in the background."""
     from IPython.display import display
 
+    from . import _static
     from .cell_tools import revert_edit
     from .panel import RunPanel
 
@@ -302,7 +304,8 @@ def run_with_panel(
     from .jobs import JobCards
 
     job_cards = JobCards(nb.jobs)
-    display(job_cards.box)
+    jobs_display = uuid.uuid4().hex
+    display(job_cards.box, display_id=jobs_display)
     if background:
         handle = nb.start_background(agent, prompt, panel)
         handle.add_done_callback(lambda _handle: job_cards.stop_following())
@@ -311,6 +314,11 @@ def run_with_panel(
         result = nb.run_blocking(agent, prompt, panel)
     finally:
         job_cards.stop_following()
+        if job_cards.empty:
+            # No job to follow: the empty box would stay a live widget and, saved, a
+            # "VBox(...)" line in nbconvert and GitHub.
+            _static.display_static(jobs_display, {"text/plain": ""})
+            _static.close_tree(job_cards.box)
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.
