@@ -1,9 +1,12 @@
-"""``ScriptedAnthropicServer``: a real HTTP server on 127.0.0.1 that speaks the Messages API.
+"""Scripted model servers: real HTTP servers on 127.0.0.1 that play a script of turns.
 
-It answers ``POST /v1/messages`` (JSON or SSE streaming) and ``/v1/messages/count_tokens`` from
-a script of turns (or a function of the request), records every request with its secrets
-redacted, and can act out failures (see :class:`~._script.Fault`). It runs on its own thread so
-the code under test (the real anthropic SDK) talks to it over a real socket.
+:class:`ScriptedServer` owns what every provider's fake shares: the thread and socket, the
+script (a list of turns or a function of the request), request recording with secrets redacted,
+and acting out failures (see :class:`~._script.Fault`: HTTP errors, dropped and truncated
+streams, malformed SSE, mid-stream errors). A subclass says how the API names its route,
+renders a reply (JSON and SSE) and spells an error. :class:`ScriptedAnthropicServer` speaks
+the Messages API (``POST /v1/messages``, streaming, and ``/v1/messages/count_tokens``); the
+code under test (the real SDK) talks to it over a real socket.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._text import compact_json
 from ._script import (
@@ -102,17 +105,23 @@ class _ClientGoneError(Exception):
     """The client closed the connection while we were writing."""
 
 
-class ScriptedAnthropicServer:
-    """Serve scripted Messages API replies on ``http://127.0.0.1:<port>``.
-
-    >>> with ScriptedAnthropicServer([reply(text("Hi"))]) as server:      # doctest: +SKIP
-    ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
+class ScriptedServer:
+    """The provider-neutral part of a scripted model server (see the module docstring).
 
     ``script``: a list of turns (:func:`reply`, :func:`fault` builders, :class:`Reply`,
-    :class:`Fault` or their JSON dicts), played in order, one per ``/v1/messages`` request; a
-    path to a JSON script file; or a function ``request -> turn``. When a list runs out the
-    server answers HTTP 500 saying so.
+    :class:`Fault` or their JSON dicts), played in order, one per model request; a path to a
+    JSON script file; or a function ``request -> turn``. When a list runs out the server
+    answers HTTP 500 saying so.
     """
+
+    model_path = "/v1/messages"
+    """The route that plays the next turn."""
+    url_suffix = ""
+    """What the SDK's ``base_url`` adds after ``http://127.0.0.1:<port>``."""
+    tool_id_prefix = "toolu_"
+    auth_headers: tuple[str, ...] = ("x-api-key", "authorization")
+    auth_header_names = "x-api-key or Authorization"
+    required_fields: tuple[str, ...] = ("model", "messages")
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
@@ -122,7 +131,7 @@ class ScriptedAnthropicServer:
         elif isinstance(script, (Reply, Fault, dict)):
             raise ScriptError(
                 "the script is a list of turns (or a function of the request): write "
-                "ScriptedAnthropicServer([reply(...)]), not ScriptedAnthropicServer(reply(...))"
+                f"{type(self).__name__}([reply(...)]), not {type(self).__name__}(reply(...))"
             )
         elif callable(script):
             self._function = script
@@ -145,7 +154,7 @@ class ScriptedAnthropicServer:
     def __repr__(self) -> str:
         where = self.url if self._httpd is not None else "stopped"
         return (
-            f"ScriptedAnthropicServer({where}, requests={len(self.requests)}, "
+            f"{type(self).__name__}({where}, requests={len(self.requests)}, "
             f"remaining={self.remaining if self._function is None else 'function'})"
         )
 
@@ -153,16 +162,22 @@ class ScriptedAnthropicServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (pass as ``base_url``); the server must be started."""
+        """The ``base_url`` to pass to the SDK; the server must be started."""
+        return self.root_url + self.url_suffix
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
         if self._httpd is None:
-            raise RuntimeError("ScriptedAnthropicServer is not running: call start() or use `with`")
+            name = type(self).__name__
+            raise RuntimeError(f"{name} is not running: call start() or use `with`")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
     def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
+        return int(self.root_url.rsplit(":", 1)[1])
 
-    def start(self) -> ScriptedAnthropicServer:
+    def start(self: ServerT) -> ServerT:
         if self._httpd is not None:
             return self
         self._stopping.clear()
@@ -173,7 +188,7 @@ class ScriptedAnthropicServer:
         self._thread = threading.Thread(
             target=httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
-            name="ScriptedAnthropicServer",
+            name=type(self).__name__,
             daemon=True,
         )
         self._thread.start()
@@ -196,7 +211,7 @@ class ScriptedAnthropicServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> ScriptedAnthropicServer:
+    def __enter__(self: ServerT) -> ServerT:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -244,12 +259,76 @@ class ScriptedAnthropicServer:
     def _new_tool_id(self) -> str:
         with self._lock:
             self._tool_ids += 1
-            return f"toolu_{self._tool_ids}"
+            return f"{self.tool_id_prefix}{self._tool_ids}"
 
     def _new_message_id(self) -> str:
         with self._lock:
             self._message_ids += 1
             return f"msg_scripted_{self._message_ids}"
+
+    # --- what a subclass says about its API --------------------------------------------------
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        """The JSON body of an error response."""
+        raise NotImplementedError
+
+    def fault_status(self, turn: Fault) -> int:
+        """The HTTP status an error fault is answered with."""
+        return turn.http_status()
+
+    def render_message(self, turn: Reply, request: RecordedRequest) -> dict[str, Any]:
+        """The non-streamed JSON reply."""
+        raise NotImplementedError
+
+    def sse_events(
+        self, turn: Reply, request: RecordedRequest
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The ``(event name, data)`` sequence of a streamed reply."""
+        raise NotImplementedError
+
+    def sse_frame(self, name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    def stream_end(self) -> bytes:
+        """What follows the last event of a complete stream (e.g. OpenAI's ``[DONE]``)."""
+        return b""
+
+    def error_event_frame(self, error_type: str, message: str) -> bytes:
+        """An error reported in the middle of a stream."""
+        return self.sse_frame("error", self.error_body(error_type, message))
+
+    def malformed_frame(self) -> bytes:
+        return b"event: content_block_delta\ndata: {not json\n\n"
+
+    def other_route(self, path: str, body: Any) -> dict[str, Any] | None:
+        """A JSON answer for a POST route besides :attr:`model_path` (None: not found)."""
+        return None
+
+
+ServerT = TypeVar("ServerT", bound=ScriptedServer)
+
+
+class ScriptedAnthropicServer(ScriptedServer):
+    """Serve scripted Messages API replies on ``http://127.0.0.1:<port>``.
+
+    >>> with ScriptedAnthropicServer([reply(text("Hi"))]) as server:      # doctest: +SKIP
+    ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
+    """
+
+    required_fields = ("model", "max_tokens", "messages")
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        return _api_error(error_type, message)
+
+    def fault_status(self, turn: Fault) -> int:
+        # A mid-stream error asked of a non-streamed request: the API answers it as overloaded.
+        return 529 if turn.fault == "error_event" else turn.http_status()
+
+    def other_route(self, path: str, body: Any) -> dict[str, Any] | None:
+        if path != "/v1/messages/count_tokens":
+            return None
+        prompt = [body.get("system"), body.get("tools"), body.get("messages")]
+        return {"input_tokens": estimate_tokens(prompt)}
 
     # --- reply rendering ---------------------------------------------------------------------
 
@@ -312,7 +391,6 @@ class ScriptedAnthropicServer:
     def sse_events(
         self, turn: Reply, request: RecordedRequest
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The ``(event name, data)`` sequence of a streamed reply."""
         message = self.render_message(turn, request)
         usage = message["usage"]
         start = {**message, "content": [], "stop_reason": None, "stop_details": None}
@@ -376,7 +454,7 @@ def _api_error(error_type: str, message: str) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server_ref: ScriptedAnthropicServer
+    server_ref: ScriptedServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -433,21 +511,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._read_body()
-        self._send_json(404, _api_error("not_found_error", f"Not found: GET {self.path}"))
+        not_found = f"Not found: GET {self.path}"
+        self._send_json(404, self.server_ref.error_body("not_found_error", not_found))
 
     def do_POST(self) -> None:
         server = self.server_ref
         raw = self._read_body()
         path = self.path.split("?", 1)[0]
-        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
-            self._send_json(404, _api_error("not_found_error", f"Not found: POST {path}"))
-            return
         try:
             body = json.loads(raw.decode("utf-8") or "null")
         except ValueError:
-            self._send_json(
-                400, _api_error("invalid_request_error", "request body is not valid JSON")
-            )
+            bad_json = "request body is not valid JSON"
+            self._send_json(400, server.error_body("invalid_request_error", bad_json))
             return
         request = RecordedRequest(
             index=len(server.requests),
@@ -456,13 +531,17 @@ class _Handler(BaseHTTPRequestHandler):
             headers=redact_headers(self.headers.items()),
             json=body,
         )
-        problem = self._request_problem(body, counting=path.endswith("/count_tokens"))
+        problem = self._request_problem(body, counting=path != server.model_path)
         if problem is not None:
             self._send_json(problem[0], problem[1])
             return
-        if path.endswith("/count_tokens"):
-            prompt = [body.get("system"), body.get("tools"), body.get("messages")]
-            self._send_json(200, {"input_tokens": estimate_tokens(prompt)})
+        if path != server.model_path:
+            answer = server.other_route(path, body)
+            if answer is None:
+                not_found = f"Not found: POST {path}"
+                self._send_json(404, server.error_body("not_found_error", not_found))
+            else:
+                self._send_json(200, answer)
             return
         with server._lock:
             request.index = len(server.requests)
@@ -475,9 +554,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             turn = server._next(request)
         except ScriptError as exc:
-            message = f"ScriptedAnthropicServer: {exc}"
+            message = f"{type(server).__name__}: {exc}"
             server.errors.append(message)
-            self._send_json(500, _api_error("api_error", message))
+            self._send_json(500, server.error_body("api_error", message))
             return
         streaming = bool(body.get("stream"))
         if isinstance(turn, Fault):
@@ -488,18 +567,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, server.render_message(turn, request))
 
     def _request_problem(self, body: Any, *, counting: bool) -> tuple[int, dict[str, Any]] | None:
-        if self.server_ref.require_auth and not (
-            self.headers.get("x-api-key") or self.headers.get("authorization")
-        ):
-            return 401, _api_error(
-                "authentication_error", "x-api-key or Authorization header is required"
-            )
+        server = self.server_ref
+        if server.require_auth and not any(self.headers.get(h) for h in server.auth_headers):
+            needed = server.auth_header_names
+            return 401, server.error_body("authentication_error", f"{needed} header is required")
         if not isinstance(body, dict):
-            return 400, _api_error("invalid_request_error", "request body must be a JSON object")
-        required = ("model", "messages") if counting else ("model", "max_tokens", "messages")
+            return 400, server.error_body(
+                "invalid_request_error", "request body must be a JSON object"
+            )
+        required = ("model", "messages") if counting else server.required_fields
         for name in required:
             if name not in body:
-                return 400, _api_error("invalid_request_error", f"{name}: Field required")
+                return 400, server.error_body("invalid_request_error", f"{name}: Field required")
         return None
 
     def _stream(
@@ -525,11 +604,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if delay_s and server._stopping.wait(delay_s):
                     self._cut_connection()
                     return
-                self._write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                self._write_chunk(server.sse_frame(name, data))
                 request.events.append((name, data))
             if then is not None:
                 then()
                 return
+            end = server.stream_end()
+            if end:
+                self._write_chunk(end)
             self._write_chunk(b"")
         except _ClientGoneError:
             request._aborted.set()
@@ -546,7 +628,9 @@ class _Handler(BaseHTTPRequestHandler):
                     else f"{turn.retry_after:g}"
                 )
             self._send_json(
-                turn.http_status(), _api_error(turn.api_error_type(), turn.api_message()), headers
+                server.fault_status(turn),
+                server.error_body(turn.api_error_type(), turn.api_message()),
+                headers,
             )
             return
         reply = turn.streamed_reply()
@@ -556,7 +640,10 @@ class _Handler(BaseHTTPRequestHandler):
             elif turn.fault == "malformed_sse":
                 self._send_raw_json(b'{"id": "msg_broken", "content": [')
             else:
-                self._send_json(529, _api_error(turn.api_error_type(), turn.api_message()))
+                self._send_json(
+                    server.fault_status(turn),
+                    server.error_body(turn.api_error_type(), turn.api_message()),
+                )
             return
         events = server.sse_events(reply, request)
         if turn.fault == "drop":
@@ -575,16 +662,16 @@ class _Handler(BaseHTTPRequestHandler):
                 request,
                 delay_s=reply.delay_s,
                 stop_after=turn.after_events,
-                then=lambda: self._finish_with(b"event: content_block_delta\ndata: {not json\n\n"),
+                then=lambda: self._finish_with(server.malformed_frame()),
             )
         else:
-            error = json.dumps(_api_error(turn.api_error_type(), turn.api_message()))
+            error = server.error_event_frame(turn.api_error_type(), turn.api_message())
             self._stream(
                 events,
                 request,
                 delay_s=reply.delay_s,
                 stop_after=turn.after_events,
-                then=lambda: self._finish_with(f"event: error\ndata: {error}\n\n".encode()),
+                then=lambda: self._finish_with(error),
             )
 
     def _finish_with(self, data: bytes) -> None:
@@ -616,6 +703,7 @@ __all__ = [
     "Script",
     "ScriptFunction",
     "ScriptedAnthropicServer",
+    "ScriptedServer",
     "estimate_tokens",
     "redact_headers",
     "wait_for",
