@@ -408,9 +408,10 @@ class ScriptedAnthropicServer(ScriptedServer):
         yield "message_stop", {"type": "message_stop"}
 
 
-def _chunks(text: str, pattern: re.Pattern[str] | None = None) -> list[str]:
-    if pattern is not None:
-        return pattern.findall(text) or [text]
+def chunk_text(text: str, *, by_words: bool = True) -> list[str]:
+    """How a stream splits ``text``: word by word, or (JSON) in fixed-size pieces."""
+    if by_words:
+        return _TEXT_CHUNK.findall(text) or [text]
     return [text[i : i + _JSON_CHUNK_CHARS] for i in range(0, len(text), _JSON_CHUNK_CHARS)] or [""]
 
 
@@ -433,15 +434,15 @@ def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict
 
     if kind == "text":
         yield start({"type": "text", "text": ""})
-        for piece in _chunks(block["text"], _TEXT_CHUNK):
+        for piece in chunk_text(block["text"]):
             yield delta({"type": "text_delta", "text": piece})
     elif kind == "tool_use":
         yield start({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})
-        for piece in _chunks(compact_json(block["input"])):
+        for piece in chunk_text(compact_json(block["input"]), by_words=False):
             yield delta({"type": "input_json_delta", "partial_json": piece})
     elif kind == "thinking":
         yield start({"type": "thinking", "thinking": "", "signature": ""})
-        for piece in _chunks(block["thinking"], _TEXT_CHUNK):
+        for piece in chunk_text(block["thinking"]):
             yield delta({"type": "thinking_delta", "thinking": piece})
         yield delta({"type": "signature_delta", "signature": block["signature"]})
     else:
@@ -597,9 +598,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", f"req_scripted_{request.index}")
         self.end_headers()
+        cut_short = False
         try:
             for count, (name, data) in enumerate(events):
                 if stop_after is not None and count >= stop_after:
+                    cut_short = True
                     break
                 if delay_s and server._stopping.wait(delay_s):
                     self._cut_connection()
@@ -609,7 +612,7 @@ class _Handler(BaseHTTPRequestHandler):
             if then is not None:
                 then()
                 return
-            end = server.stream_end()
+            end = b"" if cut_short else server.stream_end()
             if end:
                 self._write_chunk(end)
             self._write_chunk(b"")
@@ -704,6 +707,7 @@ __all__ = [
     "ScriptFunction",
     "ScriptedAnthropicServer",
     "ScriptedServer",
+    "chunk_text",
     "estimate_tokens",
     "redact_headers",
     "wait_for",
