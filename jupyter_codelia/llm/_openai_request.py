@@ -39,11 +39,13 @@ def _part(part: Any) -> ApiPart:
     raise TypeError(f"not a content part: {type(part).__name__}")
 
 
-def _content(content: str | Sequence[Any] | None) -> str | list[ApiPart]:
+def _content(content: str | Sequence[Any] | None, images: bool) -> str | list[ApiPart]:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
+    if not images:
+        return _text_only(content)
     parts = [_part(p) for p in content]
     if all(p["type"] == "text" for p in parts):
         return "".join(p["text"] for p in parts)  # plain text: the form every server accepts
@@ -63,12 +65,12 @@ def _images(content: str | Sequence[Any] | None) -> list[ImagePart]:
     return [part for part in content if isinstance(part, ImagePart)]
 
 
-def _convert(message: Any) -> ApiMessage:
+def _convert(message: Any, images: bool = True) -> ApiMessage:
     role = message.role
     if role == "system":
         return {"role": "system", "content": _text_only(message.content)}
     if role == "user":
-        return {"role": "user", "content": _content(message.content)}
+        return {"role": "user", "content": _content(message.content, images)}
     if role == "assistant":
         turn: ApiMessage = {"role": "assistant", "content": _text_only(message.content) or None}
         if message.refusal and turn["content"] is None:
@@ -96,19 +98,25 @@ def _convert_one(message: Any) -> list[ApiMessage]:
     return [_convert(message)]
 
 
+def _convert_one_without_images(message: Any) -> list[ApiMessage]:
+    return [_convert(message, images=False)]
+
+
 def _uncached(message: Any, convert: Any) -> list[ApiMessage]:
     return convert(message)
 
 
 def to_openai_messages(
-    messages: Sequence[Any], *, cache: BlockCache | None = None
+    messages: Sequence[Any], *, cache: BlockCache | None = None, images: bool = True
 ) -> list[ApiMessage]:
     """History → the ``messages`` array of a Chat Completions request.
 
     Tool calls without an answer right after their turn (and answers without a call) are
     dropped: the API refuses both. ``cache`` reuses conversions of messages seen before.
+    ``images=False`` (a model without vision) sends images as ``[image]`` placeholders.
     """
     convert = cache.blocks if cache is not None else _uncached
+    convert_one = _convert_one if images else _convert_one_without_images
     result: list[ApiMessage] = []
     tool_images: list[tuple[str, list[ImagePart]]] = []
     pending_calls: set[str] = set()
@@ -132,13 +140,13 @@ def to_openai_messages(
                 continue
             pending_calls.discard(message.tool_call_id)
             result.extend(convert(message, _convert_one))
-            images = _images(message.content)
-            if images:
-                tool_images.append((message.tool_name, images))
+            returned = _images(message.content) if images else []
+            if returned:
+                tool_images.append((message.tool_name, returned))
             continue
         _close_calls(result, pending_calls)
         flush_tool_images()
-        (turn,) = convert(message, _convert_one)
+        (turn,) = convert(message, convert_one)
         previous = result[-1] if result else None
         if (
             role == "assistant"

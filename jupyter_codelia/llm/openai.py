@@ -210,7 +210,9 @@ class OpenAIChat:
         """The keyword arguments of ``client.chat.completions.create`` for this history."""
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_messages(messages, cache=self._block_cache),
+            "messages": to_openai_messages(
+                messages, cache=self._block_cache, images=self.capabilities.vision is not False
+            ),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

@@ -150,7 +150,7 @@ class Bridge:
         return {"type": "response", "request_id": request_id, "ok": True, "result": result}
 
     def _run_start(self, data: dict[str, Any]) -> dict[str, Any]:
-        from .config import API_KEY_HELP, ConfigError, api_key_configured
+        from .config import ConfigError, api_key_configured, api_key_help
 
         prompt = _field(data, "prompt", str)
         if not prompt.strip():
@@ -159,10 +159,10 @@ class Bridge:
         new_session = bool(_field(data, "new_session", bool, required=False))
         if self.nb.active is not None:
             raise RequestError(f"a run is already active (run {self.nb.active.run_id})")
-        if not api_key_configured():
-            raise RequestError(API_KEY_HELP)
         try:
             settings = self.nb.settings()
+            if not api_key_configured(provider=settings.provider):
+                raise RequestError(api_key_help(settings.provider))
             agent = self.nb.prepare(settings, new_session=new_session, session_id=session_id)
         except ConfigError as exc:
             raise RequestError(str(exc)) from None

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .config import API_KEY_HELP, APPROVAL_MODES, Codelia, ConfigError, api_key_configured
+from .config import APPROVAL_MODES, Codelia, ConfigError, api_key_configured, api_key_help
 
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "mcp")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -27,7 +27,8 @@ USAGE = """\
 Options:
   --new                  start a new session
   --resume SESSION_ID    continue a saved session (see %codelia sessions)
-  --model MODEL          Claude model id for this turn (e.g. claude-sonnet-5-5)
+  --model MODEL          model for this turn (claude-sonnet-5-5, openai:gpt-5.1,
+                         ollama:qwen3-coder, vllm:..., lmstudio:..., openrouter:...)
   --approval-mode MODE   minimal | trusted | full-access
   --max-iterations N     model calls allowed in this turn
   --background           run in the background: the cell returns a handle at once and the
@@ -42,11 +43,15 @@ Subcommands:
   %codelia cache         browse cached tool outputs
   %codelia config        show the configuration and where each value comes from
   %codelia stop          stop the active background run
+  %codelia mcp           list MCP servers, their state and tools
+  %codelia mcp add NAME -- command args...   add a stdio MCP server (this kernel)
+  %codelia mcp add NAME --url URL            add a streamable-HTTP MCP server
   %codelia help          this text
 
-Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
-background, python_timeout, max_tokens, root, system_prompt), JUPYTER_CODELIA_<NAME>
-environment variables, or <JUPYTER_CODELIA_HOME>/config.json. The API key is ANTHROPIC_API_KEY.
+Configure with %config Codelia.<name> = value (model, provider, base_url, approval_mode,
+max_iterations, background, python_timeout, max_tokens, root, system_prompt),
+JUPYTER_CODELIA_<NAME> environment variables, or <JUPYTER_CODELIA_HOME>/config.json (which may
+also hold an "mcpServers" map). API keys: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
 """
 
 _VALUE_OPTIONS = {
@@ -189,11 +194,11 @@ class CodeliaMagics(Magics):
             from .demo import run_demo
 
             return run_demo(nb, settings, prompt or None, background=background)
-        if not api_key_configured():
-            raise UsageError(API_KEY_HELP)
+        if not api_key_configured(provider=settings.provider):
+            raise UsageError(api_key_help(settings.provider))
         try:
             agent = nb.prepare(settings, new_session=options.new, session_id=options.resume)
-        except RuntimeError as exc:
+        except (RuntimeError, ConfigError) as exc:
             raise UsageError(str(exc)) from None
         except Exception as exc:
             raise UsageError(_session_error(exc, options.resume)) from None

@@ -69,6 +69,7 @@ class NotebookAgent:
         self.flush_interval = FLUSH_INTERVAL
         self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
+        self._mcp: Any = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -107,6 +108,9 @@ class NotebookAgent:
             )
         key = (
             settings.model,
+            settings.provider,
+            settings.base_url,
+            self.mcp_servers().fingerprint(),
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
@@ -131,13 +135,30 @@ class NotebookAgent:
             and (session_id is None or session_id == current.session_id)
         ):
             return current
-        factory = _anthropic_factory(settings) if llm is None else None
+        factory = _llm_factory(settings) if llm is None else None
         agent = self._build(settings, resume, llm if factory is None else factory())
         self.agent = agent
         self.tools = self._toolsets.get(agent)
         self._llm_factory = factory
         self._agent_key = key if llm is None else None
         return agent
+
+    def mcp_servers(self) -> Any:
+        """The kernel's MCP servers (from the config file's ``mcpServers``; none started yet)."""
+        if self._mcp is None:
+            from ..standard_tools.mcp import McpServers, parse_mcp_servers
+            from .config import config_path, read_mcp_servers
+
+            path = config_path()
+            self._mcp = McpServers(parse_mcp_servers(read_mcp_servers(path), f"config file {path}"))
+        return self._mcp
+
+    def _mcp_tools(self) -> list[Any]:
+        """Tools of every MCP server, started now if needed; a failed one is reported, skipped."""
+        tools, failures = self.mcp_servers().tools()
+        for reason in failures.values():
+            print(f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state.")
+        return list(tools)
 
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
@@ -157,7 +178,16 @@ class NotebookAgent:
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        extra = kernel_tools(shell=self.shell, default_timeout=settings.python_timeout)
+        unsupported = getattr(llm, "unsupported", None)
+        problem = unsupported(needs_tools=True, needs_vision=False) if unsupported else None
+        if problem is not None:
+            from .config import ConfigError
+
+            raise ConfigError(problem)
+        extra = [
+            *kernel_tools(shell=self.shell, default_timeout=settings.python_timeout),
+            *self._mcp_tools(),
+        ]
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
@@ -479,12 +509,43 @@ def parse_answer(answer: str) -> tuple[str, str | None]:
     return "deny", text
 
 
-def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
+def _llm_factory(settings: Settings) -> Callable[[], Any]:
+    if settings.provider != "anthropic":
+        return _openai_factory(settings)
     from ..llm.anthropic import AnthropicChat
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
         return AnthropicChat(model=settings.model, max_tokens=settings.max_tokens)
+
+    return make
+
+
+def _openai_factory(settings: Settings) -> Callable[[], Any]:
+    import os
+
+    from ..llm.openai import KNOWN_ENDPOINTS, LOCAL_PLACEHOLDER_KEY, OpenAIChat
+    from .config import LOCAL_PROVIDERS
+
+    provider = settings.provider
+    default_url, key_env = KNOWN_ENDPOINTS[provider]
+
+    def make() -> Any:
+        if provider == "openai":
+            # None: the SDK reads OPENAI_API_KEY / OPENAI_BASE_URL itself.
+            api_key, base_url = None, settings.base_url
+        else:
+            api_key = os.environ.get(key_env, "").strip() or None
+            if api_key is None and provider in LOCAL_PROVIDERS:
+                api_key = LOCAL_PLACEHOLDER_KEY
+            base_url = settings.base_url or default_url
+        return OpenAIChat(
+            model=settings.model,
+            api_key=api_key,
+            base_url=base_url,
+            provider=provider,
+            max_tokens=settings.max_tokens,
+        )
 
     return make
 

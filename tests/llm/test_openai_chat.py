@@ -388,3 +388,20 @@ def test_bad_options_are_refused(bad: dict[str, Any]) -> None:
     options: dict[str, Any] = {"model": "gpt-4o", **bad}
     with pytest.raises(ValueError):
         OpenAIChat(**options)
+
+
+@pytest.mark.asyncio
+async def test_a_model_without_vision_gets_image_placeholders_not_a_failure() -> None:
+    image = ImagePart.from_bytes(PNG_1PX, "image/png")
+    call = ToolCall(id="call_1", function=FunctionCall(name="plot", arguments="{}"))
+    history: list[Any] = [
+        UserMessage(content=[TextPart(text="Look: "), image]),
+        AssistantMessage(content=None, tool_calls=[call]),
+        ToolMessage(tool_call_id="call_1", tool_name="plot", content=[image]),
+    ]
+    with ScriptedOpenAIServer([reply("I cannot see it.")]) as server:
+        await make_chat(server, model="llama3", provider="ollama", vision=False).ainvoke(history)
+    sent = server.requests[0].json["messages"]
+    assert sent[0] == {"role": "user", "content": "Look: [image]"}
+    assert sent[2]["content"] == "[image]"
+    assert len(sent) == 3  # no image turn after the tool result
