@@ -10,10 +10,12 @@ from pydantic import BaseModel
 from jupyter_codelia.agent import CompactionConfig
 from jupyter_codelia.agent import events as ev
 from jupyter_codelia.agent._compaction import RETAIN_MARKER, SUMMARY_MARKER, parse_reply
-from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm import ChatModel
 from jupyter_codelia.llm.messages import AssistantMessage, UserMessage, text_projection
-from jupyter_codelia.testing import ScriptedAnthropicServer, fault, reply, text, tool_use, usage
+from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use, usage
 from jupyter_codelia.tools import define_tool
+
+from .conftest import conversation
 
 
 class AddInput(BaseModel):
@@ -36,7 +38,7 @@ def kinds(events: list[Any]) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_compaction_before_final_rebuilds_the_history(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("It is 5."), usage=FULL), SUMMARY_REPLY, reply(text("Still 5.")))
     agent = make_agent(chat, [add], system_prompt="Be brief.", compaction=SMALL)
@@ -59,14 +61,14 @@ async def test_compaction_before_final_rebuilds_the_history(
     assert text_projection(prompt.content) == "what is 2+3?"
     # The next turn sends the compacted history.
     assert await agent.run("and again?") == "Still 5."
-    sent = server.requests[2].messages
+    sent = conversation(server.requests[2])
     assert RETAIN_MARKER in str(sent[0]["content"])
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
 
 
 @pytest.mark.asyncio
 async def test_compaction_mid_turn_continues_the_task(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(text("Adding."), tool_use("add", {"a": 2, "b": 3}), usage=FULL),
@@ -85,7 +87,7 @@ async def test_compaction_mid_turn_continues_the_task(
 
 @pytest.mark.asyncio
 async def test_a_failed_compaction_keeps_the_history(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(text("It is 5."), usage=FULL),
@@ -101,7 +103,7 @@ async def test_a_failed_compaction_keeps_the_history(
 
 @pytest.mark.asyncio
 async def test_below_the_threshold_nothing_happens(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("ok"), usage=usage(100, 10)))
     agent = make_agent(chat, [], compaction=SMALL)
