@@ -298,6 +298,9 @@ def unregister(shell: Any) -> None:
     from .bridge import unregister_comm_target
 
     unregister_comm_target(shell)
+    nb = getattr(shell, _STATE_KEY, None)
+    if nb is not None:
+        nb.close_mcp()  # MCP server processes do not outlive the extension
     magics = shell.magics_manager.magics
     magics["line"].pop("codelia", None)
     magics["cell"].pop("codelia", None)

@@ -153,6 +153,12 @@ class NotebookAgent:
             self._mcp = McpServers(parse_mcp_servers(read_mcp_servers(path), f"config file {path}"))
         return self._mcp
 
+    def close_mcp(self) -> None:
+        """Stop the MCP servers (they also stop at interpreter exit); the next run restarts."""
+        if self._mcp is not None:
+            self._mcp.close()
+            self._mcp = None
+
     def _mcp_tools(self) -> list[Any]:
         """Tools of every MCP server, started now if needed; a failed one is reported, skipped."""
         tools, failures = self.mcp_servers().tools()

@@ -188,7 +188,9 @@ def start_kernel(codelia_home: Path, workspace: Path) -> Iterator[Callable[..., 
     def start(
         base_url: str | None = None, *, api_key: str | None = "test-key", **env: str
     ) -> Kernel:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        environ = {
+            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))
+        }
         environ = {k: v for k, v in environ.items() if not k.startswith("JUPYTER_CODELIA_")}
         environ["JUPYTER_CODELIA_HOME"] = str(codelia_home)
         if base_url is not None:
