@@ -1,10 +1,13 @@
 """OpenAI-compatible providers: :class:`OpenAIChat`, a :class:`~.base.ChatModel` over the SDK.
 
-Every call streams Chat Completions (``client.chat.completions.create(stream=True)``), which
-OpenAI and every compatible server speak (Ollama, vLLM, LM Studio, llama.cpp's server,
+Every call streams. Chat Completions (``client.chat.completions.create(stream=True)``) is
+what OpenAI and every compatible server speak (Ollama, vLLM, LM Studio, llama.cpp's server,
 OpenRouter): text and reasoning reach the UI as they arrive and tool-call arguments are joined
-from their fragments. The SDK never retries (``max_retries=0``): failures become
-:class:`~.base.LlmError` and the agent decides. The SDK is imported on first use.
+from their fragments. For OpenAI itself the Responses API (``api="responses"``, the default
+when no other ``base_url`` is given) carries reasoning items, which are replayed so reasoning
+models keep their thread across tool calls. The SDK never retries (``max_retries=0``):
+failures become :class:`~.base.LlmError` and the agent decides. The SDK is imported on first
+use.
 
 What a model can do (call tools, read images) is known for OpenAI's own families (the table
 below) and can be declared for any other model (``tools=``/``vision=``), so a run that needs
@@ -16,12 +19,18 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import pricing
 from ._anthropic_request import BlockCache
-from ._openai_errors import classify_exception, malformed_stream_error
+from ._openai_errors import classify_error_body, classify_exception, malformed_stream_error
 from ._openai_request import to_openai_messages, to_openai_tool_choice, to_openai_tools
+from ._openai_responses import (
+    StreamedResponse,
+    to_responses_input,
+    to_responses_tool_choice,
+    to_responses_tools,
+)
 from ._sdk_calls import LoopBoundClient, run_cancellable
 from .base import LlmError, StreamCallbacks, TextDeltaCallback
 from .messages import (
@@ -107,6 +116,8 @@ class OpenAIChat:
     one is built from ``api_key`` / ``base_url`` (or the SDK's ``OPENAI_API_KEY`` and
     ``OPENAI_BASE_URL``). ``provider`` names the service for prices and messages. ``tools`` /
     ``vision`` declare what the model can do when the built-in table does not know it.
+    ``api``: ``"chat"`` (Chat Completions) or ``"responses"``; by default Responses for OpenAI
+    itself (provider ``openai`` and no ``base_url``), Chat Completions for everything else.
     """
 
     def __init__(
@@ -121,6 +132,7 @@ class OpenAIChat:
         timeout_s: float = 600,
         tools: bool | None = None,
         vision: bool | None = None,
+        api: Literal["chat", "responses"] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty model id such as 'gpt-5.1'")
@@ -135,6 +147,11 @@ class OpenAIChat:
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.base_url = base_url
+        if api is None:
+            api = "responses" if provider == "openai" and _is_openai_itself(base_url) else "chat"
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
+        self.api: Literal["chat", "responses"] = api
         known = known_capabilities(model)
         self.capabilities = ModelCapabilities(
             tools=known.tools if tools is None else tools,
@@ -207,7 +224,10 @@ class OpenAIChat:
         tools: list[FunctionToolDefinition] | None = None,
         tool_choice: str | None = None,
     ) -> dict[str, Any]:
-        """The keyword arguments of ``client.chat.completions.create`` for this history."""
+        """The keyword arguments of ``client.chat.completions.create`` (or, with
+        ``api="responses"``, ``client.responses.create``) for this history."""
+        if self.api == "responses":
+            return self._responses_request(messages, tools, tool_choice)
         request: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
@@ -223,6 +243,36 @@ class OpenAIChat:
         if api_tools:
             request["tools"] = api_tools
             choice = to_openai_tool_choice(tool_choice)
+            if choice is not None:
+                request["tool_choice"] = choice
+        return request
+
+    def _responses_request(
+        self,
+        messages: list[Message],
+        tools: list[FunctionToolDefinition] | None,
+        tool_choice: str | None,
+    ) -> dict[str, Any]:
+        from ._anthropic_request import system_text
+
+        request: dict[str, Any] = {
+            "model": self.model,
+            "input": to_responses_input(
+                messages, cache=self._block_cache, images=self.capabilities.vision is not False
+            ),
+            "stream": True,
+            "store": False,
+            # Reasoning comes back encrypted (nothing is stored server-side) to be replayed.
+            "include": ["reasoning.encrypted_content"],
+            "max_output_tokens": self.max_tokens,
+        }
+        instructions = system_text(messages)
+        if instructions:
+            request["instructions"] = instructions
+        api_tools = to_responses_tools(tools, tool_choice)
+        if api_tools:
+            request["tools"] = api_tools
+            choice = to_responses_tool_choice(tool_choice)
             if choice is not None:
                 request["tool_choice"] = choice
         return request
@@ -244,12 +294,19 @@ class OpenAIChat:
         reply = await run_cancellable(self._stream(request, callbacks), signal)
         return reply.completion(self.model)
 
-    async def _stream(self, request: dict[str, Any], callbacks: StreamCallbacks) -> StreamedReply:
+    async def _stream(
+        self, request: dict[str, Any], callbacks: StreamCallbacks
+    ) -> StreamedReply | StreamedResponse:
         secrets = [self._api_key] if self._api_key else []
-        reply = StreamedReply()
+        reply: StreamedReply | StreamedResponse = (
+            StreamedResponse() if self.api == "responses" else StreamedReply()
+        )
         try:
             client = self._clients.get(asyncio.get_running_loop())
-            stream = await client.chat.completions.create(**request)
+            if self.api == "responses":
+                stream = await client.responses.create(**request)
+            else:
+                stream = await client.chat.completions.create(**request)
             chunks = stream.__aiter__()
             try:
                 while True:
@@ -275,6 +332,18 @@ class OpenAIChat:
             if error is None:
                 raise
             raise error from exc
+        if isinstance(reply, StreamedResponse):
+            if reply.failure is not None:
+                raise classify_error_body(
+                    None, {}, reply.failure, provider_label=self.label, secrets=secrets
+                )
+            if reply.response is None:
+                raise LlmError(
+                    "network",
+                    f"The {self.label} response stream ended before response.completed "
+                    "(the connection closed mid-reply)",
+                )
+            return reply
         if reply.finish_reason is None:
             raise LlmError(
                 "network",
@@ -282,6 +351,12 @@ class OpenAIChat:
                 "(the connection closed mid-reply)",
             )
         return reply
+
+
+def _is_openai_itself(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI's own API (not set, or ``OPENAI_BASE_URL`` says so)."""
+    url = base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or OPENAI_BASE_URL
+    return url.rstrip("/").startswith(OPENAI_BASE_URL)
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""``ScriptedOpenAIServer``: a real HTTP server on 127.0.0.1 that speaks Chat Completions.
+"""``ScriptedOpenAIServer``: a real HTTP server on 127.0.0.1 that speaks OpenAI's APIs.
 
 It plays the same scripts as :class:`~._server.ScriptedAnthropicServer` (``reply``, ``text``,
 ``tool_use``, ``thinking``, ``fault``), rendered the way OpenAI and compatible servers answer
 ``POST /v1/chat/completions``: a JSON ``chat.completion``, or SSE ``chat.completion.chunk``
 data lines (text in word-sized pieces, tool-call arguments in fragments, reasoning as
-``reasoning_content``, a usage chunk) ending with ``data: [DONE]``. Faults act out the same
-failures with OpenAI's error bodies.
+``reasoning_content``, a usage chunk) ending with ``data: [DONE]``; and ``POST /v1/responses``
+(the Responses API's named events, thinking as an encrypted ``reasoning`` item). Faults act
+out the same failures with OpenAI's error bodies.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from .._text import compact_json
 from ._script import Fault, Reply, TextBlock, ThinkingBlock, ToolUseBlock
 from ._server import RecordedRequest, ScriptedServer, chunk_text, estimate_tokens
 
+CHAT_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 # Our scripts use Anthropic's stop reasons; Chat Completions names them differently.
 _FINISH_REASONS = {
     "end_turn": "stop",
@@ -45,7 +48,7 @@ class ScriptedOpenAIServer(ScriptedServer):
     ...     chat = OpenAIChat(base_url=server.url, api_key="test-key")
     """
 
-    model_path = "/v1/chat/completions"
+    model_paths = (CHAT_PATH, RESPONSES_PATH)
     url_suffix = "/v1"
     tool_id_prefix = "call_"
     auth_headers = ("authorization",)
@@ -60,14 +63,24 @@ class ScriptedOpenAIServer(ScriptedServer):
             return turn.status
         return 503 if turn.fault in ("overloaded", "error_event") else turn.http_status()
 
+    def fields_required(self, path: str) -> tuple[str, ...]:
+        return ("model", "input") if path == RESPONSES_PATH else ("model", "messages")
+
     def sse_frame(self, name: str, data: dict[str, Any]) -> bytes:
-        return f"data: {json.dumps(data)}\n\n".encode()
+        # Chat Completions chunks are bare data lines; Responses events are named.
+        event = f"event: {name}\n" if name else ""
+        return f"{event}data: {json.dumps(data)}\n\n".encode()
 
-    def stream_end(self) -> bytes:
-        return b"data: [DONE]\n\n"
+    def stream_end(self, request: RecordedRequest) -> bytes:
+        return b"" if request.path == RESPONSES_PATH else b"data: [DONE]\n\n"
 
-    def error_event_frame(self, error_type: str, message: str) -> bytes:
-        return self.sse_frame("error", self.error_body(error_type, message))
+    def error_event_frame(self, request: RecordedRequest, error_type: str, message: str) -> bytes:
+        body = self.error_body(error_type, message)
+        if request.path == RESPONSES_PATH:
+            error = body["error"]
+            event = {"type": "error", "code": error["code"] or error["type"], "message": message}
+            return self.sse_frame("error", {**event, "param": None, "sequence_number": 0})
+        return self.sse_frame("", body)
 
     def malformed_frame(self) -> bytes:
         return b"data: {not json\n\n"
@@ -113,6 +126,9 @@ class ScriptedOpenAIServer(ScriptedServer):
         }
 
     def render_message(self, turn: Reply, request: RecordedRequest) -> dict[str, Any]:
+        if request.path == RESPONSES_PATH:
+            frame = self._frame(turn, request, "response")
+            return self._response(turn, request, frame, self._output_items(turn), "completed")
         text = "".join(b.text for b in turn.content if isinstance(b, TextBlock))
         reasoning = "".join(b.thinking for b in turn.content if isinstance(b, ThinkingBlock))
         calls = self._calls(turn)
@@ -140,11 +156,14 @@ class ScriptedOpenAIServer(ScriptedServer):
     def sse_events(
         self, turn: Reply, request: RecordedRequest
     ) -> Iterator[tuple[str, dict[str, Any]]]:
+        if request.path == RESPONSES_PATH:
+            yield from self._response_events(turn, request)
+            return
         frame = self._frame(turn, request, "chat.completion.chunk")
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[str, dict[str, Any]]:
             choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-            return "chunk", {**frame, "choices": [choice]}
+            return "", {**frame, "choices": [choice]}
 
         yield chunk({"role": "assistant", "content": ""})
         calls = self._calls(turn)
@@ -172,7 +191,130 @@ class ScriptedOpenAIServer(ScriptedServer):
         if stop == "refusal":
             yield chunk({"refusal": _refusal_text(turn)})
         yield chunk({}, _FINISH_REASONS.get(stop, stop))
-        yield "usage", {**frame, "choices": [], "usage": self._usage(turn, request, produced)}
+        yield "", {**frame, "choices": [], "usage": self._usage(turn, request, produced)}
+
+    # --- the Responses API -------------------------------------------------------------------
+
+    def _output_items(self, turn: Reply) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        calls = iter(self._calls(turn))
+        for index, block in enumerate(turn.content):
+            if isinstance(block, ThinkingBlock):
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": f"rs_{index}",
+                        "summary": [{"type": "summary_text", "text": block.thinking}],
+                        "encrypted_content": f"enc:{block.signature}",
+                    }
+                )
+            elif isinstance(block, TextBlock):
+                items.append(
+                    {
+                        "type": "message",
+                        "id": f"msg_{index}",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": block.text, "annotations": []}],
+                    }
+                )
+            elif isinstance(block, ToolUseBlock):
+                call = next(calls)
+                items.append(
+                    {
+                        "type": "function_call",
+                        "id": f"fc_{index}",
+                        "call_id": call["id"],
+                        "name": call["function"]["name"],
+                        "arguments": call["function"]["arguments"],
+                        "status": "completed",
+                    }
+                )
+        if turn.effective_stop_reason() == "refusal":
+            refusal = {"type": "refusal", "refusal": _refusal_text(turn)}
+            items.append(
+                {"type": "message", "id": "msg_refusal", "role": "assistant", "content": [refusal]}
+            )
+        return items
+
+    def _response(
+        self,
+        turn: Reply,
+        request: RecordedRequest,
+        frame: dict[str, Any],
+        output: list[dict[str, Any]],
+        status: str,
+    ) -> dict[str, Any]:
+        usage = self._usage(turn, request, output)
+        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+        incomplete = turn.effective_stop_reason() == "max_tokens"
+        return {
+            "id": frame["id"].replace("chatcmpl-", "resp_"),
+            "object": "response",
+            "created_at": frame["created"],
+            "model": frame["model"],
+            "status": "incomplete" if incomplete and status == "completed" else status,
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "output": output,
+            "usage": {
+                "input_tokens": prompt,
+                "input_tokens_details": usage["prompt_tokens_details"],
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    def _response_events(
+        self, turn: Reply, request: RecordedRequest
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        items = self._output_items(turn)
+        sequence = iter(range(1_000_000))
+
+        def event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+            return kind, {"type": kind, "sequence_number": next(sequence), **fields}
+
+        frame = self._frame(turn, request, "response")
+        started = self._response(turn, request, frame, [], "in_progress")
+        yield event("response.created", response=started)
+        for index, item in enumerate(items):
+            kind = item["type"]
+            opening = {**item, "status": "in_progress"}
+            if kind == "message":
+                opening["content"] = []
+            elif kind == "function_call":
+                opening["arguments"] = ""
+            elif kind == "reasoning":
+                opening["summary"] = []
+            yield event("response.output_item.added", output_index=index, item=opening)
+            where = {"item_id": item["id"], "output_index": index}
+            if kind == "message":
+                for part in item["content"]:
+                    if part["type"] != "output_text":
+                        continue
+                    for piece in chunk_text(part["text"]):
+                        yield event(
+                            "response.output_text.delta",
+                            **where,
+                            content_index=0,
+                            delta=piece,
+                            logprobs=[],
+                        )
+            elif kind == "function_call":
+                for piece in chunk_text(item["arguments"], by_words=False):
+                    yield event("response.function_call_arguments.delta", **where, delta=piece)
+            elif kind == "reasoning":
+                for piece in chunk_text(item["summary"][0]["text"]):
+                    yield event(
+                        "response.reasoning_summary_text.delta",
+                        **where,
+                        summary_index=0,
+                        delta=piece,
+                    )
+            yield event("response.output_item.done", output_index=index, item=item)
+        done = self._response(turn, request, frame, items, "completed")
+        kind = "response.incomplete" if done["status"] == "incomplete" else "response.completed"
+        yield event(kind, response=done)
 
 
 def _refusal_text(turn: Reply) -> str:

@@ -114,14 +114,18 @@ class ScriptedServer:
     answers HTTP 500 saying so.
     """
 
-    model_path = "/v1/messages"
-    """The route that plays the next turn."""
+    model_paths: tuple[str, ...] = ("/v1/messages",)
+    """The routes that play the next turn."""
     url_suffix = ""
     """What the SDK's ``base_url`` adds after ``http://127.0.0.1:<port>``."""
     tool_id_prefix = "toolu_"
     auth_headers: tuple[str, ...] = ("x-api-key", "authorization")
     auth_header_names = "x-api-key or Authorization"
     required_fields: tuple[str, ...] = ("model", "messages")
+
+    def fields_required(self, path: str) -> tuple[str, ...]:
+        """The body fields a model request to ``path`` must have."""
+        return self.required_fields
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
@@ -289,11 +293,11 @@ class ScriptedServer:
     def sse_frame(self, name: str, data: dict[str, Any]) -> bytes:
         return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
-    def stream_end(self) -> bytes:
+    def stream_end(self, request: RecordedRequest) -> bytes:
         """What follows the last event of a complete stream (e.g. OpenAI's ``[DONE]``)."""
         return b""
 
-    def error_event_frame(self, error_type: str, message: str) -> bytes:
+    def error_event_frame(self, request: RecordedRequest, error_type: str, message: str) -> bytes:
         """An error reported in the middle of a stream."""
         return self.sse_frame("error", self.error_body(error_type, message))
 
@@ -301,7 +305,7 @@ class ScriptedServer:
         return b"event: content_block_delta\ndata: {not json\n\n"
 
     def other_route(self, path: str, body: Any) -> dict[str, Any] | None:
-        """A JSON answer for a POST route besides :attr:`model_path` (None: not found)."""
+        """A JSON answer for a POST route besides :attr:`model_paths` (None: not found)."""
         return None
 
 
@@ -532,11 +536,11 @@ class _Handler(BaseHTTPRequestHandler):
             headers=redact_headers(self.headers.items()),
             json=body,
         )
-        problem = self._request_problem(body, counting=path != server.model_path)
+        problem = self._request_problem(body, path)
         if problem is not None:
             self._send_json(problem[0], problem[1])
             return
-        if path != server.model_path:
+        if path not in server.model_paths:
             answer = server.other_route(path, body)
             if answer is None:
                 not_found = f"Not found: POST {path}"
@@ -567,7 +571,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, server.render_message(turn, request))
 
-    def _request_problem(self, body: Any, *, counting: bool) -> tuple[int, dict[str, Any]] | None:
+    def _request_problem(self, body: Any, path: str) -> tuple[int, dict[str, Any]] | None:
         server = self.server_ref
         if server.require_auth and not any(self.headers.get(h) for h in server.auth_headers):
             needed = server.auth_header_names
@@ -576,7 +580,8 @@ class _Handler(BaseHTTPRequestHandler):
             return 400, server.error_body(
                 "invalid_request_error", "request body must be a JSON object"
             )
-        required = ("model", "messages") if counting else server.required_fields
+        counting = path not in server.model_paths
+        required = ("model", "messages") if counting else server.fields_required(path)
         for name in required:
             if name not in body:
                 return 400, server.error_body("invalid_request_error", f"{name}: Field required")
@@ -612,7 +617,7 @@ class _Handler(BaseHTTPRequestHandler):
             if then is not None:
                 then()
                 return
-            end = b"" if cut_short else server.stream_end()
+            end = b"" if cut_short else server.stream_end(request)
             if end:
                 self._write_chunk(end)
             self._write_chunk(b"")
@@ -668,7 +673,7 @@ class _Handler(BaseHTTPRequestHandler):
                 then=lambda: self._finish_with(server.malformed_frame()),
             )
         else:
-            error = server.error_event_frame(turn.api_error_type(), turn.api_message())
+            error = server.error_event_frame(request, turn.api_error_type(), turn.api_message())
             self._stream(
                 events,
                 request,
