@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._text import describe_exc
-from ._anthropic_errors import _body_wait, _scrub, parse_retry_after
+from ._http_errors import body_wait, parse_retry_after, scrub
 from .base import LlmError, LlmErrorKind, RetrySource
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -68,7 +68,7 @@ def retry_hint(headers: Mapping[str, str], body: Any) -> tuple[float | None, Ret
     seconds = reset_header_wait(lowered)
     if seconds is not None:
         return seconds, "reset-header"
-    seconds = _body_wait({"error": body} if isinstance(body, dict) else body)
+    seconds = body_wait({"error": body} if isinstance(body, dict) else body)
     if seconds is not None:
         return seconds, "provider-body"
     return None, None
@@ -120,7 +120,7 @@ def classify_error_body(
     kind = _status_kind(status, label)
     where = f"HTTP {status}" if status is not None else "error in the response stream"
     named = f" {label}" if label else ""
-    message = _scrub(
+    message = scrub(
         f"{provider_label}{named} ({where}): {detail or 'no error message in the response'}",
         secrets,
     )
@@ -152,14 +152,12 @@ def classify_exception(
         return LlmError("timeout", f"{provider_label} request timed out before the reply completed")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
-        reason = f": {_scrub(describe_exc(cause), secrets)}" if cause is not None else ""
+        reason = f": {scrub(describe_exc(cause), secrets)}" if cause is not None else ""
         return LlmError("network", f"The connection to {provider_label} failed{reason}")
     if isinstance(exc, openai.APIResponseValidationError):
         return LlmError(
             "provider",
-            _scrub(
-                f"{provider_label} returned data of an unexpected shape: {exc.message}", secrets
-            ),
+            scrub(f"{provider_label} returned data of an unexpected shape: {exc.message}", secrets),
             status=exc.status_code,
         )
     if isinstance(exc, openai.APIError):
@@ -170,7 +168,7 @@ def classify_exception(
     if isinstance(exc, httpx2.TransportError):
         return LlmError(
             "network",
-            _scrub(f"The connection to {provider_label} broke mid-reply: {exc}", secrets),
+            scrub(f"The connection to {provider_label} broke mid-reply: {exc}", secrets),
         )
     return None
 
@@ -181,7 +179,7 @@ def malformed_stream_error(
     """The SSE stream could not be decoded (bad JSON, chunks of the wrong shape)."""
     return LlmError(
         "network",
-        _scrub(f"The {provider_label} response stream was malformed: {describe_exc(exc)}", secrets),
+        scrub(f"The {provider_label} response stream was malformed: {describe_exc(exc)}", secrets),
     )
 
 

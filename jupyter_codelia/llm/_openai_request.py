@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._text import compact_json
-from ._anthropic_request import BlockCache
+from ._request_parts import BlockCache
 from .messages import ImagePart, part_placeholder
 
 ApiMessage = dict[str, Any]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._anthropic_request import BlockCache
 from ._openai_request import _text_only
+from ._request_parts import BlockCache
 from .messages import (
     AssistantMessage,
     ChatInvokeCompletion,

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import pricing
-from ._anthropic_request import BlockCache
 from ._openai_errors import classify_error_body, classify_exception, malformed_stream_error
 from ._openai_request import to_openai_messages, to_openai_tool_choice, to_openai_tools
 from ._openai_responses import (
@@ -31,6 +30,7 @@ from ._openai_responses import (
     to_responses_tool_choice,
     to_responses_tools,
 )
+from ._request_parts import BlockCache
 from ._sdk_calls import LoopBoundClient, run_cancellable
 from .base import LlmError, StreamCallbacks, TextDeltaCallback
 from .messages import (
@@ -253,7 +253,7 @@ class OpenAIChat:
         tools: list[FunctionToolDefinition] | None,
         tool_choice: str | None,
     ) -> dict[str, Any]:
-        from ._anthropic_request import system_text
+        from ._request_parts import system_text
 
         request: dict[str, Any] = {
             "model": self.model,
