@@ -10,8 +10,9 @@ failures become :class:`~.base.LlmError` and the agent decides. The SDK is impor
 use.
 
 What a model can do (call tools, read images) is known for OpenAI's own families (the table
-below) and can be declared for any other model (``tools=``/``vision=``), so a run that needs
-what the model lacks is refused up front with a clear message.
+below), asked of an Ollama server (``/api/show`` lists a model's capabilities) and can be
+declared for any other model (``tools=``/``vision=``), so a run that needs what the model
+lacks is refused up front with a clear message.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ class OpenAIChat:
             raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
         self.api: Literal["chat", "responses"] = api
         known = known_capabilities(model)
+        self._declared = ModelCapabilities(tools=tools, vision=vision)
         self.capabilities = ModelCapabilities(
             tools=known.tools if tools is None else tools,
             vision=known.vision if vision is None else vision,
@@ -201,6 +203,30 @@ class OpenAIChat:
 
     def cost_usd(self, usage: ChatInvokeUsage) -> float | None:
         return pricing.cost_usd(usage, self.provider)
+
+    def discover_capabilities(self, timeout_s: float = 3.0) -> ModelCapabilities:
+        """Ask an Ollama server what the model can do (``POST /api/show``); values the caller
+        declared win. Other servers, and an Ollama that does not answer, leave them unknown."""
+        if self.provider != "ollama" or self.base_url is None:
+            return self.capabilities
+        import httpx2
+
+        root = self.base_url.rstrip("/").removesuffix("/v1")
+        try:
+            response = httpx2.post(
+                f"{root}/api/show", json={"model": self.model}, timeout=timeout_s
+            )
+            listed = response.json().get("capabilities") if response.status_code == 200 else None
+        except (httpx2.HTTPError, ValueError, AttributeError):
+            listed = None
+        if not isinstance(listed, list):
+            return self.capabilities
+        declared = self._declared
+        self.capabilities = ModelCapabilities(
+            tools="tools" in listed if declared.tools is None else declared.tools,
+            vision="vision" in listed if declared.vision is None else declared.vision,
+        )
+        return self.capabilities
 
     def unsupported(self, *, needs_tools: bool, needs_vision: bool) -> str | None:
         """Why this model cannot run a turn that needs tools / image input; None if it can."""

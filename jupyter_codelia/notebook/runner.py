@@ -184,6 +184,9 @@ class NotebookAgent:
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
+        discover = getattr(llm, "discover_capabilities", None)
+        if discover is not None:
+            discover()
         unsupported = getattr(llm, "unsupported", None)
         problem = unsupported(needs_tools=True, needs_vision=False) if unsupported else None
         if problem is not None:

@@ -63,8 +63,23 @@ class ScriptedOpenAIServer(ScriptedServer):
             return turn.status
         return 503 if turn.fault in ("overloaded", "error_event") else turn.http_status()
 
+    model_capabilities: dict[str, list[str]] | None = None
+    """Set it to answer Ollama's ``POST /api/show`` with these capabilities per model."""
+
+    def other_route(self, path: str, body: Any) -> dict[str, Any] | None:
+        if path != "/api/show" or self.model_capabilities is None:
+            return None
+        model = body.get("model")
+        if model not in self.model_capabilities:
+            return None
+        return {"model_info": {}, "capabilities": self.model_capabilities[model]}
+
+    open_paths = ("/api/show",)
+
     def fields_required(self, path: str) -> tuple[str, ...]:
-        return ("model", "input") if path == RESPONSES_PATH else ("model", "messages")
+        if path == RESPONSES_PATH:
+            return ("model", "input")
+        return ("model",) if path in self.open_paths else ("model", "messages")
 
     def sse_frame(self, name: str, data: dict[str, Any]) -> bytes:
         # Chat Completions chunks are bare data lines; Responses events are named.

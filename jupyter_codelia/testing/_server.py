@@ -122,10 +122,12 @@ class ScriptedServer:
     auth_headers: tuple[str, ...] = ("x-api-key", "authorization")
     auth_header_names = "x-api-key or Authorization"
     required_fields: tuple[str, ...] = ("model", "messages")
+    open_paths: tuple[str, ...] = ()
+    """Routes that answer without credentials (as a local server's would)."""
 
     def fields_required(self, path: str) -> tuple[str, ...]:
-        """The body fields a model request to ``path`` must have."""
-        return self.required_fields
+        """The body fields a request to ``path`` must have."""
+        return self.required_fields if path in self.model_paths else ("model", "messages")
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
@@ -573,16 +575,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _request_problem(self, body: Any, path: str) -> tuple[int, dict[str, Any]] | None:
         server = self.server_ref
-        if server.require_auth and not any(self.headers.get(h) for h in server.auth_headers):
+        authless = path in server.open_paths
+        if (
+            server.require_auth
+            and not authless
+            and not any(self.headers.get(h) for h in server.auth_headers)
+        ):
             needed = server.auth_header_names
             return 401, server.error_body("authentication_error", f"{needed} header is required")
         if not isinstance(body, dict):
             return 400, server.error_body(
                 "invalid_request_error", "request body must be a JSON object"
             )
-        counting = path not in server.model_paths
-        required = ("model", "messages") if counting else server.fields_required(path)
-        for name in required:
+        for name in server.fields_required(path):
             if name not in body:
                 return 400, server.error_body("invalid_request_error", f"{name}: Field required")
         return None

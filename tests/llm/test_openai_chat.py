@@ -405,3 +405,23 @@ async def test_a_model_without_vision_gets_image_placeholders_not_a_failure() ->
     assert sent[0] == {"role": "user", "content": "Look: [image]"}
     assert sent[2]["content"] == "[image]"
     assert len(sent) == 3  # no image turn after the tool result
+
+
+def test_an_ollama_server_says_what_its_model_can_do() -> None:
+    with ScriptedOpenAIServer() as server:
+        server.model_capabilities = {"llama3": ["completion"], "qwen3-vl": ["tools", "vision"]}
+        plain = make_chat(server, model="llama3", provider="ollama")
+        assert plain.discover_capabilities().tools is False
+        message = plain.unsupported(needs_tools=True, needs_vision=False)
+        assert message is not None and "'llama3' (ollama) cannot call tools" in message
+        seeing = make_chat(server, model="qwen3-vl", provider="ollama")
+        assert seeing.discover_capabilities() == seeing.capabilities
+        assert (seeing.capabilities.tools, seeing.capabilities.vision) == (True, True)
+        # What the caller declared wins; a model the server does not know stays unknown.
+        declared = make_chat(server, model="llama3", provider="ollama", tools=True)
+        assert declared.discover_capabilities().tools is True
+        unknown = make_chat(server, model="mystery", provider="ollama")
+        assert unknown.discover_capabilities().tools is None
+        url = server.url
+    gone = OpenAIChat("llama3", provider="ollama", base_url=url, api_key="x")
+    assert gone.discover_capabilities().tools is None  # server down: no guess

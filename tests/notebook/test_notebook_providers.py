@@ -21,6 +21,7 @@ from jupyter_codelia.notebook.config import (
     resolve_settings,
 )
 from jupyter_codelia.notebook.runner import NotebookAgent, _llm_factory
+from jupyter_codelia.testing import ScriptedOpenAIServer
 
 OPENAI_KEY = "sk-proj-SECRET-abcdef0123456789"
 
@@ -126,3 +127,15 @@ def test_a_bad_mcp_map_in_the_config_file_names_the_file(home: Path) -> None:
     nb = NotebookAgent(None, resolve_settings)
     with pytest.raises(ValueError, match=r"config file .*config.json: MCP server 'x'"):
         nb.mcp_servers()
+
+
+def test_an_ollama_model_without_tools_is_refused_before_the_run(home: Path) -> None:
+    with ScriptedOpenAIServer() as server:
+        server.model_capabilities = {"llama3": ["completion"]}
+        traits = Codelia()
+        traits.base_url = server.url
+        settings = resolve_settings(traits).with_overrides(model="ollama:llama3")
+        nb = NotebookAgent(None, resolve_settings)
+        with pytest.raises(ConfigError, match=r"'llama3' \(ollama\) cannot call tools"):
+            nb.prepare(settings)
+        assert server.requests == []  # refused before any model call
