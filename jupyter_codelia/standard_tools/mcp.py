@@ -392,6 +392,7 @@ class McpTool:
         self.server_name = server.name
         self.remote_name: str = listed.name
         self.name = tool_name(server.name, listed.name)
+        self.display_name = f"{listed.name} (MCP: {server.name})"
         about = (listed.description or "").strip()
         self.description = f"{about}\n(MCP server '{server.name}')".strip()
         schema = dict(listed.input_schema or {})

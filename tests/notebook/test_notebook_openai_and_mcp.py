@@ -99,6 +99,8 @@ def test_mcp_tools_in_a_kernel_listed_called_and_stopped_with_the_extension(
         assert run.status == "ok", run.reply["content"]
         tools = [t["function"]["name"] for t in server.requests[0].json["tools"]]
         assert "t__echo" in tools and "t__plot" in tools
+        kernel.drain()
+        assert "<b>echo (MCP: t)</b>" in kernel.html_text()  # the card names the server
         result = next(m for m in server.requests[1].json["messages"] if m["role"] == "tool")
         assert result["content"] == "pingping"
         listing = kernel.execute("%codelia mcp").stream_text()

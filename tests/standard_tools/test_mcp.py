@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_codelia.agent import Agent
+from jupyter_codelia.agent import events as ev
 from jupyter_codelia.agent.permissions import PermissionPolicy, PermissionRule
 from jupyter_codelia.llm.anthropic import AnthropicChat
 from jupyter_codelia.llm.messages import FunctionCall, ImagePart, TextPart, ToolCall
@@ -220,9 +221,12 @@ async def test_a_crashing_mcp_tool_gives_an_error_result_and_the_run_goes_on(
         chat = AnthropicChat(base_url=model.url, api_key="sk-ant-test")
         policy = PermissionPolicy("minimal", allow=[PermissionRule(tool="t__*")])
         agent = Agent(chat, tools, permissions=policy, output_cache=None)
-        final = await agent.run("crash it")
+        events = [e async for e in agent.run_stream("crash it")]
+        final = events[-1].content
+        called = [e for e in events if isinstance(e, ev.ToolCallEvent)]
         result = model.requests[1].messages[-1]["content"][0]
     assert final == "The server crashed; moving on."
+    assert called[0].display_name == "crash (MCP: t)"
     assert result["is_error"] is True
     assert "crashed during 'crash'" in str(result["content"])
 
