@@ -59,6 +59,60 @@ class RecordedRequest:
         return list(self.json.get("messages") or []) if isinstance(self.json, dict) else []
 
     @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """The messages without system turns (Chat Completions sends those inline)."""
+        return [m for m in self.messages if m.get("role") != "system"]
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """Every tool call in the history, as ``{"id", "name", "arguments"}``, whichever API
+        (Anthropic ``tool_use`` blocks or Chat Completions ``tool_calls``) sent it."""
+        calls: list[dict[str, Any]] = []
+        for message in self.messages:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls.append(
+                    {
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments"),
+                    }
+                )
+            calls.extend(
+                {
+                    "id": b.get("id"),
+                    "name": b.get("name"),
+                    "arguments": compact_json(b.get("input")),
+                }
+                for b in _blocks(message)
+                if b.get("type") == "tool_use"
+            )
+        return calls
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every tool result in the history, as ``{"id", "text", "is_error"}``; ``text`` joins
+        text blocks, ``is_error`` is None where the API has no such flag (Chat Completions)."""
+        results: list[dict[str, Any]] = []
+        for message in self.messages:
+            if message.get("role") == "tool":
+                results.append(
+                    {
+                        "id": message.get("tool_call_id"),
+                        "text": _joined_text(message.get("content")),
+                        "is_error": None,
+                    }
+                )
+            results.extend(
+                {
+                    "id": b.get("tool_use_id"),
+                    "text": _joined_text(b.get("content")),
+                    "is_error": bool(b.get("is_error", False)),
+                }
+                for b in _blocks(message)
+                if b.get("type") == "tool_result"
+            )
+        return results
+
+    @property
     def system(self) -> Any:
         return self.json.get("system") if isinstance(self.json, dict) else None
 
@@ -83,6 +137,19 @@ class RecordedRequest:
             "headers": self.headers,
             "json": self.json,
         }
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _joined_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
 
 
 ScriptFunction = Callable[[RecordedRequest], Reply | Fault | dict[str, Any]]

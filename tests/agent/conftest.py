@@ -83,29 +83,6 @@ def chat_source(provider: str, url: str, key: str) -> str:
     )
 
 
-def conversation(request: Any) -> list[dict[str, Any]]:
-    """The recorded request's messages without system turns (OpenAI sends them inline)."""
-    return [m for m in request.messages if m.get("role") != "system"]
-
-
-def sent_tool_results(request: Any) -> list[dict[str, Any]]:
-    """Tool results a recorded request carried, as ``{"content", "is_error"}`` per provider.
-
-    OpenAI's tool messages have no error flag: ``is_error`` is None there.
-    """
-    results: list[dict[str, Any]] = []
-    for message in request.messages:
-        if message.get("role") == "tool":
-            results.append({"content": message["content"], "is_error": None})
-        elif isinstance(message.get("content"), list):
-            results.extend(
-                {"content": block["content"], "is_error": block.get("is_error", False)}
-                for block in message["content"]
-                if block.get("type") == "tool_result"
-            )
-    return results
-
-
 def new_agent(chat: Any, tools: Any = (), **kwargs: Any) -> Agent:
     kwargs.setdefault("output_cache", None)
     return Agent(chat, tools, **kwargs)

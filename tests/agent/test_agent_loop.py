@@ -19,7 +19,7 @@ from jupyter_codelia.llm.messages import AssistantMessage, ImagePart, ToolMessag
 from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use
 from jupyter_codelia.tools import CancelSignal, RunCancelled, ToolContext, define_tool, done_tool
 
-from .conftest import OVERLOADED_STATUS, sent_tool_results
+from .conftest import OVERLOADED_STATUS
 
 
 class AddInput(BaseModel):
@@ -109,7 +109,7 @@ async def test_multi_step_tool_run_streams_and_ends_with_final(
     usage = [e for e in events if isinstance(e, ev.UsageEvent)]
     assert len(usage) == 3 and usage[-1].total_output_tokens > 0
     # The second request carries the first tool result back to the model.
-    assert sent_tool_results(server.requests[1])[0]["content"] == "5"
+    assert server.requests[1].tool_results()[0]["text"] == "5"
     assert "You add numbers." in json.dumps(server.requests[0].json)
 
 
@@ -166,9 +166,9 @@ async def test_invalid_arguments_are_repaired_on_the_next_turn(
     assert first.is_error
     assert 'Unrecognized key: "c" (accepted keys: a, b)' in first.result
     assert 'missing required field "b"' in first.result
-    sent = sent_tool_results(server.requests[1])[-1]
+    sent = server.requests[1].tool_results()[-1]
     assert sent["is_error"] is (True if provider == "anthropic" else None)
-    assert "Tool input validation failed for add" in str(sent["content"])
+    assert "Tool input validation failed for add" in sent["text"]
     assert events[-1].content == "3"
 
 

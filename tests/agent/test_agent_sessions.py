@@ -23,7 +23,7 @@ from jupyter_codelia.standard_tools.todos import TodoStore, todo_tools
 from jupyter_codelia.testing import ScriptedServer, reply, text, tool_use
 from jupyter_codelia.tools import ToolContext, define_tool
 
-from .conftest import chat_source, conversation, make_chat
+from .conftest import chat_source, make_chat
 
 FAKE_KEY = "sk-ant-test-0123456789abcdef-SECRET"
 
@@ -129,7 +129,7 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
 
     agent = _todo_agent(make_chat(provider, server), SessionStore(home), session_id)
     assert await agent.run("what number?") == "You said 42."
-    sent = conversation(server.requests[-1])
+    sent = server.requests[-1].conversation
     assert sent[0] == {"role": "user", "content": "remember the number 42"}
     assert "I will remember 42." in json.dumps(sent)
     assert sent[-1]["role"] == "user"

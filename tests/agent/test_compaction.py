@@ -15,8 +15,6 @@ from jupyter_codelia.llm.messages import AssistantMessage, UserMessage, text_pro
 from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use, usage
 from jupyter_codelia.tools import define_tool
 
-from .conftest import conversation
-
 
 class AddInput(BaseModel):
     a: int
@@ -61,7 +59,7 @@ async def test_compaction_before_final_rebuilds_the_history(
     assert text_projection(prompt.content) == "what is 2+3?"
     # The next turn sends the compacted history.
     assert await agent.run("and again?") == "Still 5."
-    sent = conversation(server.requests[2])
+    sent = server.requests[2].conversation
     assert RETAIN_MARKER in str(sent[0]["content"])
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
 
