@@ -32,6 +32,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .._redact import register_secret
 from .._text import compact_json
 from ..llm.messages import (
     DocumentPart,
@@ -448,8 +449,16 @@ class McpServers:
         return self._servers[name]
 
     def add(self, name: str, config: McpServerConfig) -> None:
-        """Add or replace a server (a replaced one is stopped)."""
+        """Add or replace a server (a replaced one is stopped).
+
+        Its ``env`` values and ``headers`` (tokens, as a rule) become known secrets, redacted
+        from tool outputs, events, logs and sessions like the kernel's own secret variables.
+        """
         check_server_name(name, "MCP server")
+        for value in (*config.env.values(), *config.headers.values()):
+            register_secret(value)
+            # "Bearer <token>": the token alone may appear in error texts too.
+            register_secret(value.split(" ", 1)[-1])
         old = self._servers.get(name)
         self._servers[name] = McpServer(name, config)
         if old is not None and self._loop is not None:

@@ -279,3 +279,19 @@ def test_config_maps_are_validated_with_clear_messages() -> None:
 def test_tool_names_are_safe_for_every_provider() -> None:
     assert tool_name("gh", "issues.create") == "gh__issues_create"
     assert len(tool_name("server", "x" * 100)) == 64
+
+
+def test_secrets_in_server_env_and_headers_are_redacted() -> None:
+    from jupyter_codelia._redact import redact_secrets
+
+    token = "ghp_mcpSecretToken0123456789"
+    McpServers(
+        {
+            "gh": McpServerConfig(command="gh-mcp", env={"GH_TOKEN": token}),
+            "web": McpServerConfig(
+                url="http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer hdrSecret98765"}
+            ),
+        }
+    )
+    assert redact_secrets(f"token {token} leaked") == "token [REDACTED] leaked"
+    assert "hdrSecret98765" not in redact_secrets("auth: hdrSecret98765")
