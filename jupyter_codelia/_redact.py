@@ -234,7 +234,8 @@ def redact_secrets(value: T) -> T:
     rebuilt with ``model_copy``); other values are returned as they are. The input is never
     mutated: when nothing needs masking the very same object is returned, otherwise a copy.
     """
-    return _walk(value, _current_redactor())
+    redacted: T = _walk(value, _current_redactor())
+    return redacted
 
 
 def _walk(value: Any, redactor: _Redactor) -> Any:

@@ -7,7 +7,7 @@
 from typing import Any
 
 from ..llm.base import ChatModel
-from ._agent import Agent, AgentRunError, SessionStateHook, UsageTotals
+from ._agent import Agent, AgentRunError, RunAlreadyActiveError, SessionStateHook, UsageTotals
 from ._compaction import CompactionConfig
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, ConfirmResponse
@@ -23,6 +23,7 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRule",
     "RetryConfig",
+    "RunAlreadyActiveError",
     "SessionStateHook",
     "UsageTotals",
     "repair_history",

@@ -26,11 +26,13 @@ from pydantic import BaseModel
 from .. import __version__
 from .._redact import redact_secrets
 from .._text import clip_utf8, js_round
+from ..errors import CodeliaError
 from ..llm.base import ChatModel, LlmError
 from ..llm.messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ContentPart,
+    Message,
     ReasoningMessage,
     SystemMessage,
     TextPart,
@@ -79,13 +81,20 @@ class SessionStateHook(Protocol):
     def restore_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
 
 
-class AgentRunError(RuntimeError):
+class AgentRunError(CodeliaError, RuntimeError):
     """A turn failed for a reason the caller should show (provider failure after retries, ...)."""
 
     def __init__(self, message: str, *, kind: str = "error", status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+
+
+class RunAlreadyActiveError(AgentRunError):
+    """``run_stream`` was called while this agent is still running a turn."""
+
+    def __init__(self) -> None:
+        super().__init__("a run is already in progress for this agent", kind="busy")
 
 
 @dataclass
@@ -166,7 +175,7 @@ class Agent:
             CompactionConfig() if compaction is _DEFAULT else compaction
         )
         self.client_name = client_name
-        self.history: list[Any] = []
+        self.history: list[Message] = []
         self.usage = UsageTotals()
         self.meta: dict[str, Any] = {}
         self.invoke_seq = 0
@@ -203,10 +212,10 @@ class Agent:
         tools: Sequence[Tool] = (),
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[ev.AgentEvent]:
         """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
         if self._running:
-            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+            raise RunAlreadyActiveError
         self._running = True
         try:
             self._ensure_session()
@@ -318,10 +327,12 @@ class Agent:
     # ----------------------------------------------------------------------------- the turn
 
     def _emit(self, run: _Run, event: BaseModel) -> None:
+        seq = run.seq
+        run.seq += 1
+        event = event.model_copy(update={"seq": seq})
         run.queue.put_nowait(event)
         if event.type not in _LOGGED_EVENTS_SKIP:  # type: ignore[attr-defined]
-            self._record(run, "agent.event", seq=run.seq, event=ev.event_to_json(event))
-            run.seq += 1
+            self._record(run, "agent.event", seq=seq, event=ev.event_to_json(event))
 
     async def _run_turn(
         self,

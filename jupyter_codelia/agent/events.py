@@ -7,18 +7,12 @@ the same JSON over the ``codelia`` comm.
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+from ..tools.events import Event as _Event
+from ..tools.events import TodoItemView, TodosUpdatedEvent, now_ms
 
 
 class TextEvent(_Event):
@@ -170,22 +164,6 @@ class UsageEvent(_Event):
     context_left_percent: int | None = None
 
 
-class TodoItemView(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-    id: str
-    content: str
-    status: Literal["pending", "in_progress", "completed"]
-    priority: int = 3
-    notes: str | None = None
-    active_form: str | None = Field(default=None, alias="activeForm")
-
-
-class TodosUpdatedEvent(_Event):
-    type: Literal["todos.updated"] = "todos.updated"
-    session_id: str | None = None
-    todos: list[TodoItemView]
-
-
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
@@ -223,3 +201,33 @@ def event_to_json(event: BaseModel) -> dict[str, Any]:
 
 def event_from_json(data: dict[str, Any]) -> AgentEvent:
     return event_adapter.validate_python(data)
+
+
+__all__ = [
+    "AgentEvent",
+    "CompactionCompleteEvent",
+    "CompactionStartEvent",
+    "FailureKind",
+    "FinalEvent",
+    "HiddenUserMessageEvent",
+    "LlmRetryEvent",
+    "PermissionPreviewEvent",
+    "PermissionReadyEvent",
+    "PermissionRequestEvent",
+    "PermissionResolvedEvent",
+    "ReasoningDeltaEvent",
+    "ReasoningEvent",
+    "StepCompleteEvent",
+    "StepStartEvent",
+    "TextDeltaEvent",
+    "TextEvent",
+    "TodoItemView",
+    "TodosUpdatedEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "UsageEvent",
+    "event_adapter",
+    "event_from_json",
+    "event_to_json",
+    "now_ms",
+]

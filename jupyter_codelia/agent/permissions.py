@@ -31,7 +31,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from .._approval import APPROVAL_MODES, ApprovalMode
 from .._text import split_lines, utf8_len
+from ..errors import CodeliaError
 from ._shell_words import (
     ShellSplit,
     analyse_shell,
@@ -48,8 +50,6 @@ from ._shell_words import (
 
 logger = logging.getLogger("jupyter_codelia.agent.permissions")
 
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("minimal", "trusted", "full-access")
 
 SHELL_TOOLS = frozenset({"shell", "bash"})  # "bash" is the legacy name; its rules still apply
 SKILL_TOOL = "skill_load"
@@ -115,7 +115,7 @@ _THIRD_WORD_AFTER: dict[str, frozenset[str] | None] = {
 }
 
 
-class PermissionConfigError(ValueError):
+class PermissionConfigError(CodeliaError, ValueError):
     """The permission config file cannot be used; the message names the file and the problem."""
 
 

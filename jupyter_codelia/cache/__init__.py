@@ -22,7 +22,8 @@ from ._errors import (
 )
 from ._limits import CacheLimits
 from ._service import ToolOutputCache, ToolOutputCacheConfig, derive_budget, estimate_tokens
-from ._store import StreamingOutputWriter, ToolOutputCacheStore
+from ._store import ToolOutputCacheStore
+from ._writer import StreamingOutputWriter
 from .protocol import OutputWriter, ToolOutputStore, normalize_ref_id
 
 __all__ = [

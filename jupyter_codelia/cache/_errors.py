@@ -6,8 +6,10 @@ tools show these texts to the model verbatim (``Error reading tool output cache:
 
 from __future__ import annotations
 
+from ..errors import CodeliaError
 
-class ToolOutputCacheError(Exception):
+
+class ToolOutputCacheError(CodeliaError):
     """Base class of every error raised by the tool-output cache store."""
 
 

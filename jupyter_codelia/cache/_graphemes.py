@@ -45,7 +45,8 @@ def clusters(text: str) -> list[str]:
     """The grapheme clusters of ``text`` (text from one line, without line breaks)."""
     if _one_per_code_point(text):
         return list(text)
-    return _CLUSTER.findall(text)
+    found: list[str] = _CLUSTER.findall(text)
+    return found
 
 
 def count_with_last(text: str) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import CodeliaError
 from ._graphemes import count_with_last, pread, utf8_decoder
 
 STRIDE = 64 * 1024
@@ -25,16 +26,16 @@ _MAGIC = b"JCIDX001"
 _HEADER = struct.Struct("<8sQQQQ")  # magic, checkpoints, total bytes, line count, stride
 
 
-class IndexFormatError(ValueError):
+class IndexFormatError(CodeliaError, ValueError):
     """The index file does not match the format or the entry it belongs to."""
 
 
 @dataclass
 class LineIndexBuilder:
     stride: int = STRIDE
-    offsets: array = field(default_factory=lambda: array("Q", [0]))
-    lines: array = field(default_factory=lambda: array("Q", [0]))
-    cols: array = field(default_factory=lambda: array("Q", [0]))
+    offsets: array[int] = field(default_factory=lambda: array("Q", [0]))
+    lines: array[int] = field(default_factory=lambda: array("Q", [0]))
+    cols: array[int] = field(default_factory=lambda: array("Q", [0]))
     _pos: int = 0  # bytes fed so far
     _newlines: int = 0  # newlines before _counted
     _counted: int = 0
@@ -141,9 +142,9 @@ class LineIndexBuilder:
 
 @dataclass(frozen=True)
 class LineIndex:
-    offsets: array
-    lines: array
-    cols: array
+    offsets: array[int]
+    lines: array[int]
+    cols: array[int]
     total_bytes: int
     line_count: int
     stride: int

@@ -7,7 +7,7 @@ request a test server records can be compared with what these functions built.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._text import compact_json
@@ -154,7 +154,7 @@ def _tool_result_blocks(message: ToolMessage) -> list[Block]:
     return [_tool_result_block(message)]
 
 
-def _uncached(message: Any, convert: Any) -> list[Block]:
+def _uncached(message: Any, convert: Callable[[Any], list[Block]]) -> list[Block]:
     return convert(message)
 
 

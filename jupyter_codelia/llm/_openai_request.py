@@ -9,7 +9,7 @@ calls) are one assistant turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._text import compact_json
@@ -102,7 +102,7 @@ def _convert_one_without_images(message: Any) -> list[ApiMessage]:
     return [_convert(message, images=False)]
 
 
-def _uncached(message: Any, convert: Any) -> list[ApiMessage]:
+def _uncached(message: Any, convert: Callable[[Any], list[ApiMessage]]) -> list[ApiMessage]:
     return convert(message)
 
 

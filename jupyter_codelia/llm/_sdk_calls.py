@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from ..tools import CancelSignal
+    from .._cancellation import CancelSignal
 
 ClientT = TypeVar("ClientT")
 ResultT = TypeVar("ResultT")
@@ -64,7 +64,7 @@ async def run_cancellable(
     """Await ``call`` in its own task so ``signal`` cancels exactly it (closing its HTTP
     response); raises ``RunCancelled`` when the signal fired. Cancelling the caller's task
     cancels the inner task the same way."""
-    from ..tools import RunCancelled
+    from .._cancellation import RunCancelled
 
     loop = asyncio.get_running_loop()
     task = loop.create_task(call)

@@ -31,7 +31,7 @@ from .messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinit
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-    from ..tools import CancelSignal
+    from .._cancellation import CancelSignal
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 MIN_THINKING_BUDGET = 1024

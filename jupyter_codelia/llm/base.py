@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
+from ..errors import CodeliaError
 from .messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinition, Message
 
 if TYPE_CHECKING:
-    from ..tools import CancelSignal
+    from .._cancellation import CancelSignal
 
 LlmErrorKind = Literal[
     "rate_limit", "overloaded", "timeout", "network", "provider", "bad_request", "auth"
@@ -28,7 +29,7 @@ RETRYABLE_KINDS: frozenset[str] = frozenset(
 TextDeltaCallback = Callable[[str], None]
 
 
-class LlmError(Exception):
+class LlmError(CodeliaError):
     """A classified provider failure.
 
     ``message`` is safe to show and log: providers build it from status, error type and the

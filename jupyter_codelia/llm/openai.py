@@ -48,7 +48,7 @@ from .messages import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from ..tools import CancelSignal
+    from .._cancellation import CancelSignal
 
 DEFAULT_MODEL = "gpt-5.1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..agent import events as ev
+from ..wire import event_message, status_message
 
 if TYPE_CHECKING:
+    from ..wire import RunStatus as LiveStatus
     from .panel import RunPanel
     from .results import RunStatus
 
@@ -52,8 +54,8 @@ class EventSink:
         self.run = run
         self.panel = panel
         self.interval = interval
-        self.seq = 0
         self._delta: list[str] = []
+        self._delta_seq: int | None = None
         self._last_sent = float("-inf")
 
     def event(self, event: Any) -> None:
@@ -63,6 +65,7 @@ class EventSink:
             self.panel.handle(event)
         if isinstance(event, ev.TextDeltaEvent):
             self._delta.append(event.delta)
+            self._delta_seq = event.seq
             self.tick()
             return
         self._send_delta()
@@ -78,7 +81,8 @@ class EventSink:
     def _send_delta(self) -> None:
         if not self._delta:
             return
-        merged = ev.TextDeltaEvent(delta="".join(self._delta))
+        # The merged delta carries the number of the last delta in it, so numbers stay the agent's.
+        merged = ev.TextDeltaEvent(delta="".join(self._delta), seq=self._delta_seq)
         self._delta = []
         self._last_sent = time.monotonic()
         self._broadcast_event(merged)
@@ -86,51 +90,16 @@ class EventSink:
     def _broadcast_event(self, event: Any) -> None:
         if not self.owner.listeners:
             return
-        payload = ev.event_to_json(event)
-        self.owner.broadcast(
-            {"type": "agent.event", "run_id": self.run.run_id, "seq": self.seq, "event": payload}
-        )
-        self.seq += 1
+        # Each update is sent once, as the agent event itself; a panel learns of approval
+        # requests and todo lists from their events. Only the run's status is derived here.
+        self.owner.broadcast(event_message(self.run.run_id, event.seq, ev.event_to_json(event)))
         if isinstance(event, ev.PermissionRequestEvent):
-            self.owner.broadcast(
-                {
-                    "type": "permission.request",
-                    "run_id": self.run.run_id,
-                    "permission_request_id": event.request_id,
-                    "tool": event.tool,
-                    "tool_call_id": event.tool_call_id,
-                    "title": event.title,
-                    "message": event.message,
-                    "args": event.args,
-                    "remember_rules": event.remember_rules,
-                }
-            )
             self.status("awaiting_ui", "waiting for confirmation")
         elif isinstance(event, ev.PermissionResolvedEvent):
-            resolved: Envelope = {
-                "type": "permission.resolved",
-                "run_id": self.run.run_id,
-                "permission_request_id": event.request_id,
-                "decision": event.decision,
-            }
-            if event.reason:
-                resolved["reason"] = event.reason
-            self.owner.broadcast(resolved)
             self.status("running")
-        elif isinstance(event, ev.TodosUpdatedEvent):
-            self.owner.broadcast(
-                {
-                    "type": "todos.updated",
-                    "session_id": event.session_id or self.run.session_id,
-                    "todos": payload["todos"],
-                }
-            )
 
-    def status(self, status: str, message: str | None = None) -> None:
-        envelope: Envelope = {"type": "run.status", "run_id": self.run.run_id, "status": status}
-        if message:
-            envelope["message"] = message
-        self.owner.broadcast(envelope)
+    def status(self, status: LiveStatus, message: str | None = None) -> None:
+        self.owner.broadcast(status_message(self.run.run_id, status, message))
 
     def finish(self, status: RunStatus, message: str | None) -> None:
         self._send_delta()

@@ -11,17 +11,20 @@ is busy: ``__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CodeliaError
+
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
 TARGET = "codelia"
-PROTOCOL_VERSION = 1
 log = logging.getLogger("jupyter_codelia.notebook.bridge")
 
 _DECISIONS = ("allow", "allow_remember", "deny")
@@ -31,7 +34,7 @@ _CONTROL_SAFE = frozenset(
 )
 
 
-class RequestError(ValueError):
+class RequestError(CodeliaError, ValueError):
     """A request that cannot be served; its message is the ``error`` of the response."""
 
 
@@ -89,9 +92,13 @@ class Bridge:
     # ------------------------------------------------------------------ requests
 
     def hello(self) -> dict[str, Any]:
-        return {"type": "hello", **self.state()}
+        from ..wire import Hello
+
+        return Hello(**self.state()).dump()
 
     def state(self) -> dict[str, Any]:
+        from ..wire import ActiveRun as WireActiveRun
+        from ..wire import KernelState
         from .config import ConfigError, api_key_configured
 
         try:
@@ -101,24 +108,26 @@ class Bridge:
             model, mode = f"(configuration error: {exc})", "minimal"
         active = self.nb.active
         agent = self.nb.agent
-        return {
-            "protocol": PROTOCOL_VERSION,
-            "session_id": agent.session_id if agent is not None else None,
-            "model": model,
-            "approval_mode": mode,
-            "active_run": None
+        state = KernelState(
+            session_id=agent.session_id if agent is not None else None,
+            model=model,
+            approval_mode=mode,
+            active_run=None
             if active is None
-            else {
-                "run_id": active.run_id,
-                "session_id": active.session_id,
-                "prompt": active.prompt,
-                "source": active.source,
-            },
-            "api_key_configured": api_key_configured(),
-        }
+            else WireActiveRun(
+                run_id=active.run_id,
+                session_id=active.session_id,
+                prompt=active.prompt,
+                source=active.source,
+            ),
+            api_key_configured=api_key_configured(),
+        )
+        return state.dump()
 
     def handle(self, data: Any, *, from_control: bool = False) -> dict[str, Any]:
         """One request → one response envelope (never raises)."""
+        from ..wire import response
+
         request_id = data.get("request_id") if isinstance(data, dict) else None
         if not isinstance(request_id, str):
             request_id = None
@@ -138,16 +147,11 @@ class Bridge:
                 )
             result = handler(self, data)
         except RequestError as exc:
-            return {"type": "response", "request_id": request_id, "ok": False, "error": str(exc)}
+            return response(request_id, error=str(exc))
         except Exception as exc:
             log.exception("codelia request failed")
-            return {
-                "type": "response",
-                "request_id": request_id,
-                "ok": False,
-                "error": f"{type(exc).__name__}: {exc}",
-            }
-        return {"type": "response", "request_id": request_id, "ok": True, "result": result}
+            return response(request_id, error=f"{type(exc).__name__}: {exc}")
+        return response(request_id, result=result)
 
     def _run_start(self, data: dict[str, Any]) -> dict[str, Any]:
         from .config import ConfigError, api_key_configured, api_key_help
@@ -198,15 +202,23 @@ class Bridge:
 
     def _session_transcript(self, data: dict[str, Any]) -> dict[str, Any]:
         from ..session import SessionNotFound
+        from ..wire import transcript_messages
 
         session_id = _field(data, "session_id", str)
+        agent = self.nb.agent
+        if agent is not None and agent.session_id == session_id:
+            # Run-log writes are queued on a writer thread: wait for them, so a panel that joins
+            # mid-run replays every event numbered before its live stream began. A slow disk
+            # gives a shorter transcript, never an error.
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                agent.flush_sync(timeout=5.0)
         try:
             records = self.nb.session_store().transcript(session_id)
         except SessionNotFound:
             raise RequestError(f"session not found: {session_id}") from None
         except ValueError as exc:
             raise RequestError(str(exc)) from None
-        return {"session_id": session_id, "events": transcript_envelopes(records, session_id)}
+        return {"session_id": session_id, "events": transcript_messages(records, session_id)}
 
     def _cache_call(self, method: Callable[[], Any]) -> Any:
         try:
@@ -282,48 +294,13 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-def transcript_envelopes(records: list[dict[str, Any]], session_id: str) -> list[dict[str, Any]]:
-    """Run-log records as the notifications a live client would have received."""
-    envelopes: list[dict[str, Any]] = []
-    for record in records:
-        kind = record.get("type")
-        run_id = record.get("run_id")
-        if kind == "run.start":
-            user_input = record.get("input") or {}
-            prompt = user_input.get("text") if isinstance(user_input, dict) else None
-            envelopes.append(
-                {
-                    "type": "run.started",
-                    "run_id": run_id,
-                    "session_id": record.get("session_id") or session_id,
-                    "prompt": prompt or "",
-                    "source": "magic",
-                }
-            )
-        elif kind == "agent.event":
-            envelopes.append(
-                {
-                    "type": "agent.event",
-                    "run_id": run_id,
-                    "seq": record.get("seq"),
-                    "event": record.get("event"),
-                }
-            )
-        elif kind == "run.status":
-            envelope = {"type": "run.status", "run_id": run_id, "status": record.get("status")}
-            if record.get("message"):
-                envelope["message"] = record["message"]
-            envelopes.append(envelope)
-    return envelopes
-
-
 # ---------------------------------------------------------------------- kernel wiring
 
 _BRIDGE_KEY = "_codelia_bridge"
 
 
 def bridge_for(shell: Any) -> Bridge:
-    existing = getattr(shell, _BRIDGE_KEY, None)
+    existing: Bridge | None = getattr(shell, _BRIDGE_KEY, None)
     if existing is not None:
         return existing
     from .magics import notebook_agent
@@ -361,20 +338,19 @@ def control(request_json: str) -> str:
     """
     from IPython import get_ipython
 
+    from ..wire import response
+
     try:
         data = json.loads(request_json)
     except (TypeError, ValueError) as exc:
-        return json.dumps(
-            {"type": "response", "request_id": None, "ok": False, "error": f"invalid JSON: {exc}"}
-        )
+        return json.dumps(response(None, error=f"invalid JSON: {exc}"))
     shell = get_ipython()
     if shell is None:
+        request_id = data.get("request_id") if isinstance(data, dict) else None
         return json.dumps(
-            {
-                "type": "response",
-                "request_id": data.get("request_id") if isinstance(data, dict) else None,
-                "ok": False,
-                "error": "no IPython kernel is running here; run %load_ext jupyter_codelia",
-            }
+            response(
+                request_id if isinstance(request_id, str) else None,
+                error="no IPython kernel is running here; run %load_ext jupyter_codelia",
+            )
         )
     return json.dumps(bridge_for(shell).handle(data, from_control=True))

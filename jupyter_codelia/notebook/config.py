@@ -22,9 +22,11 @@ from typing import Any
 from traitlets import Bool, Enum, Float, Integer, Unicode
 from traitlets.config import Configurable
 
+from .._approval import APPROVAL_MODES
+from ..errors import CodeliaError
+
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
-APPROVAL_MODES = ("minimal", "trusted", "full-access")
 # The providers ``Codelia.provider`` accepts (llm/openai.py KNOWN_ENDPOINTS holds their default
 # endpoints; listed here so this module stays import-free).
 PROVIDERS = ("anthropic", "openai", "ollama", "vllm", "lmstudio", "llamacpp", "openrouter")
@@ -42,7 +44,7 @@ API_KEY_HELP = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(CodeliaError, ValueError):
     """A configuration value or file cannot be used; the message says where and how to fix it."""
 
 

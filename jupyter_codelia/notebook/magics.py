@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .config import APPROVAL_MODES, Codelia, ConfigError, api_key_configured, api_key_help
+from .._approval import APPROVAL_MODES
+from .config import Codelia, ConfigError, api_key_configured, api_key_help
 
 if TYPE_CHECKING:
     from .runner import NotebookAgent
@@ -265,7 +266,7 @@ _STATE_KEY = "_codelia_notebook_agent"
 
 def notebook_agent(shell: Any) -> NotebookAgent:
     """The kernel's NotebookAgent (made on first use, shared by the magics and the bridge)."""
-    existing = getattr(shell, _STATE_KEY, None)
+    existing: NotebookAgent | None = getattr(shell, _STATE_KEY, None)
     if existing is not None:
         return existing
     from .config import resolve_settings

@@ -6,6 +6,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import CodeliaError
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -38,7 +40,7 @@ class RunResult:
         return self.final_text
 
 
-class RunNotFinishedError(RuntimeError):
+class RunNotFinishedError(CodeliaError, RuntimeError):
     """``RunHandle.result()`` was called while the background run is still going."""
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
+from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import Settings
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
@@ -311,16 +312,11 @@ class NotebookAgent:
             mode=mode,
         )
         self.active = run
-        self.broadcast(
-            {
-                "type": "run.started",
-                "run_id": run.run_id,
-                "session_id": run.session_id,
-                "prompt": prompt,
-                "source": source,
-            }
+        started = RunStarted(
+            run_id=run.run_id, session_id=run.session_id, prompt=prompt, source=source
         )
-        self.broadcast({"type": "run.status", "run_id": run.run_id, "status": "running"})
+        self.broadcast(started.dump())
+        self.broadcast(status_message(run.run_id, "running"))
         return run
 
     async def _drive(

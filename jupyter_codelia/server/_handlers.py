@@ -17,6 +17,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from .._redact import redact_secrets
+from ..wire import transcript_messages
 
 if TYPE_CHECKING:
     from ..session import SessionStore
@@ -77,7 +78,6 @@ class TranscriptHandler(_CodeliaHandler):
 
     @tornado.web.authenticated
     async def get(self, session_id: str) -> None:
-        from ..notebook.bridge import transcript_envelopes
         from ..session import InvalidSessionIdError, SessionLoadError, SessionNotFound
 
         try:
@@ -93,7 +93,7 @@ class TranscriptHandler(_CodeliaHandler):
             ) from None
         except SessionLoadError as exc:
             raise tornado.web.HTTPError(500, str(exc)) from None
-        events = transcript_envelopes(records, session_id)
+        events = transcript_messages(records, session_id)
         self.reply({"session_id": session_id, "events": events})
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..errors import CodeliaError
+
 SCHEMA_VERSION = 1
 
 # Ids become file names: no separators, no leading dot, bounded length.
@@ -21,7 +23,7 @@ _ID_PATTERN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,127}")
 _SUMMARY_TEXT_LIMIT = 500
 
 
-class SessionNotFound(KeyError):  # noqa: N818 (the name is public API)
+class SessionNotFound(CodeliaError, KeyError):  # noqa: N818 (the name is public API)
     """The session has no snapshot (``load_state``), or neither a snapshot nor a run log
     (``run_log_paths``, ``transcript``)."""
 
@@ -33,7 +35,7 @@ class SessionNotFound(KeyError):  # noqa: N818 (the name is public API)
         return f"session not found: {self.session_id}"
 
 
-class SessionLoadError(Exception):
+class SessionLoadError(CodeliaError):
     """A snapshot exists but cannot be read; the message starts with ``session load failed:``."""
 
     def __init__(self, session_id: str, reason: str) -> None:
@@ -41,7 +43,7 @@ class SessionLoadError(Exception):
         self.session_id = session_id
 
 
-class InvalidSessionIdError(ValueError):
+class InvalidSessionIdError(CodeliaError, ValueError):
     """A session or run id that cannot name a file in the store."""
 
     def __init__(self, kind: str, value: object) -> None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from .._approval import ApprovalMode
 from ..tools import Tool, done_tool
 from .todos import TODO_SESSION_KEY
 
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
     from ._sandbox import Sandbox
     from .todos import TodoStore
     from .web import WebConfig
-
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
 
 
 class TodoSessionHook:

@@ -17,6 +17,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from .._text import describe_exc
+from ..errors import CodeliaError
 from ..tools import DependencyKey, ToolContext
 from ._sandbox import Sandbox
 
@@ -101,7 +102,7 @@ def check_expected_hash(
         )
 
 
-class SandboxPathError(Exception):
+class SandboxPathError(CodeliaError):
     """A sandbox lookup or path check failed; the message is ``Security error: <describe_exc>``."""
 
 

@@ -20,6 +20,8 @@ from typing import Any
 import httpcore2
 import httpx2
 
+from ..errors import CodeliaError
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
@@ -27,7 +29,7 @@ _SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
 ALLOW_HINT = "set WebConfig(allow_private_network=True) to allow them"
 
 
-class PrivateNetworkError(Exception):
+class PrivateNetworkError(CodeliaError):
     """A fetch target resolved to an address the guard refuses."""
 
     def __init__(self, host: str, address: str, category: str) -> None:

@@ -12,12 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import overload
 
+from ..errors import CodeliaError
 from ._fileio import is_crlf_text
 from ._patch_parse import Chunk
 from .diff import Block, merge_blocks
 
 
-class PatchApplyError(ValueError):
+class PatchApplyError(CodeliaError, ValueError):
     """A section cannot be applied to the files as they are (nothing was written)."""
 
 

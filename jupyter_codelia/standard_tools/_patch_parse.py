@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..errors import CodeliaError
+
 BEGIN = "*** Begin Patch"
 END = "*** End Patch"
 ADD = "*** Add File:"
@@ -33,7 +35,7 @@ _NOT_BODY = re.compile(r"[^ +\-]")
 _NOT_ADDED = re.compile(r"[^+]")
 
 
-class PatchParseError(ValueError):
+class PatchParseError(CodeliaError, ValueError):
     """The patch text does not follow the grammar; the message says where and why."""
 
     def __init__(self, reason: str) -> None:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Literal
 
+from .._approval import APPROVAL_MODES, ApprovalMode
+from ..errors import CodeliaError
 from ..tools import DependencyKey
-
-ApprovalMode = Literal["minimal", "trusted", "full-access"]
 
 # Linux PATH_MAX and NAME_MAX: longer paths cannot be opened anyway, and refusing them early
 # gives the model a readable reason instead of an OSError.
@@ -25,7 +24,7 @@ MAX_NAME_BYTES = 255
 _SHOWN_TARGET_CHARS = 200
 
 
-class SecurityError(Exception):
+class SecurityError(CodeliaError):
     """A path was refused by the sandbox; the message starts with ``Path escapes sandbox:``."""
 
 
@@ -60,7 +59,7 @@ class Sandbox:
         approval_mode: ApprovalMode = "minimal",
         working_dir: Path | str | None = None,
     ) -> None:
-        if approval_mode not in ("minimal", "trusted", "full-access"):
+        if approval_mode not in APPROVAL_MODES:
             raise ValueError(
                 "approval_mode must be 'minimal', 'trusted' or 'full-access', "
                 f"got {approval_mode!r}"

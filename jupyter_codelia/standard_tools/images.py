@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .._text import describe_exc
+from ..errors import CodeliaError
 from ..llm.messages import ImageMediaType, ImagePart, TextPart
 from ..tools import DependencyKey, FunctionTool, PartsResult, ToolContext, define_tool
 from ._fileio import resolve_in_sandbox
@@ -59,7 +60,7 @@ class ViewImageInput(BaseModel):
     )
 
 
-class UnsupportedImageError(ValueError):
+class UnsupportedImageError(CodeliaError, ValueError):
     pass
 
 

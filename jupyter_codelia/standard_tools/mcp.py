@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .._redact import register_secret
 from .._text import compact_json
+from ..errors import CodeliaError
 from ..llm.messages import (
     DocumentPart,
     DocumentSource,
@@ -58,7 +59,7 @@ ServerState = Literal["not started", "starting", "ready", "failed", "crashed", "
 T = TypeVar("T")
 
 
-class McpConfigError(ValueError):
+class McpConfigError(CodeliaError, ValueError):
     """An ``mcpServers`` entry cannot be used; the message names the server and the problem."""
 
 
@@ -216,6 +217,10 @@ class McpServer:
     _starting: asyncio.Future[None] | None = None
     _stderr: Any = None
 
+    @property
+    def is_ready(self) -> bool:
+        return self.state == "ready"
+
     async def start(self) -> None:
         """Connect and list tools (once; concurrent callers share the attempt)."""
         if self.state == "ready":
@@ -234,9 +239,7 @@ class McpServer:
         except asyncio.TimeoutError:
             await self._abandon()
             self._fail(f"did not finish starting within {self.config.startup_timeout:g} s")
-        except McpServerError:
-            raise
-        if self.state != "ready":
+        if not self.is_ready:  # _run set the state meanwhile
             raise McpServerError(self._failure_text())
 
     async def _run(self, ready: asyncio.Future[None]) -> None:

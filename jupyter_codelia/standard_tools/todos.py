@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..agent.events import TodoItemView, TodosUpdatedEvent
 from ..tools import FunctionTool, ToolContext, define_tool
+from ..tools.events import TodoItemView, TodosUpdatedEvent
 
 TODO_SESSION_KEY = "codelia_todos"
 """The key of the todo list in a session snapshot's ``meta``."""

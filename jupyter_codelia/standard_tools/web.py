@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._text import describe_exc, js_round
+from ..errors import CodeliaError
 from ..tools import FunctionTool, JsonResult, ToolContext, define_tool
 from . import _html
 from ._cancel import run_cancellable
@@ -111,7 +112,7 @@ class WebfetchInput(BaseModel):
 # --- search ----------------------------------------------------------------------------------
 
 
-class SearchBackendError(Exception):
+class SearchBackendError(CodeliaError):
     """A search service answered with an unusable status."""
 
 
@@ -268,7 +269,7 @@ def _search_tool(config: WebConfig) -> FunctionTool:
 # --- webfetch --------------------------------------------------------------------------------
 
 
-class RedirectError(Exception):
+class RedirectError(CodeliaError):
     """A redirect chain that webfetch will not follow."""
 
 
@@ -396,36 +397,29 @@ _DEFAULT_DETAIL = {
 
 
 def classify_fetch_error(exc: BaseException) -> tuple[str, str]:
-    """``(kind, detail)`` for a failed fetch (spec §3 step 10, in the spec's order)."""
+    """``(kind, detail)`` for a failed fetch, from the types in the exception's chain.
+
+    The transport wraps the operating system's error (``raise ConnectError(...) from exc``), so
+    the chain holds the resolver, socket or TLS error that says what happened; messages are only
+    shown, never parsed. Checked in order: DNS, refused, reset, TLS, anything else.
+    """
     chain = list(_exception_chain(exc))
-    messages = " | ".join(str(e).lower() for e in chain)
     kind, code = "network_error", None
-    if (
-        any(isinstance(e, socket.gaierror) for e in chain)
-        or "getaddrinfo" in messages
-        or ("name or service not known" in messages or "dns" in messages)
-    ):
-        gai = next((e for e in chain if isinstance(e, socket.gaierror)), None)
-        again = gai is not None and gai.errno == socket.EAI_AGAIN
-        kind, code = "dns_error", "EAI_AGAIN" if again else "ENOTFOUND"
-    elif any(isinstance(e, ConnectionRefusedError) for e in chain) or any(
-        isinstance(e, OSError) and e.errno == errno.ECONNREFUSED for e in chain
-    ):
+    gai = next((e for e in chain if isinstance(e, socket.gaierror)), None)
+    refused = next((e for e in chain if _is_refused(e)), None)
+    reset = next((e for e in chain if isinstance(e, (ConnectionResetError, BrokenPipeError))), None)
+    tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
+    if gai is not None:
+        kind, code = "dns_error", "EAI_AGAIN" if gai.errno == socket.EAI_AGAIN else "ENOTFOUND"
+    elif refused is not None:
         kind, code = "connection_refused", "ECONNREFUSED"
-    elif "connection refused" in messages:
-        kind = "connection_refused"
-    elif any(isinstance(e, (ConnectionResetError, BrokenPipeError)) for e in chain):
-        broken = any(isinstance(e, BrokenPipeError) for e in chain)
-        kind, code = "connection_reset", "EPIPE" if broken else "ECONNRESET"
-    elif "connection reset" in messages or "socket hang up" in messages:
+    elif reset is not None:
         kind = "connection_reset"
-    elif any(isinstance(e, ssl.SSLError) for e in chain):
-        tls = next(e for e in chain if isinstance(e, ssl.SSLError))
+        code = "EPIPE" if isinstance(reset, BrokenPipeError) else "ECONNRESET"
+    elif tls is not None:
         reason = getattr(tls, "reason", None) or getattr(tls, "verify_message", None)
         kind = "tls_error"
         code = str(reason).upper().replace(" ", "_") if reason else None
-    elif "tls" in messages or "certificate" in messages or "ssl" in messages:
-        kind = "tls_error"
     message = str(exc).strip()
     if not message or message == "fetch failed":
         message = next((str(e).strip() for e in chain[1:] if str(e).strip()), "")
@@ -433,6 +427,12 @@ def classify_fetch_error(exc: BaseException) -> tuple[str, str]:
     if code:
         detail += f" (code={code})"
     return kind, detail
+
+
+def _is_refused(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectionRefusedError) or (
+        isinstance(exc, OSError) and exc.errno == errno.ECONNREFUSED
+    )
 
 
 def _webfetch_tool(config: WebConfig) -> FunctionTool:

@@ -25,7 +25,7 @@ from ._script import Fault, Reply, ScriptError, parse_turn, reply, text
 from ._server import RecordedRequest, Script, ScriptedAnthropicServer
 
 if TYPE_CHECKING:  # the standard tools are not needed at run time here
-    from ..standard_tools import ApprovalMode
+    from .._approval import ApprovalMode
 
 OFFLINE_API_KEY = "offline-demo-not-a-real-key"
 """The fake key an offline demo puts in ``ANTHROPIC_API_KEY`` (the scripted server wants one)."""

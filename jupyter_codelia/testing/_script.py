@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import CodeliaError
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -167,7 +169,7 @@ class Fault(_Strict):
 Turn = Reply | Fault
 
 
-class ScriptError(ValueError):
+class ScriptError(CodeliaError, ValueError):
     """A script (Python or JSON) that cannot be played; the message says what to fix."""
 
 

@@ -8,8 +8,9 @@
 ...                   execute=lambda p, ctx: p.a + p.b)
 """
 
+from .._cancellation import CancelSignal, RunCancelled
 from ..llm.messages import ToolMessage
-from ._context import CancelSignal, DependencyKey, Depends, RunCancelled, ToolContext
+from ._context import DependencyKey, Depends, ToolContext
 from ._decorator import tool
 from ._define import FunctionTool, Tool, define_tool
 from ._done import done_tool

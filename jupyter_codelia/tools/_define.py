@@ -100,7 +100,8 @@ class FunctionTool:
         if not raw_args_json or raw_args_json.isspace():
             raw_args_json = "{}"
         try:
-            return self._validate_json(raw_args_json)
+            parsed: BaseModel = self._validate_json(raw_args_json)
+            return parsed
         except ValidationError as exc:
             if any(e["type"] == "json_invalid" for e in exc.errors()):
                 raise ToolArgumentsError(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import CodeliaError
 
-class ToolError(Exception):
+
+class ToolError(CodeliaError):
     """Base class for errors a tool call reports back to the model."""
 
 
@@ -15,7 +17,7 @@ class ToolInputError(ToolError):
     """The arguments were valid JSON but did not match the tool's input schema."""
 
 
-class ToolDefinitionError(TypeError):
+class ToolDefinitionError(CodeliaError, TypeError):
     """A tool was defined incorrectly (a programming error, raised at definition time)."""
 
 

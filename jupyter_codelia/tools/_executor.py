@@ -27,7 +27,9 @@ STOP_TURN_MESSAGE = (
 ERROR_PREFIX = "Error executing tool: "
 
 # ToolMessage(**kw) costs about twice its validator on a dict; the result is the same model.
-_validate_tool_message = ToolMessage.__pydantic_validator__.validate_python
+_validate_tool_message: Callable[[dict[str, Any]], ToolMessage] = (
+    ToolMessage.__pydantic_validator__.validate_python
+)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def input_schema(model: type[BaseModel], *, forbid_extra: bool) -> dict[str, Any
     raw = model.model_json_schema(mode="validation", ref_template="#/$defs/{model}")
     defs: dict[str, Any] = raw.pop("$defs", {})
     recursive = _recursive_defs(defs)
-    schema = _clean(_inline(raw, defs, recursive, ()))
+    schema: dict[str, Any] = _clean(_inline(raw, defs, recursive, ()))
     if recursive:
         schema["definitions"] = {
             name: _clean(_inline(defs[name], defs, recursive, (name,)))

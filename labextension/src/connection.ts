@@ -281,9 +281,9 @@ export class CodeliaConnection implements IDisposable {
       return;
     }
     if (message.type === 'response') {
-      const pending = this._pending.get(message.request_id);
+      const pending = this._pending.get(message.request_id ?? '');
       if (pending) {
-        this._pending.delete(message.request_id);
+        this._pending.delete(message.request_id ?? '');
         if (message.ok) {
           pending.resolve(message.result ?? {});
         } else {

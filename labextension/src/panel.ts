@@ -14,6 +14,7 @@ import { CodeliaConnection, ConnectionState } from './connection';
 import { button, el, formatTokens } from './dom';
 import { codeliaIcon } from './icon';
 import { KernelMessage, PermissionDecision, SessionSummary } from './protocol';
+import { ReplayGate } from './replay';
 import { listSessions, sessionTranscript } from './rest';
 import { Change, PermissionItem, Transcript, UsageMeter } from './transcript';
 import { TranscriptView } from './view';
@@ -208,7 +209,7 @@ export class CodeliaPanel extends Widget {
     this._connection?.dispose();
     const connection = new CodeliaConnection(context);
     this._connection = connection;
-    connection.messageReceived.connect((_, message) => this.onKernelMessage(message));
+    connection.messageReceived.connect((_, message) => this.replayGate.push(message));
     connection.stateChanged.connect(() => this.renderHeader());
     await connection.connect();
     if (connection.state === 'ready' && connection.hello) {
@@ -217,20 +218,22 @@ export class CodeliaPanel extends Widget {
     }
   }
 
-  /** Show what the kernel's current session already holds (the replay dedupes by seq). */
+  /**
+   * Show what the kernel's current session already holds. Live messages that arrive meanwhile
+   * wait until the replay is in, so events keep their order and dedupe by seq.
+   */
   private async loadKernelHistory(connection: CodeliaConnection): Promise<void> {
     const sessionId = connection.hello?.session_id;
     if (!sessionId) {
       return;
     }
     try {
-      const result = await connection.request('session.transcript', {
-        session_id: sessionId
+      await this.replayGate.replay(async () => {
+        const result = await connection.request('session.transcript', {
+          session_id: sessionId
+        });
+        return (result.events as KernelMessage[]) ?? [];
       });
-      const events = (result.events as KernelMessage[]) ?? [];
-      for (const message of events) {
-        this.ingest(message);
-      }
     } catch (error) {
       this.setStatus(
         `Could not load this session’s history: ${errorText(error)}`,
@@ -364,14 +367,14 @@ export class CodeliaPanel extends Widget {
         );
       }
       await result;
-      // Show the answer at once; the kernel's permission.resolved confirms it.
-      this.ingest({
-        type: 'permission.resolved',
-        run_id: item.runId,
-        permission_request_id: item.permissionRequestId,
-        decision,
-        ...(reason !== '' ? { reason } : {})
-      });
+      // Show the answer at once; the kernel's permission.resolved event confirms it.
+      this.applyChanges(
+        this.transcript.resolvePermission(
+          item.permissionRequestId,
+          decision,
+          reason !== '' ? reason : null
+        )
+      );
     } catch (error) {
       view?.showError(`Could not send the answer: ${errorText(error)}`);
     }
@@ -620,6 +623,9 @@ export class CodeliaPanel extends Widget {
 
   private notebook: NotebookPanel | null = null;
   private _connection: CodeliaConnection | null = null;
+  private readonly replayGate = new ReplayGate<KernelMessage>(message =>
+    this.onKernelMessage(message)
+  );
   private resumeSessionId: string | null = null;
   private startNewSession = false;
   private restarting = false;

@@ -166,7 +166,7 @@ export function looksLikeDiff(text: string): boolean {
   return /^(--- .*\n\+\+\+ .*\n@@ |diff --git )/.test(text);
 }
 
-function imagesOf(parts: ContentPart[] | undefined): ImageRef[] {
+function imagesOf(parts: ContentPart[] | null | undefined): ImageRef[] {
   const images: ImageRef[] = [];
   for (const part of parts ?? []) {
     if (part.type === 'image_url') {
@@ -248,14 +248,14 @@ export class Transcript {
           const run = message.active_run;
           return [
             { op: 'kernel', kernel: this.kernel },
-            ...this.startRun(run.run_id, run.session_id, run.prompt, run.source)
+            ...this.startRun(run.run_id, run.session_id ?? null, run.prompt, run.source)
           ];
         }
         return [{ op: 'kernel', kernel: this.kernel }];
       case 'run.started': {
         const started = this.startRun(
           message.run_id,
-          message.session_id,
+          message.session_id ?? null,
           message.prompt,
           message.source
         );
@@ -278,23 +278,6 @@ export class Transcript {
       }
       case 'run.status':
         return this.setRunStatus(message.run_id, message.status, message.message ?? null);
-      case 'permission.request':
-        return this.openPermission(message.run_id, message.permission_request_id, {
-          tool: message.tool,
-          toolCallId: message.tool_call_id ?? null,
-          title: message.title,
-          message: message.message,
-          args: message.args ?? {},
-          rememberRules: message.remember_rules ?? []
-        });
-      case 'permission.resolved':
-        return this.resolvePermission(
-          message.permission_request_id,
-          message.decision,
-          message.reason ?? null
-        );
-      case 'todos.updated':
-        return this.setTodos(message.todos);
       default:
         return [];
     }
@@ -589,7 +572,8 @@ export class Transcript {
         const item = this.tool(runId, event.tool_call_id)!;
         item.result = event.result;
         item.isError = event.is_error === true;
-        item.images = imagesOf(event.parts);
+        // Parts are content-part JSON (the Python side types them as plain objects).
+        item.images = imagesOf(event.parts as ContentPart[] | null | undefined);
         item.outputRef = event.output_ref ?? null;
         const parsed = resultObject(event.result);
         if (parsed && typeof parsed.diff === 'string' && parsed.diff !== '') {
@@ -689,7 +673,8 @@ export class Transcript {
     return changes;
   }
 
-  private resolvePermission(
+  /** Record the answer to an approval request (the kernel's event confirms it later). */
+  resolvePermission(
     permissionRequestId: string,
     decision: PermissionDecision,
     reason: string | null

@@ -37,6 +37,8 @@ const RESULT_DISPLAY_CHARS = 20_000;
  * 10,000 items (see bench/sidepanel.py).
  */
 const ITEMS_PER_BLOCK = 40;
+/** Blocks are grouped into sections of this many (1,000 items), for the same reason. */
+const BLOCKS_PER_SECTION = 25;
 /** Keep following the bottom when the reader is this close to it. */
 const STICK_TO_BOTTOM_PX = 48;
 
@@ -350,6 +352,7 @@ export class TranscriptView {
   readonly node: HTMLElement;
   private readonly views = new Map<string, ItemView>();
   private readonly blocks: HTMLElement[] = [];
+  private readonly sections: HTMLElement[] = [];
   private readonly empty: HTMLElement;
   /** Whether the reader is at the bottom (kept by scroll events, read without layout). */
   private following = true;
@@ -432,9 +435,10 @@ export class TranscriptView {
       view.dispose();
     }
     this.views.clear();
-    for (const block of this.blocks) {
-      block.remove();
+    for (const section of this.sections) {
+      section.remove();
     }
+    this.sections.length = 0;
     this.blocks.length = 0;
     this.empty.hidden = false;
     this.following = true;
@@ -448,8 +452,24 @@ export class TranscriptView {
     }
     const block = el('div', 'jp-codelia-block');
     this.blocks.push(block);
-    this.node.appendChild(block);
+    this.section().appendChild(block);
     return block;
+  }
+
+  /**
+   * The section the next block goes into. Blocks are grouped again so that no container holds
+   * more than a few dozen children: an append then lays out one block, one section and the few
+   * sections of the transcript, whatever its length.
+   */
+  private section(): HTMLElement {
+    const last = this.sections[this.sections.length - 1];
+    if (last && last.childElementCount < BLOCKS_PER_SECTION) {
+      return last;
+    }
+    const section = el('div', 'jp-codelia-section');
+    this.sections.push(section);
+    this.node.appendChild(section);
+    return section;
   }
 
   dispose(): void {

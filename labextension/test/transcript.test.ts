@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { AgentEvent, KernelMessage } from '../src/protocol';
+import { AgentEvent, KernelMessage, PermissionDecision } from '../src/protocol';
 import { looksLikeDiff, ToolItem, Transcript, TranscriptItem } from '../src/transcript';
 
 const RUN = 'run-1';
@@ -275,16 +275,35 @@ describe('tool cards', () => {
 
 describe('permission cards', () => {
   const request: KernelMessage = {
-    type: 'permission.request',
+    type: 'agent.event',
     run_id: RUN,
-    permission_request_id: 'perm-1',
-    tool: 'write',
-    tool_call_id: 'w',
-    title: 'Run tool?',
-    message: 'write a.py (5 bytes)',
-    args: { file_path: 'a.py' },
-    remember_rules: ['write']
+    seq: 10,
+    event: {
+      type: 'permission.request',
+      request_id: 'perm-1',
+      tool: 'write',
+      tool_call_id: 'w',
+      title: 'Run tool?',
+      message: 'write a.py (5 bytes)',
+      args: { file_path: 'a.py' },
+      remember_rules: ['write']
+    }
   };
+
+  function resolved(decision: PermissionDecision, reason?: string): KernelMessage {
+    return {
+      type: 'agent.event',
+      run_id: RUN,
+      seq: 11,
+      event: {
+        type: 'permission.resolved',
+        request_id: 'perm-1',
+        tool_call_id: 'w',
+        decision,
+        ...(reason ? { reason } : {})
+      }
+    };
+  }
 
   it('opens an approval card and marks the tool as waiting', () => {
     const t = Transcript.from([
@@ -314,20 +333,8 @@ describe('permission cards', () => {
     expect(t.runs.get(RUN)?.status).toBe('awaiting_ui');
   });
 
-  it('does not duplicate a request sent as an agent event and as a notification', () => {
-    const t = Transcript.from([
-      started(),
-      request,
-      ...events([
-        {
-          type: 'permission.request',
-          request_id: 'perm-1',
-          tool: 'write',
-          title: 'Run tool?',
-          message: 'write a.py (5 bytes)'
-        }
-      ])
-    ]);
+  it('shows a request once when a replay and the live stream both carry it', () => {
+    const t = Transcript.from([started(), request, request]);
     expect(kinds(t.items)).toEqual(['user', 'permission']);
   });
 
@@ -336,12 +343,7 @@ describe('permission cards', () => {
       started(),
       ...events([{ type: 'tool_call', tool: 'write', args: {}, tool_call_id: 'w' }]),
       request,
-      {
-        type: 'permission.resolved',
-        run_id: RUN,
-        permission_request_id: 'perm-1',
-        decision: 'allow_remember'
-      }
+      resolved('allow_remember')
     ]);
     expect(allowed.items[2]).toMatchObject({ decision: 'allow_remember', reason: null });
     expect((allowed.items[1] as ToolItem).status).toBe('running');
@@ -350,13 +352,7 @@ describe('permission cards', () => {
       started(),
       ...events([{ type: 'tool_call', tool: 'write', args: {}, tool_call_id: 'w' }]),
       request,
-      {
-        type: 'permission.resolved',
-        run_id: RUN,
-        permission_request_id: 'perm-1',
-        decision: 'deny',
-        reason: 'use b.py'
-      }
+      resolved('deny', 'use b.py')
     ]);
     expect(denied.items[2]).toMatchObject({ decision: 'deny', reason: 'use b.py' });
     expect((denied.items[1] as ToolItem).status).toBe('denied');
@@ -374,14 +370,7 @@ describe('permission cards', () => {
 
   it('ignores an answer to an unknown request', () => {
     const t = Transcript.from([started()]);
-    expect(
-      t.apply({
-        type: 'permission.resolved',
-        run_id: RUN,
-        permission_request_id: 'nope',
-        decision: 'allow'
-      })
-    ).toEqual([]);
+    expect(t.resolvePermission('nope', 'allow', null)).toEqual([]);
   });
 });
 
@@ -402,14 +391,20 @@ describe('todos, usage and runs', () => {
           ]
         }
       ]),
-      {
-        type: 'todos.updated',
-        session_id: 's-1',
-        todos: [
-          { id: '1', content: 'load data', status: 'completed' },
-          { id: '2', content: 'plot', status: 'pending' }
-        ]
-      }
+      ...events(
+        [
+          {
+            type: 'todos.updated',
+            session_id: 's-1',
+            todos: [
+              { id: '1', content: 'load data', status: 'completed' },
+              { id: '2', content: 'plot', status: 'pending' }
+            ]
+          }
+        ],
+        RUN,
+        1
+      )
     ]);
     expect(t.todos.map(todo => [todo.id, todo.status])).toEqual([
       ['1', 'completed'],

@@ -103,7 +103,7 @@ async def test_multi_step_tool_run_streams_and_ends_with_final(
     ]
     results = [e for e in events if isinstance(e, ev.ToolResultEvent)]
     assert [r.result for r in results] == ["5", "15"]
-    assert events[-1] == ev.FinalEvent(content="The total is 15.")
+    assert events[-1] == ev.FinalEvent(content="The total is 15.", seq=len(events) - 1)
     deltas = "".join(e.delta for e in events if isinstance(e, ev.TextDeltaEvent))
     assert "The total is 15." in deltas
     usage = [e for e in events if isinstance(e, ev.UsageEvent)]
@@ -122,7 +122,7 @@ async def test_done_tool_ends_the_turn_with_its_message(
     )
     agent = make_agent(chat, [done_tool(), add])
     events = await collect(agent, "finish")
-    assert events[-1] == ev.FinalEvent(content="All finished.")
+    assert events[-1] == ev.FinalEvent(content="All finished.", seq=len(events) - 1)
     # The call after `done` never ran and left no dangling tool_use in history.
     assert not any(isinstance(e, ev.ToolResultEvent) and e.tool == "add" for e in events)
     calls = [

@@ -79,7 +79,13 @@ async def test_run_log_records_the_whole_turn(
     assert kinds.count("llm.response") == 2
     assert "tool.output" in kinds
     seqs = [r["seq"] for r in records if r["type"] == "agent.event"]
-    assert seqs == list(range(len(seqs)))
+    assert seqs == sorted(set(seqs))
+    # The log keeps the numbers the events had on the stream (deltas are streamed, not logged).
+    streamed = {e.seq: e.type for e in events}
+    assert [streamed[r["seq"]] for r in records if r["type"] == "agent.event"] == [
+        r["event"]["type"] for r in records if r["type"] == "agent.event"
+    ]
+    assert [e.seq for e in events] == list(range(len(events)))
     state = store.load_state(agent.session_id)
     assert state.meta["codelia_todos"][0]["content"] == "Plot"
     assert [m["role"] for m in state.messages] == ["user", "assistant", "tool", "assistant"]

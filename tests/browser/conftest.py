@@ -50,7 +50,13 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 # Console noise JupyterLab itself makes on a fresh, offline server; anything else fails a test.
-BENIGN_CONSOLE = ("favicon", "Failed to load resource: the server responded with a status of 404")
+BENIGN_CONSOLE = (
+    "favicon",
+    "Failed to load resource: the server responded with a status of 404",
+    # JupyterLab's debugger asks a freshly connected kernel for its state; leaving the page (a
+    # test that reloads the workspace) cancels that request and the debugger logs it.
+    "Could not restore the debugger state: Canceled future for debug_request",
+)
 
 
 def free_port() -> int:

@@ -5,6 +5,7 @@ magic runs and resuming a past session."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -451,3 +452,54 @@ def test_reconnects_after_a_kernel_restart(
     page.locator(f"{PANEL} .jp-codelia-final", has_text="After the restart.").wait_for()
     assert page.locator(f"{PANEL} .jp-codelia-user").count() == 1
     wait_idle_panel(page)
+
+
+def test_joining_mid_run_and_reloading_show_every_event_once_in_order(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    """Live events and the transcript replay carry the agent's one numbering: a panel that opens
+    while a run is going, and one opened after a reload, show each step exactly once, in order."""
+    open_notebook("midrun.ipynb")
+    steps = [f"step{i}" for i in range(4)]
+    anthropic.queue(
+        *[
+            reply(
+                f"Working on {name}.",
+                tool_use("list_variables", {}, id=f"toolu_{name}"),
+                delay_s=0.15,
+            )
+            for name in steps
+        ],
+        reply("All four steps are done.", delay_s=0.15),
+    )
+    before = len(anthropic.requests)
+    # Loading the extension and starting a background run in one cell (as Run All does): the
+    # panel's comm opens only once the run is going, so its live stream starts mid-run.
+    run_cell(
+        page,
+        "get_ipython().run_line_magic('load_ext', 'jupyter_codelia')\n"
+        "get_ipython().run_cell_magic('codelia', '--background', 'Work through the steps')",
+    )
+    # Open the side panel while the run is between its first and last model calls.
+    deadline = time.monotonic() + 60
+    while len(anthropic.requests) < before + 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(anthropic.requests) >= before + 2, "the run did not reach its second model call"
+    open_panel(page)
+
+    def assert_each_step_once() -> None:
+        page.locator(f"{PANEL} .jp-codelia-final", has_text="All four steps are done.").wait_for()
+        assert page.locator(f"{PANEL} .jp-codelia-final").count() == 1
+        texts = page.locator(f"{PANEL} .jp-codelia-assistant").all_inner_texts()
+        said = [t.strip() for t in texts if t.strip().startswith("Working on")]
+        assert said == [f"Working on {name}." for name in steps], said
+        assert page.locator(f"{PANEL} .jp-codelia-tool").count() == len(steps)
+        assert page.locator(f"{PANEL} .jp-codelia-user").count() == 1
+
+    assert_each_step_once()
+    wait_idle_panel(page)
+
+    # A reload replays the session from the kernel's log: the same items, once each.
+    open_notebook("midrun.ipynb")
+    open_panel(page)
+    assert_each_step_once()

@@ -102,20 +102,25 @@ def test_bridge_hello_errors_and_a_full_panel_run(start_kernel: Any) -> None:
         started = front.request({"type": "run.start", "prompt": "run something"})
         assert started["ok"] is True
         run_id = started["result"]["run_id"]
-        request = front.wait(lambda d: d.get("type") == "permission.request")
-        assert request["run_id"] == run_id
+        asking = front.wait(
+            lambda d: d.get("type") == "agent.event" and d["event"]["type"] == "permission.request"
+        )
+        assert asking["run_id"] == run_id
+        request = asking["event"]
         assert request["tool"] == "python"
+        front.wait(lambda d: d.get("type") == "run.status" and d.get("status") == "awaiting_ui")
         allowed = front.request(
             {
                 "type": "permission.respond",
-                "permission_request_id": request["permission_request_id"],
+                "permission_request_id": request["request_id"],
                 "decision": "allow",
             }
         )
         assert allowed["ok"] is True
         front.wait(lambda d: d.get("type") == "run.status" and d.get("status") == "completed")
         events = [d for d in front.received if d.get("type") == "agent.event"]
-        assert [e["seq"] for e in events] == list(range(len(events)))
+        seqs = [e["seq"] for e in events]
+        assert seqs == sorted(set(seqs)), "live events are numbered once, in order"
         kinds = [e["event"]["type"] for e in events]
         assert "tool_call" in kinds
         assert "permission.request" in kinds
@@ -123,9 +128,12 @@ def test_bridge_hello_errors_and_a_full_panel_run(start_kernel: Any) -> None:
         assert events[-1]["event"]["content"] == "Done from the side panel."
         result = next(e["event"] for e in events if e["event"]["type"] == "tool_result")
         assert "side panel ran me" in result["result"]
+        assert "permission.resolved" in kinds
         types = [d["type"] for d in front.received]
         assert types.index("run.started") < types.index("agent.event")
-        assert "permission.resolved" in types
+        # Each update is sent once: approvals and todo lists travel only as agent events.
+        assert set(types) <= {"hello", "response", "run.started", "agent.event", "run.status"}
+        assert kinds.count("permission.request") == 1
 
         # Sessions, transcript and the cache, read the way the panel does.
         sessions = front.request({"type": "sessions.list"})["result"]["sessions"]
@@ -135,6 +143,16 @@ def test_bridge_hello_errors_and_a_full_panel_run(start_kernel: Any) -> None:
         )["result"]
         assert transcript["events"][0]["type"] == "run.started"
         assert transcript["events"][0]["prompt"] == "run something"
+        # One numbering: every logged event has the number it had on the live stream.
+        live_by_seq = {e["seq"]: e["event"]["type"] for e in events}
+        replayed = [e for e in transcript["events"] if e["type"] == "agent.event"]
+        assert replayed
+        for envelope in replayed:
+            assert live_by_seq[envelope["seq"]] == envelope["event"]["type"]
+            assert envelope["event"]["seq"] == envelope["seq"]
+        assert {e["seq"] for e in replayed} >= {
+            e["seq"] for e in events if e["event"]["type"] != "text_delta"
+        }
         unknown = front.request({"type": "session.transcript", "session_id": "nope"})
         assert unknown["error"] == "session not found: nope"
         entries = front.request({"type": "cache.list"})["result"]["entries"]

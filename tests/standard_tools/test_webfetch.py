@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import socket
 import ssl
@@ -320,9 +321,15 @@ def test_error_classification_without_network() -> None:
     cert.reason = "CERTIFICATE_VERIFY_FAILED"
     kind, detail = classify_fetch_error(chained(OSError("handshake"), cert))
     assert (kind, detail) == ("tls_error", "handshake (code=CERTIFICATE_VERIFY_FAILED)")
-    assert classify_fetch_error(RuntimeError("bad TLS record")) == (
-        "tls_error",
-        "bad TLS record",
+    # Classified by type, never by message: words in a message change nothing.
+    assert classify_fetch_error(RuntimeError("bad TLS record, connection refused")) == (
+        "network_error",
+        "bad TLS record, connection refused",
+    )
+    refused_errno = OSError(errno.ECONNREFUSED, "Connection refused")
+    assert classify_fetch_error(chained(RuntimeError("connect"), refused_errno)) == (
+        "connection_refused",
+        "connect (code=ECONNREFUSED)",
     )
     assert classify_fetch_error(RuntimeError("")) == ("network_error", "network request failed")
     assert classify_fetch_error(RuntimeError("fetch failed")) == (

@@ -1,0 +1,232 @@
+"""The ``codelia`` wire protocol: every message the kernel sends to a side panel, typed.
+
+One definition for the three places that send (the comm bridge, the event sink and the runner)
+and for the REST transcript the server replays. ``docs/comm-protocol.md`` describes the protocol;
+``labextension/src/wire.ts`` is generated from these models (``python -m jupyter_codelia.wire
+--typescript``) and a test keeps the committed file equal to the generator's output, so the side
+panel's types cannot drift from what the kernel sends.
+
+Messages are built once per send on a hot path (every coalesced text delta), so they are
+pydantic models only at the edges that need a schema; ``dump()`` gives the JSON dict the comm
+sends, without ``None`` fields.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .agent.events import AgentEvent
+
+PROTOCOL_VERSION = 1
+
+RunSource = Literal["magic", "panel"]
+RunStatus = Literal["running", "awaiting_ui", "completed", "error", "cancelled"]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON object sent on the comm: optional fields that are ``None`` are left out,
+        required ones are sent as ``null``."""
+        required = _required_fields(type(self))
+        data = self.model_dump(mode="json", by_alias=True)
+        return {key: value for key, value in data.items() if value is not None or key in required}
+
+
+@functools.cache
+def _required_fields(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(name for name, info in model.model_fields.items() if info.is_required())
+
+
+class ActiveRun(_Message):
+    """The run going on in the kernel when a panel connects."""
+
+    run_id: str
+    session_id: str | None
+    prompt: str
+    source: RunSource
+
+
+class KernelState(_Message):
+    """What the kernel tells a panel about itself (never the API key, only whether one is set)."""
+
+    protocol: int = PROTOCOL_VERSION
+    session_id: str | None
+    model: str | None = None
+    approval_mode: str | None = None
+    active_run: ActiveRun | None
+    api_key_configured: bool | None = None
+
+
+class Hello(KernelState):
+    """Sent on a comm as soon as the kernel accepts it."""
+
+    type: Literal["hello"] = "hello"
+
+
+class Response(_Message):
+    """The one answer to a request with ``request_id``: a result, or an actionable error."""
+
+    type: Literal["response"] = "response"
+    request_id: str | None
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class RunStarted(_Message):
+    type: Literal["run.started"] = "run.started"
+    run_id: str
+    session_id: str | None
+    prompt: str
+    source: RunSource
+
+
+class AgentEventMessage(_Message):
+    """One agent event; ``seq`` is the agent's number for it (the same on every channel)."""
+
+    type: Literal["agent.event"] = "agent.event"
+    run_id: str
+    seq: int
+    event: AgentEvent
+
+
+class RunStatusMessage(_Message):
+    type: Literal["run.status"] = "run.status"
+    run_id: str
+    status: RunStatus
+    message: str | None = None
+
+
+KernelMessage = Annotated[
+    Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage,
+    Field(discriminator="type"),
+]
+
+
+def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:
+    """An ``agent.event`` message around an event already in its JSON form (the hot path)."""
+    return {"type": "agent.event", "run_id": run_id, "seq": seq, "event": event_json}
+
+
+def status_message(run_id: str, status: RunStatus, message: str | None = None) -> dict[str, Any]:
+    return RunStatusMessage(run_id=run_id, status=status, message=message or None).dump()
+
+
+def response(
+    request_id: str | None, *, result: dict[str, Any] | None = None, error: str | None = None
+) -> dict[str, Any]:
+    """The response to ``request_id``: ``ok`` with ``result``, or not ``ok`` with ``error``."""
+    if error is not None:
+        return Response(request_id=request_id, ok=False, error=error).dump()
+    return Response(request_id=request_id, ok=True, result=result or {}).dump()
+
+
+def transcript_messages(records: list[dict[str, Any]], session_id: str) -> list[dict[str, Any]]:
+    """Run-log records as the messages a live panel would have received, in order."""
+    messages: list[dict[str, Any]] = []
+    for record in records:
+        kind = record.get("type")
+        run_id = record.get("run_id")
+        if not isinstance(run_id, str):
+            continue
+        if kind == "run.start":
+            user_input = record.get("input") or {}
+            prompt = user_input.get("text") if isinstance(user_input, dict) else None
+            started = RunStarted(
+                run_id=run_id,
+                session_id=record.get("session_id") or session_id,
+                prompt=prompt or "",
+                source="magic",
+            )
+            messages.append(started.dump())
+        elif kind == "agent.event" and isinstance(record.get("seq"), int):
+            messages.append(event_message(run_id, record["seq"], record.get("event") or {}))
+        elif kind == "run.status" and record.get("status") in get_args(RunStatus):
+            messages.append(status_message(run_id, record["status"], record.get("message")))
+    return messages
+
+
+# --------------------------------------------------------------------------- TypeScript mirror
+
+
+def typescript() -> str:
+    """``labextension/src/wire.ts``: the TypeScript types of every kernel message."""
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(KernelMessage).json_schema(ref_template="#/$defs/{model}")
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    lines = [
+        "/**",
+        " * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire "
+        "--typescript`:",
+        " * do not edit. A test fails when this file and the Python models differ.",
+        " */",
+        "",
+    ]
+    for name in sorted(defs):
+        lines.append(f"export type {name} = {_ts(defs[name], 0)};")
+        lines.append("")
+    lines.append(f"export type KernelMessage = {_ts(schema, 0)};")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _ts(node: dict[str, Any], depth: int) -> str:
+    if "$ref" in node:
+        return str(node["$ref"]).rsplit("/", 1)[-1]
+    if "const" in node:
+        return json.dumps(node["const"]).replace('"', "'")
+    if "enum" in node:
+        return " | ".join(json.dumps(v).replace('"', "'") for v in node["enum"])
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return " | ".join(_ts(option, depth) for option in node[key])
+    kind = node.get("type")
+    if kind == "string":
+        return "string"
+    if kind in ("integer", "number"):
+        return "number"
+    if kind == "boolean":
+        return "boolean"
+    if kind == "null":
+        return "null"
+    if kind == "array":
+        item = _ts(node.get("items", {}), depth)
+        return f"Array<{item}>"
+    if kind == "object" and "properties" in node:
+        required = set(node.get("required", []))
+        pad = "  " * (depth + 1)
+        fields = []
+        for name, prop in node["properties"].items():
+            options = prop.get("anyOf", [prop])
+            nullable = any(option.get("type") == "null" for option in options)
+            if "const" in prop or (name in required and not nullable):
+                fields.append(f"{pad}{_key(name)}: {_ts(prop, depth + 1)};")
+            else:
+                # Absent or null: senders leave out fields that are None.
+                solid = [option for option in options if option.get("type") != "null"]
+                text = " | ".join(_ts(option, depth + 1) for option in solid) or "null"
+                fields.append(f"{pad}{_key(name)}?: {text} | null;")
+        return "{\n" + "\n".join(fields) + "\n" + "  " * depth + "}"
+    if kind == "object":
+        extra = node.get("additionalProperties")
+        value = _ts(extra, depth) if isinstance(extra, dict) and extra else "unknown"
+        return f"{{ [key: string]: {value} }}"
+    return "unknown"
+
+
+def _key(name: str) -> str:
+    return name if name.isidentifier() else json.dumps(name).replace('"', "'")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--typescript"]:
+        sys.exit("usage: python -m jupyter_codelia.wire --typescript > labextension/src/wire.ts")
+    sys.stdout.write(typescript())

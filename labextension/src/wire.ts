@@ -1,0 +1,228 @@
+/**
+ * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire --typescript`:
+ * do not edit. A test fails when this file and the Python models differ.
+ */
+
+export type ActiveRun = {
+  run_id: string;
+  session_id?: string | null;
+  prompt: string;
+  source: 'magic' | 'panel';
+};
+
+export type AgentEventMessage = {
+  type: 'agent.event';
+  run_id: string;
+  seq: number;
+  event: TextEvent | TextDeltaEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | FinalEvent;
+};
+
+export type CompactionCompleteEvent = {
+  seq?: number | null;
+  type: 'compaction_complete';
+  timestamp?: number | null;
+  compacted: boolean;
+};
+
+export type CompactionStartEvent = {
+  seq?: number | null;
+  type: 'compaction_start';
+  timestamp?: number | null;
+};
+
+export type FinalEvent = {
+  seq?: number | null;
+  type: 'final';
+  content: string;
+};
+
+export type Hello = {
+  protocol?: number | null;
+  session_id?: string | null;
+  model?: string | null;
+  approval_mode?: string | null;
+  active_run?: ActiveRun | null;
+  api_key_configured?: boolean | null;
+  type: 'hello';
+};
+
+export type HiddenUserMessageEvent = {
+  seq?: number | null;
+  type: 'hidden_user_message';
+  content: string;
+};
+
+export type LlmRetryEvent = {
+  seq?: number | null;
+  type: 'llm.retry';
+  provider: string;
+  failure_kind: 'rate_limit' | 'overloaded' | 'timeout' | 'network' | 'provider' | 'bad_request';
+  next_attempt: number;
+  max_attempts: number;
+  delay_ms: number;
+  delay_source: 'retry-after' | 'reset-header' | 'provider-body' | 'backoff';
+  status?: number | null;
+  message?: string | null;
+};
+
+export type PermissionPreviewEvent = {
+  seq?: number | null;
+  type: 'permission.preview';
+  tool: string;
+  tool_call_id?: string | null;
+  file_path?: string | null;
+  language?: string | null;
+  diff?: string | null;
+  summary?: string | null;
+  truncated?: boolean | null;
+};
+
+export type PermissionReadyEvent = {
+  seq?: number | null;
+  type: 'permission.ready';
+  tool: string;
+  tool_call_id?: string | null;
+};
+
+export type PermissionRequestEvent = {
+  seq?: number | null;
+  type: 'permission.request';
+  request_id: string;
+  tool: string;
+  tool_call_id?: string | null;
+  title: string;
+  message: string;
+  args?: { [key: string]: unknown } | null;
+  remember_rules?: Array<string> | null;
+};
+
+export type PermissionResolvedEvent = {
+  seq?: number | null;
+  type: 'permission.resolved';
+  request_id: string;
+  tool_call_id?: string | null;
+  decision: 'allow' | 'allow_remember' | 'deny';
+  reason?: string | null;
+};
+
+export type ReasoningDeltaEvent = {
+  seq?: number | null;
+  type: 'reasoning_delta';
+  delta: string;
+  timestamp?: number | null;
+};
+
+export type ReasoningEvent = {
+  seq?: number | null;
+  type: 'reasoning';
+  content: string;
+  timestamp?: number | null;
+};
+
+export type Response = {
+  type: 'response';
+  request_id?: string | null;
+  ok: boolean;
+  result?: { [key: string]: unknown } | null;
+  error?: string | null;
+};
+
+export type RunStarted = {
+  type: 'run.started';
+  run_id: string;
+  session_id?: string | null;
+  prompt: string;
+  source: 'magic' | 'panel';
+};
+
+export type RunStatusMessage = {
+  type: 'run.status';
+  run_id: string;
+  status: 'running' | 'awaiting_ui' | 'completed' | 'error' | 'cancelled';
+  message?: string | null;
+};
+
+export type StepCompleteEvent = {
+  seq?: number | null;
+  type: 'step_complete';
+  step_id: string;
+  status: 'completed' | 'error';
+  duration_ms: number;
+};
+
+export type StepStartEvent = {
+  seq?: number | null;
+  type: 'step_start';
+  step_id: string;
+  title: string;
+  step_number: number;
+};
+
+export type TextDeltaEvent = {
+  seq?: number | null;
+  type: 'text_delta';
+  delta: string;
+  timestamp?: number | null;
+};
+
+export type TextEvent = {
+  seq?: number | null;
+  type: 'text';
+  content: string;
+  timestamp?: number | null;
+};
+
+export type TodoItemView = {
+  id: string;
+  content: string;
+  status: 'pending' | 'in_progress' | 'completed';
+  priority?: number | null;
+  notes?: string | null;
+  activeForm?: string | null;
+};
+
+export type TodosUpdatedEvent = {
+  seq?: number | null;
+  type: 'todos.updated';
+  session_id?: string | null;
+  todos: Array<TodoItemView>;
+};
+
+export type ToolCallEvent = {
+  seq?: number | null;
+  type: 'tool_call';
+  tool: string;
+  args: { [key: string]: unknown };
+  raw_args?: string | null;
+  tool_call_id: string;
+  display_name?: string | null;
+};
+
+export type ToolResultEvent = {
+  seq?: number | null;
+  type: 'tool_result';
+  tool: string;
+  result: string;
+  tool_call_id: string;
+  is_error?: boolean | null;
+  parts?: Array<{ [key: string]: unknown }> | null;
+  output_ref?: string | null;
+};
+
+export type UsageEvent = {
+  seq?: number | null;
+  type: 'usage';
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens?: number | null;
+  cache_write_tokens?: number | null;
+  total_input_tokens: number;
+  total_output_tokens: number;
+  cost_usd?: number | null;
+  total_cost_usd?: number | null;
+  context_limit?: number | null;
+  context_left_percent?: number | null;
+};
+
+export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage;

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+
+import { KernelMessage } from '../src/protocol';
+import { ReplayGate } from '../src/replay';
+import { Transcript } from '../src/transcript';
+
+function event(seq: number, content: string): KernelMessage {
+  return {
+    type: 'agent.event',
+    run_id: 'run-1',
+    seq,
+    event: { type: 'text', content }
+  };
+}
+
+const started: KernelMessage = {
+  type: 'run.started',
+  run_id: 'run-1',
+  session_id: 's-1',
+  prompt: 'go',
+  source: 'panel'
+};
+
+function texts(t: Transcript): string[] {
+  return t.items.flatMap(item => (item.kind === 'text' ? [item.text] : []));
+}
+
+describe('ReplayGate', () => {
+  it('delivers live messages at once when no replay is loading', () => {
+    const seen: number[] = [];
+    const gate = new ReplayGate<number>(m => seen.push(m));
+    gate.push(1);
+    gate.push(2);
+    expect(seen).toEqual([1, 2]);
+  });
+
+  it('puts a mid-run replay before the live events that raced it, each event once', async () => {
+    const t = new Transcript();
+    const gate = new ReplayGate<KernelMessage>(m => t.apply(m));
+    let resolve: (events: KernelMessage[]) => void = () => undefined;
+    const loading = gate.replay(() => new Promise<KernelMessage[]>(r => (resolve = r)));
+    // Live events 2 and 3 arrive while the transcript (events 0-2) is still on its way.
+    gate.push(event(2, 'two'));
+    gate.push(event(3, 'three'));
+    expect(texts(t)).toEqual([]);
+    resolve([started, event(0, 'zero'), event(1, 'one'), event(2, 'two')]);
+    await loading;
+    expect(texts(t)).toEqual(['zero', 'one', 'two', 'three']);
+    gate.push(event(4, 'four'));
+    expect(texts(t)).toEqual(['zero', 'one', 'two', 'three', 'four']);
+  });
+
+  it('still delivers the held live messages when the replay fails', async () => {
+    const seen: string[] = [];
+    const gate = new ReplayGate<string>(m => seen.push(m));
+    const loading = gate.replay(async () => {
+      gate.push('live');
+      throw new Error('kernel busy');
+    });
+    await expect(loading).rejects.toThrow('kernel busy');
+    expect(seen).toEqual(['live']);
+  });
+});

@@ -1,0 +1,90 @@
+"""The package's layers: every import (lazy ones inside functions included) points down.
+
+docs/architecture.md explains the layers; this test keeps them true. The lower packages never
+import IPython, ipywidgets or jupyter_server, so the agent runs in any Python process.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_codelia"
+
+# Bottom up. A module may import from its own layer's package and from lower layers only.
+LAYERS: dict[str, int] = {
+    "_text": 0,
+    "_redact": 0,
+    "_approval": 0,
+    "_cancellation": 0,
+    "errors": 0,
+    "llm": 1,
+    "tools": 2,
+    "cache": 3,
+    "session": 3,
+    "standard_tools": 4,
+    "agent": 5,
+    "wire": 6,
+    # The offline kit: scripted model servers for the real SDKs (the notebook's demo uses it).
+    "testing": 6,
+    "notebook": 7,
+    "server": 7,
+}
+KERNEL_SIDE = ("IPython", "ipywidgets", "ipykernel", "jupyter_server", "comm", "tornado")
+KERNEL_FREE = {"_text", "_redact", "_approval", "_cancellation", "errors", "llm", "tools"}
+KERNEL_FREE |= {"cache", "session", "standard_tools", "agent", "wire"}
+
+
+def _unit(path: Path) -> str:
+    """The layer unit of a module: its top-level package, or the module name at the top."""
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute dotted name) of every import in ``path``."""
+    module_parts = ["jupyter_codelia", *path.relative_to(PACKAGE).with_suffix("").parts]
+    if module_parts[-1] == "__init__":
+        module_parts.pop()
+        package_parts = module_parts
+    else:
+        package_parts = module_parts[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - (node.level - 1)]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+    return found
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "labextension" not in p.parts)
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_point_down_the_layers(path: Path) -> None:
+    unit = _unit(path)
+    if unit in ("__init__", "__main__", "_version"):
+        return
+    assert unit in LAYERS, f"{unit} is not placed in a layer: add it to LAYERS and the docs"
+    wrong = []
+    for line, name in _imports(path):
+        parts = name.split(".")
+        if parts[0] in KERNEL_SIDE and unit in KERNEL_FREE:
+            wrong.append(f"line {line}: {name} (a kernel/server package in {unit}/)")
+        if parts[0] != "jupyter_codelia" or len(parts) < 2:
+            continue
+        target = parts[1]
+        if target == unit or target not in LAYERS:
+            continue
+        if LAYERS[target] > LAYERS[unit] or (LAYERS[target] == LAYERS[unit] and unit == "server"):
+            wrong.append(f"line {line}: {name} (layer {LAYERS[target]} from layer {LAYERS[unit]})")
+    assert not wrong, f"{path.relative_to(PACKAGE)} imports upward:\n" + "\n".join(wrong)
