@@ -275,6 +275,8 @@ class McpServer:
         if config.command is not None:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
+            if self._stderr is not None:  # a restart: the last run's log was reported already
+                self._stderr.close()
             # Kept open for the connection's life, read back for crash reports; closed in stop().
             self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
                 mode="w+", encoding="utf-8", errors="replace"
