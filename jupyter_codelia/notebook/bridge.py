@@ -104,8 +104,12 @@ class Bridge:
         try:
             settings = self.nb.settings()
             model, mode = settings.model, settings.approval_mode
+            provider = settings.provider
+            if provider != "anthropic":  # the panel shows which service the model is on
+                model = f"{provider}:{model}"
         except ConfigError as exc:
             model, mode = f"(configuration error: {exc})", "minimal"
+            provider = "anthropic"
         active = self.nb.active
         agent = self.nb.agent
         state = KernelState(
@@ -120,7 +124,7 @@ class Bridge:
                 prompt=active.prompt,
                 source=active.source,
             ),
-            api_key_configured=api_key_configured(),
+            api_key_configured=api_key_configured(provider=provider),
         )
         return state.dump()
 

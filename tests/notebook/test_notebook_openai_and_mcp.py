@@ -111,3 +111,42 @@ def test_mcp_tools_in_a_kernel_listed_called_and_stopped_with_the_extension(
         assert kernel.execute("%unload_ext jupyter_codelia").status == "ok"
         _gone, alive = psutil.wait_procs(children, timeout=15)
         assert alive == []
+
+
+def test_the_side_panel_runs_an_mcp_tool_through_the_openai_provider(
+    start_kernel: Any, codelia_home: Path
+) -> None:
+    from .test_notebook_bridge import FrontEnd
+
+    config = {"mcpServers": {"t": {"command": sys.executable, "args": [MCP_SERVER, "stdio"]}}}
+    (codelia_home / "config.json").write_text(json.dumps(config))
+    script = [reply(tool_use("t__plot", {"title": "q3"})), reply(text("Plotted q3."))]
+    with ScriptedOpenAIServer(script) as server:
+        kernel = start_kernel(server.url, provider="openai", api_key=OPENAI_KEY)
+        kernel.execute("%load_ext jupyter_codelia")
+        front = FrontEnd(kernel)
+        hello = front.wait(lambda d: d.get("type") == "hello")
+        assert hello["model"] == "openai:gpt-4o"
+        assert hello["api_key_configured"] is True
+        started = front.request({"type": "run.start", "prompt": "plot q3"})
+        assert started["ok"] is True, started
+        asking = front.wait(
+            lambda d: d.get("type") == "agent.event" and d["event"]["type"] == "permission.request"
+        )
+        front.request(
+            {
+                "type": "permission.respond",
+                "permission_request_id": asking["event"]["request_id"],
+                "decision": "allow",
+            }
+        )
+        front.wait(lambda d: d.get("type") == "run.status" and d.get("status") == "completed")
+        events = [d["event"] for d in front.received if d.get("type") == "agent.event"]
+        call = next(e for e in events if e["type"] == "tool_call")
+        assert (call["tool"], call["display_name"]) == ("t__plot", "plot (MCP: t)")
+        assert events[-1]["content"] == "Plotted q3."
+        sent = server.requests[1].json["messages"]
+        image_turn = sent[-1]
+        assert image_turn["role"] == "user"
+        assert image_turn["content"][1]["type"] == "image_url"  # the MCP image reached the model
+        assert OPENAI_KEY not in json.dumps(front.received)
