@@ -329,10 +329,19 @@ class OpenAIChat:
         )
         try:
             client = self._clients.get(asyncio.get_running_loop())
+            # The request is plain JSON already: sent as ``extra_body`` it skips the SDK's
+            # per-field TypedDict transform, which on a 1,000-message history costs ~0.4 s
+            # per call (more than the rest of the turn). ``stream=True`` still selects the
+            # streaming response type.
+            stream: Any
             if self.api == "responses":
-                stream = await client.responses.create(**request)
+                stream = await client.responses.create(
+                    model=self.model, stream=True, extra_body=request
+                )
             else:
-                stream = await client.chat.completions.create(**request)
+                stream = await client.chat.completions.create(
+                    model=self.model, messages=[], stream=True, extra_body=request
+                )
             chunks = stream.__aiter__()
             try:
                 while True:
