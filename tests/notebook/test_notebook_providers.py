@@ -139,3 +139,23 @@ def test_an_ollama_model_without_tools_is_refused_before_the_run(home: Path) -> 
         with pytest.raises(ConfigError, match=r"'llama3' \(ollama\) cannot call tools"):
             nb.prepare(settings)
         assert server.requests == []  # refused before any model call
+
+
+def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(5)"]}
+    (home / "config.json").write_text(json.dumps({"mcpServers": {"broken": broken}}))
+    from IPython.core.interactiveshell import InteractiveShell
+
+    nb = NotebookAgent(InteractiveShell.instance(), resolve_settings)
+    try:
+        agent = nb.prepare(resolve_settings(), llm=AnthropicChat(api_key="sk-ant-unused-key"))
+        out = capsys.readouterr().out
+        assert "MCP server 'broken'" in out
+        assert "failed to start" in out
+        assert "The run goes on without its tools; %codelia mcp shows the state." in out
+        assert not any(t.name.startswith("broken__") for t in agent.tools)
+        assert "broken  [stdio, failed]" in nb.mcp_servers().describe()
+    finally:
+        nb.close_mcp()

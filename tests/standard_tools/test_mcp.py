@@ -295,3 +295,18 @@ def test_secrets_in_server_env_and_headers_are_redacted() -> None:
     )
     assert redact_secrets(f"token {token} leaked") == "token [REDACTED] leaked"
     assert "hdrSecret98765" not in redact_secrets("auth: hdrSecret98765")
+
+
+def test_replacing_a_running_server_stops_the_old_process(servers: McpServers) -> None:
+    import psutil
+
+    servers.tools()
+    me = psutil.Process()
+    old = [c for c in me.children(recursive=True) if SERVER_SCRIPT in " ".join(c.cmdline())]
+    assert len(old) == 1
+    servers.add("t", McpServerConfig(command=sys.executable, args=[SERVER_SCRIPT, "stdio"]))
+    _gone, alive = psutil.wait_procs(old, timeout=15)
+    assert alive == []
+    assert servers.server("t").state == "not started"
+    tools, _ = servers.tools()  # the new one starts on the next listing
+    assert "t__echo" in {t.name for t in tools}
