@@ -194,6 +194,11 @@ class NotebookAgent:
             from .config import ConfigError
 
             raise ConfigError(problem)
+        if unsupported is not None and unsupported(needs_tools=False, needs_vision=True):
+            print(
+                f"Note: the model {settings.model!r} cannot read images; plots and images "
+                "reach it as [image] placeholders."
+            )
         extra = [
             *kernel_tools(shell=self.shell, default_timeout=settings.python_timeout),
             *self._mcp_tools(),

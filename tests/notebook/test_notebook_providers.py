@@ -159,3 +159,14 @@ def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
         assert "broken  [stdio, failed]" in nb.mcp_servers().describe()
     finally:
         nb.close_mcp()
+
+
+def test_a_model_without_vision_gets_a_note_before_the_run(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    nb = NotebookAgent(InteractiveShell.instance(), resolve_settings)
+    settings = resolve_settings().with_overrides(model="openai:gpt-4")
+    nb.prepare(settings, llm=OpenAIChat("gpt-4", api_key=OPENAI_KEY))
+    assert "Note: the model 'gpt-4' cannot read images" in capsys.readouterr().out
