@@ -1,4 +1,4 @@
-"""Secret redaction for everything that leaves the agent (design §2.13).
+"""Secret redaction for everything that leaves the agent.
 
 Owns the rule for what a secret is and the one function that masks secrets in outgoing data:
 tool outputs, events, run-log records and session snapshots all pass through

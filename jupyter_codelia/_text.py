@@ -1,4 +1,4 @@
-"""Text conventions shared by every subsystem (spec/core.md §0).
+"""Text conventions shared by every subsystem.
 
 Compact JSON, UTF-8 byte counts, line splitting, the line-number prefix, JavaScript-style
 rounding and exception rendering are used by tools, the cache, the agent and the front ends; they

@@ -6,12 +6,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from jupyter_codelia.testing import load_recording
+
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+RECORDINGS_DIR = Path(__file__).parent / "llm" / "recordings"
+"""Recorded Messages API responses (file format: ``jupyter_codelia.testing.parse_recording``)."""
 
 
 @pytest.fixture
@@ -24,3 +32,44 @@ def clean_anthropic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+@pytest.fixture
+def recordings() -> Path:
+    """The directory of recorded Messages API responses."""
+    return RECORDINGS_DIR
+
+
+@pytest.fixture
+def streamed_blocks() -> Callable[[str], list[dict[str, Any]]]:
+    """``name -> blocks``: a recorded reply's content blocks rebuilt from its SSE events with
+    plain ``json``, independently of the provider's accumulator, so tests can hold it to them."""
+    return _streamed_blocks
+
+
+def _streamed_blocks(name: str) -> list[dict[str, Any]]:
+    """The content blocks a recorded SSE reply builds, from its raw event JSON."""
+    blocks: list[dict[str, Any]] = []
+    inputs: dict[int, str] = {}
+    for line in load_recording(RECORDINGS_DIR / name).body.splitlines():
+        if not line.startswith("data: "):
+            continue
+        event = json.loads(line[len("data: ") :])
+        if event["type"] == "content_block_start":
+            blocks.append(event["content_block"])
+        elif event["type"] == "content_block_delta":
+            delta = event["delta"]
+            block = blocks[event["index"]]
+            if delta["type"] == "input_json_delta":
+                inputs[event["index"]] = inputs.get(event["index"], "") + delta["partial_json"]
+            elif delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            elif delta["type"] == "citations_delta":
+                block["citations"].append(delta["citation"])
+            elif delta["type"] == "thinking_delta":
+                block["thinking"] += delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+    for index, text in inputs.items():
+        blocks[index]["input"] = json.loads(text)
+    return blocks

@@ -1,4 +1,4 @@
-"""Secret redaction (design §2.13): what counts as a secret, the deep walk, the cached regex."""
+"""Secret redaction: what counts as a secret, the deep walk, the cached regex."""
 
 from __future__ import annotations
 

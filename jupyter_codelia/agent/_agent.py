@@ -1,4 +1,4 @@
-"""The agent run loop (spec/agent-and-session.md §1-§3, spec/core.md §5-§6).
+"""The agent run loop.
 
 One ``Agent`` is one conversation: a history, a session id and usage totals. ``run_stream`` runs a
 turn as an inner task that feeds a queue, so events raised while the loop awaits (streamed tokens,
@@ -39,6 +39,8 @@ from ..llm.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    answer_text,
+    citations_of,
     has_non_text_part,
     load_messages,
     text_projection,
@@ -66,6 +68,13 @@ MAX_ITERATIONS_PROMPT = (
     "(optionally) short next steps. Do not mention internal agent mechanics."
 )
 CONTINUE_PROMPT = "Continue the task from where you left off, using the summary above."
+MAX_PAUSE_CONTINUATIONS = 8
+"""How often one turn asks the API to resume a reply it paused (``stop_reason: "pause_turn"``,
+long server-tool work) before giving up with what arrived."""
+PAUSE_LIMIT_NOTE = (
+    "(The model paused its reply {count} times while working with server tools; codelia stopped "
+    "resuming it. Ask again to continue.)"
+)
 _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
@@ -106,6 +115,8 @@ class UsageTotals:
     cost_usd: float | None = 0.0
     last_total_tokens: int = 0
     model_calls: int = 0
+    web_search_requests: int = 0
+    web_fetch_requests: int = 0
 
     def add(self, input_tokens: int, output_tokens: int, cached: int, created: int) -> None:
         self.input_tokens += input_tokens
@@ -390,22 +401,43 @@ class Agent:
             overrides=self.dependency_overrides,
             emit=lambda event: self._emit(run, event),
         )
+        pauses = 0
+        paused_texts: list[str] = []
         for _ in range(self.max_iterations):
             self._trim()
             completion = await self._invoke(run, definitions or None, choice)
             self.history.extend(completion.messages)
-            texts, calls = self._collect(run, completion)
-            if calls or self.require_done_tool:
-                for text in texts:
-                    self._emit(run, ev.TextEvent(content=text))
-            if not calls:
+            reply = self._collect(run, completion)
+            if completion.stop_reason == "pause_turn" and not reply.calls:
+                # The API paused a long server-tool reply: its blocks are in the history, and
+                # asking again with them as the last assistant turn resumes it.
+                if pauses < MAX_PAUSE_CONTINUATIONS:
+                    pauses += 1
+                    paused_texts.extend(reply.texts)
+                    continue
+                reply.texts.append(PAUSE_LIMIT_NOTE.format(count=pauses))
+            if completion.stop_reason in _CUT_OFF_NOTES and not reply.calls:
+                limit = getattr(self.llm, "max_tokens", None)
+                reply.texts.append(_CUT_OFF_NOTES[completion.stop_reason].format(limit=limit))
+            texts = [*paused_texts, *reply.texts]
+            paused_texts = []
+            if reply.calls or self.require_done_tool:
+                for index, text in enumerate(texts):
+                    last = index == len(texts) - 1
+                    self._emit(
+                        run,
+                        ev.TextEvent(
+                            content=text, citations=(reply.citations or None) if last else None
+                        ),
+                    )
+            if not reply.calls:
                 await self._maybe_compact(run, mid_turn=self.require_done_tool)
                 if not self.require_done_tool:
                     final = "\n".join(texts).strip()
-                    self._emit(run, ev.FinalEvent(content=final))
+                    self._emit(run, ev.FinalEvent(content=final, citations=reply.citations or None))
                     return final
                 continue
-            for step, call in enumerate(calls, start=1):
+            for step, call in enumerate(reply.calls, start=1):
                 finished = await self._run_call(run, call, step, tools, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
@@ -418,23 +450,38 @@ class Agent:
         self._emit(run, ev.FinalEvent(content=final))
         return final
 
-    def _collect(
-        self, run: _Run, completion: ChatInvokeCompletion
-    ) -> tuple[list[str], list[ToolCall]]:
-        texts: list[str] = []
-        calls: list[ToolCall] = []
+    def _collect(self, run: _Run, completion: ChatInvokeCompletion) -> _Reply:
+        reply = _Reply()
+        joining = False  # consecutive text blocks are one passage (the API splits at citations)
         for message in completion.messages:
             if isinstance(message, ReasoningMessage):
                 if message.content:
                     self._emit(run, ev.ReasoningEvent(content=message.content))
+                joining = False
             elif isinstance(message, AssistantMessage):
-                text = text_projection(message.content)
+                text = answer_text(message.content)
                 if message.refusal:
                     text = f"{text}\n{message.refusal}" if text else message.refusal
-                if text:
-                    texts.append(text)
-                calls.extend(message.tool_calls or [])
-        return texts, calls
+                if text and joining:
+                    reply.texts[-1] += text
+                elif text:
+                    reply.texts.append(text)
+                joining = bool(text)
+                reply.add_citations(citations_of(message.content))
+                reply.calls.extend(message.tool_calls or [])
+        return reply
+
+    def _cut_off_message(self, call: ToolCall) -> ToolMessage:
+        """The answer to a call the output limit cut off: an error, none of the call run."""
+        limit = getattr(self.llm, "max_tokens", None)
+        text = CUT_OFF_RESULT.format(
+            tool=call.function.name,
+            limit=f"max_tokens={limit}" if isinstance(limit, int) else "max_tokens",
+            chars=len(call.function.arguments),
+        )
+        return ToolMessage(
+            tool_call_id=call.id, tool_name=call.function.name, content=text, is_error=True
+        )
 
     async def _run_call(
         self,
@@ -445,7 +492,8 @@ class Agent:
         hook: Any,
         base_ctx: ToolContext,
     ) -> str | None:
-        """Execute one call; returns the final message when it ends the turn, else None."""
+        """Execute one call (or refuse a cut-off one); returns the final message when it ends
+        the turn, else None."""
         name = call.function.name
         self._emit(run, ev.StepStartEvent(step_id=call.id, title=name, step_number=step))
         self._emit(
@@ -459,9 +507,14 @@ class Agent:
             ),
         )
         started = time.monotonic()
-        # The executor turns every failure, the permission hook's included, into a message.
-        execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
-        raw = _redact_message(execution.message)
+        if call.cut_off:
+            # Half-written arguments would run as a complete-looking call (a truncated write).
+            raw, done, final_message = self._cut_off_message(call), False, None
+        else:
+            # The executor turns every failure, the permission hook's included, into a message.
+            execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
+            raw = _redact_message(execution.message)
+            done, final_message = execution.done, execution.final_message
         processed = self.output_cache.process(raw) if self.output_cache is not None else raw
         self.history.append(processed)
         result_text = text_projection(processed.content)
@@ -494,8 +547,8 @@ class Agent:
         duration = max(0, js_round((time.monotonic() - started) * 1000))
         status: Literal["completed", "error"] = "error" if raw.is_error else "completed"
         self._emit(run, ev.StepCompleteEvent(step_id=call.id, status=status, duration_ms=duration))
-        if execution.done:
-            return execution.final_message or ""
+        if done:
+            return final_message or ""
         return None
 
     def _permission_hook(self, run: _Run, tools: list[Tool]) -> Any:
@@ -561,21 +614,30 @@ class Agent:
         stream: bool = True,
     ) -> ChatInvokeCompletion:
         attempts = max(1, self.retry.max_attempts)
+        streamed = False
+
+        def on_text(delta: str) -> None:
+            nonlocal streamed
+            streamed = True
+            self._emit(run, ev.TextDeltaEvent(delta=delta))
+
         for attempt in range(1, attempts + 1):
+            streamed = False
             try:
                 return await self.llm.ainvoke(
                     list(messages),
                     tools=tools,
                     tool_choice=choice,
-                    on_text_delta=(lambda d: self._emit(run, ev.TextDeltaEvent(delta=d)))
-                    if stream
-                    else None,
+                    on_text_delta=on_text if stream else None,
                     on_reasoning_delta=(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
                     if stream
                     else None,
                     signal=run.signal,
                 )
             except LlmError as exc:
+                if streamed:
+                    # The reply broke off mid-stream: what was shown of it will never complete.
+                    self._emit(run, ev.TextDiscardedEvent())
                 if not exc.retryable or attempt == attempts:
                     raise AgentRunError(
                         _llm_failure_text(exc, attempt), kind=exc.kind, status=exc.status
@@ -604,6 +666,8 @@ class Agent:
         cached = usage.input_cached_tokens or 0
         created = usage.input_cache_creation_tokens or 0
         self.usage.add(usage.input_tokens, usage.output_tokens, cached, created)
+        self.usage.web_search_requests += usage.web_search_requests or 0
+        self.usage.web_fetch_requests += usage.web_fetch_requests or 0
         self.usage.last_total_tokens = usage.total_tokens
         cost = self.llm.cost_usd(usage)
         if cost is None:
@@ -631,6 +695,8 @@ class Agent:
                 total_cost_usd=self.usage.cost_usd,
                 context_limit=limit,
                 context_left_percent=left,
+                web_search_requests=usage.web_search_requests,
+                web_fetch_requests=usage.web_fetch_requests,
             ),
         )
 
@@ -656,7 +722,7 @@ class Agent:
             else:
                 self._account(run, completion)
                 reply = "\n".join(
-                    text_projection(m.content)
+                    answer_text(m.content)
                     for m in completion.messages
                     if isinstance(m, AssistantMessage) and m.content
                 )
@@ -681,7 +747,7 @@ class Agent:
             return SUMMARY_UNAVAILABLE
         self._account(run, completion)
         texts = [
-            text_projection(m.content)
+            answer_text(m.content)
             for m in completion.messages
             if isinstance(m, AssistantMessage) and m.content
         ]
@@ -689,6 +755,47 @@ class Agent:
 
 
 _RETRY_KINDS = ("rate_limit", "overloaded", "timeout", "network", "provider")
+
+_CUT_OFF_NOTES = {
+    "max_tokens": "(This answer was cut off at the output limit, max_tokens={limit}.)",
+    "model_context_window_exceeded": (
+        "(This answer was cut off: the conversation filled the model's context window.)"
+    ),
+}
+"""Said under an answer that ended because a limit was hit, so it is not taken as complete."""
+
+CUT_OFF_RESULT = (
+    "Not run: this {tool} call was cut off at the output limit ({limit}) before its arguments "
+    "were complete (only {chars} characters of them arrived), so nothing was executed or "
+    "written. Make the change in smaller steps: write a short first version of a long file, "
+    "then extend it with edit or apply_patch calls of a few hundred lines each."
+)
+
+
+@dataclass
+class _Reply:
+    """What one model reply says: its text passages, their citations, the calls it makes."""
+
+    texts: list[str] = field(default_factory=list)
+    citations: list[ev.Citation] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def add_citations(self, raw: list[dict[str, Any]]) -> None:
+        seen = {(c.url, c.title) for c in self.citations}
+        for item in raw:
+            citation = ev.Citation(
+                title=_str_or_none(item.get("title") or item.get("document_title")),
+                url=_str_or_none(item.get("url")),
+                cited_text=_str_or_none(item.get("cited_text")),
+            )
+            key = (citation.url, citation.title)
+            if key != (None, None) and key not in seen:
+                seen.add(key)
+                self.citations.append(citation)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncIterator[Any]:

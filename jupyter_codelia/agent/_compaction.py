@@ -1,4 +1,4 @@
-"""Compaction: replace a long history by a summary near the context limit (spec output-cache §7).
+"""Compaction: replace a long history by a summary near the context limit.
 
 When a model call reports that the prompt has reached ``threshold_ratio`` of the model's context
 window, the agent asks the model (without tools) for a ``<retain>`` list of details that must
@@ -21,6 +21,7 @@ from ..llm.messages import (
     SystemMessage,
     TextPart,
     UserMessage,
+    answer_text,
     text_projection,
 )
 
@@ -151,7 +152,8 @@ def _last_turns(history: Sequence[Any], count: int) -> list[Any]:
         if isinstance(message, UserMessage):
             kept.append(message)
         elif isinstance(message, AssistantMessage):
-            text = text_projection(message.content)
+            # Text only: server-tool blocks cannot be replayed without their neighbours.
+            text = answer_text(message.content)
             if text:
                 kept.append(AssistantMessage(content=text))
     while kept and isinstance(kept[-1], AssistantMessage):

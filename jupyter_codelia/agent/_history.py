@@ -1,4 +1,4 @@
-"""History repair (spec/agent-and-session.md §6).
+"""History repair.
 
 A tool call without its tool message (an interrupted run, ``done`` mid-batch, a cancel) makes the
 next provider request invalid. ``repair_history`` keeps only calls that have both halves, drops

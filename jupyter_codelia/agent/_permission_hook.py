@@ -1,4 +1,4 @@
-"""The permission hook the agent passes to the tool executor (spec/agent-and-session.md §5.3-§5.4).
+"""The permission hook the agent passes to the tool executor.
 
 It asks the :class:`PermissionPolicy`; when the answer is *confirm* it builds a diff preview for
 file-changing tools, announces a ``permission.request`` event and awaits the host's confirm
@@ -101,7 +101,7 @@ class PermissionHookBuilder:
             )
         )
         if response.decision == "deny":
-            # A reason lets the model adapt and go on; a bare "no" stops the turn (spec §5.3).
+            # A reason lets the model adapt and go on; a bare "no" stops the turn.
             return PermissionDecision.deny(reason or "permission denied", stop_turn=reason is None)
         if response.decision == "allow_remember" and rules:
             self.policy.remember(rules)

@@ -1,4 +1,4 @@
-"""Session I/O for one agent, off the event loop (design §2.11).
+"""Session I/O for one agent, off the event loop.
 
 Run-log records and snapshot saves are queued, in order, to one worker thread, so a turn never
 waits for the disk and a kernel's event loop never blocks on it. Redaction and JSON encoding

@@ -1,4 +1,4 @@
-"""Shell-command text analysis for the permission policy (spec/agent-and-session.md §5.1).
+"""Shell-command text analysis for the permission policy.
 
 This is not a shell parser: it finds the commands a shell line would run well enough to match them
 against allow/deny rules, and errs towards "ask the user" whenever the text is not plain.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
-# Longest first, so "2>>" wins over "2>" and ">", "||" over "|". Beyond the spec's list, a lone
+# Longest first, so "2>>" wins over "2>" and ">", "||" over "|". Beyond the usual operators, a lone
 # "&", a newline and sub-shell / command-substitution brackets also start a new command: without
 # them "ls & rm -rf x" or "ls $(rm -rf x)" would pass as a plain "ls".
 _OPERATORS = (
@@ -117,7 +117,7 @@ def analyse_shell(command: str) -> ShellSplit:
 
 
 def split_shell_segments(command: str) -> list[str]:
-    """The commands of a shell line, normalized, without redirect targets (spec §5.1)."""
+    """The commands of a shell line, normalized, without redirect targets."""
     return analyse_shell(command).commands
 
 

@@ -1,4 +1,4 @@
-"""Agent events: what a run reports to front ends (spec/agent-and-session.md §4.1, design §2.4).
+"""Agent events: what a run reports to front ends.
 
 Every event is a pydantic model with a ``type`` discriminator and serialises to plain JSON with
 :func:`event_to_json`; the widget panel consumes the models in-process and the side panel receives
@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..tools.events import Event as _Event
 from ..tools.events import TodoItemView, TodosUpdatedEvent, now_ms
+
+
+class Citation(BaseModel):
+    """A source the model cited for its text: a web page (``url``) or a passage of a document."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    title: str | None = None
+    url: str | None = None
+    cited_text: str | None = None
 
 
 class TextEvent(_Event):
@@ -20,6 +29,7 @@ class TextEvent(_Event):
 
     type: Literal["text"] = "text"
     content: str
+    citations: list[Citation] | None = None
     timestamp: int = Field(default_factory=now_ms)
 
 
@@ -28,6 +38,14 @@ class TextDeltaEvent(_Event):
 
     type: Literal["text_delta"] = "text_delta"
     delta: str
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class TextDiscardedEvent(_Event):
+    """The text streamed since the last complete block is void: the model call failed mid-reply
+    and will be retried, so front ends remove what they showed of it."""
+
+    type: Literal["text_discarded"] = "text_discarded"
     timestamp: int = Field(default_factory=now_ms)
 
 
@@ -92,7 +110,7 @@ class PermissionReadyEvent(_Event):
 
 
 class PermissionRequestEvent(_Event):
-    """A confirm request for the front end (design §4 ``permission.request``)."""
+    """A confirm request for the front end (``permission.request``)."""
 
     type: Literal["permission.request"] = "permission.request"
     request_id: str
@@ -162,16 +180,21 @@ class UsageEvent(_Event):
     total_cost_usd: float | None = None
     context_limit: int | None = None
     context_left_percent: int | None = None
+    web_search_requests: int | None = None
+    """Searches the API's server-side web search tool ran in this call (priced in ``cost_usd``)."""
+    web_fetch_requests: int | None = None
 
 
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
+    citations: list[Citation] | None = None
 
 
 AgentEvent = Annotated[
     TextEvent
     | TextDeltaEvent
+    | TextDiscardedEvent
     | ReasoningEvent
     | ReasoningDeltaEvent
     | LlmRetryEvent

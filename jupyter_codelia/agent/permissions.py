@@ -1,8 +1,8 @@
 """The permission policy: which tool calls run at once, which are refused, which ask the user.
 
-Implements spec/agent-and-session.md §5.1-§5.3: approval modes with a system allowlist, allow and
-deny rules (deny beats allow), shell commands checked segment by segment with ``cd`` tracked
-inside the sandbox, the confirm prompt texts and the rules remembered after "don't ask again".
+Approval modes with a system allowlist, allow and deny rules (deny beats allow), shell commands
+checked segment by segment with ``cd`` tracked inside the sandbox, the confirm prompt texts and the
+rules remembered after "don't ask again".
 
 Remembered rules live in a JSON file (``config_path``) of the form
 ``{"permissions": {"allow": [rule, ...], "deny": [rule, ...]}}``; other top-level keys are kept.
@@ -316,7 +316,7 @@ def _server_rule_matches(rule_tool: str, tool_name: str) -> bool:
 
 
 class PermissionPolicy:
-    """Decides allow / deny / confirm for each tool call (spec §5)."""
+    """Decides allow / deny / confirm for each tool call."""
 
     def __init__(
         self,

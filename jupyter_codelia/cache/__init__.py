@@ -1,4 +1,4 @@
-"""The tool-output cache (seed §6, design §2.8).
+"""The tool-output cache.
 
 Every tool result is saved under its ref id (typed parts kept, text projection indexed by line),
 the in-context copy is bounded, old outputs are trimmed to ref placeholders when the total

@@ -1,4 +1,4 @@
-"""Read/grep limits of the cache store (spec/output-cache.md §5) and their environment overrides.
+"""Read/grep limits of the cache store and their environment overrides.
 
 Each limit may be overridden by ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_<NAME>`` (for example
 ``..._MAX_READ_BYTES``). As in the reference, a value that is not a positive integer falls back

@@ -1,4 +1,4 @@
-"""The text formats of the three retrieval operations (spec/output-cache.md §6).
+"""The text formats of the three retrieval operations.
 
 Each function renders from an open entry using only its line index and bounded reads, so the
 cost does not grow with the size of the cached output.

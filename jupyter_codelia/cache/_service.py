@@ -1,9 +1,9 @@
-"""In-context processing of tool messages and total-budget trimming (spec/output-cache.md §3-§4).
+"""In-context processing of tool messages and total-budget trimming.
 
 ``ToolOutputCache`` is what the agent calls: :meth:`~ToolOutputCache.process` on every fresh
 ToolMessage (save it, bound its in-context copy) and :meth:`~ToolOutputCache.trim` before every
-model call. Trimming is on by default (design §2.8, overriding the spec's "off"): oldest outputs
-first, never the newest, and with hysteresis: once over the budget it trims down to
+model call. Trimming is on by default (a long session would otherwise outgrow the context): oldest
+outputs first, never the newest, and with hysteresis: once over the budget it trims down to
 ``trim_target_ratio`` of it, so the prompt-cache prefix changes rarely.
 """
 
@@ -65,7 +65,7 @@ def message_tokens(message: ToolMessage) -> int:
             if isinstance(part, ImagePart):
                 tokens += IMAGE_TOKEN_ESTIMATE
             elif isinstance(part, DocumentPart):
-                tokens += math.ceil(len(part.source.data) * 3 / 4 / 4)
+                tokens += math.ceil(len(part.source.data or "") * 3 / 4 / 4)
     return tokens
 
 
@@ -112,13 +112,13 @@ class ToolOutputCache:
         self.config = config if config is not None else ToolOutputCacheConfig()
 
     def process(self, message: ToolMessage) -> ToolMessage:
-        """Save a fresh tool message and bound its in-context copy (spec §3)."""
+        """Save a fresh tool message and bound its in-context copy."""
         if not self.config.enabled:
             return message
         content = message.content
         ref = message.output_ref or self._save(message)
         if has_non_text_part(content):
-            # Images and documents stay structured until trimmed (seed §6).
+            # Images and documents stay structured until trimmed.
             return message.model_copy(update={"output_ref": ref})
         raw = text_projection(content)
         update: dict[str, Any] = {"content": raw, "output_ref": ref}
@@ -156,7 +156,7 @@ class ToolOutputCache:
         return derive_budget(self.config.context_budget_tokens, context_limit)
 
     def trim(self, messages: list[Any], *, context_limit: int | None) -> list[Any] | None:
-        """Replace old tool outputs with ref placeholders when over budget (spec §4).
+        """Replace old tool outputs with ref placeholders when over budget.
 
         Returns a new list (unchanged messages are the same objects) or None when nothing
         changed. The newest tool output is never trimmed."""

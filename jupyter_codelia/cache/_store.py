@@ -66,7 +66,7 @@ class ToolOutputCacheStore:
     ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_MAX_BYTES``): when a commit passes it, the least
     recently used entries are evicted whole down to 90% of the cap. The entry just written is
     never evicted by its own commit, so a single output larger than the cap stays readable until
-    the next one. ``limits`` bound what one read or grep returns (spec §5, env overrides);
+    the next one. ``limits`` bound what one read or grep returns (environment overrides apply);
     ``use_ripgrep=False`` forces the pure-Python search.
     """
 
@@ -491,7 +491,7 @@ def _non_negative(name: str, value: int) -> int:
 
 
 def _project_parts(content: list[Any]) -> tuple[str, list[ContentPart]]:
-    """Text projection (spec §2) and typed parts; an unrecognised item becomes ``[content]``."""
+    """Text projection and typed parts; an unrecognised item becomes ``[content]``."""
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in content:

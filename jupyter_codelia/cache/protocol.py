@@ -1,4 +1,4 @@
-"""The contract between tool-output producers and the output cache store (seed §6).
+"""The contract between tool-output producers and the output cache store.
 
 Producers (the agent for every ToolMessage, write/edit/apply_patch for full diffs, the shell for
 its streams) depend only on this protocol, so they can be built and tested with any store.

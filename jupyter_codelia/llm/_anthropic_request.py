@@ -1,4 +1,4 @@
-"""Messages, tools and tool choice → an Anthropic Messages API request (spec/core.md §7).
+"""Messages, tools and tool choice → an Anthropic Messages API request.
 
 Pure functions over plain dicts: no SDK import, so the serialization is cheap to test and the
 request a test server records can be compared with what these functions built.
@@ -14,6 +14,7 @@ from .._text import compact_json
 from ._request_parts import BlockCache, system_text
 from .messages import (
     AssistantMessage,
+    DocumentPart,
     ImagePart,
     OtherPart,
     ReasoningMessage,
@@ -25,7 +26,6 @@ ApiMessage = dict[str, Any]
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 _IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-_PASSTHROUGH_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
 _REPLAYED_REASONING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -38,7 +38,9 @@ def _text_block(text: str) -> Block:
 
 def _image_block(part: ImagePart) -> Block:
     url = part.image_url.url
-    if not url.startswith("data:") or ";base64," not in url:
+    if not url.startswith("data:"):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    if ";base64," not in url:
         return _text_block(url)
     header, data = url.split(";base64,", 1)
     url_media_type = header[len("data:") :]
@@ -50,14 +52,26 @@ def _image_block(part: ImagePart) -> Block:
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
+def _document_block(part: DocumentPart) -> Block:
+    source = part.source
+    if source.url is not None:
+        return {"type": "document", "source": {"type": "url", "url": source.url}}
+    return {
+        "type": "document",
+        "source": {"type": "base64", "media_type": source.media_type, "data": source.data},
+    }
+
+
 def _other_block(part: OtherPart) -> Block:
     payload = part.payload
+    # A block the API sent (server-tool calls and results, blocks newer than this code) goes
+    # back exactly as received: it may carry encrypted content the API needs to continue.
     if (
         part.provider == "anthropic"
         and isinstance(payload, dict)
-        and payload.get("type") in _PASSTHROUGH_BLOCK_TYPES
+        and payload.get("type") == part.kind
     ):
-        return dict(payload)
+        return payload
     label = f"[other:{part.provider}/{part.kind}]"
     if payload not in (None, "", {}, []):
         label += " " + compact_json(payload)
@@ -68,11 +82,14 @@ def part_to_block(part: Any) -> Block:
     """One content part → one Anthropic content block."""
     kind = getattr(part, "type", None)  # not isinstance: see to_anthropic_messages
     if kind == "text":
-        return _text_block(part.text)
+        block = _text_block(part.text)
+        if part.citations:
+            block["citations"] = part.citations
+        return block
     if kind == "image_url":
         return _image_block(part)
     if kind == "document":
-        return _text_block("[document]")
+        return _document_block(part)
     if kind == "other":
         return _other_block(part)
     raise TypeError(f"not a content part: {type(part).__name__}")
@@ -128,7 +145,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[Block]:
                 "type": "tool_use",
                 "id": call.id,
                 "name": call.function.name,
-                "input": tool_input(call.function.arguments),
+                # A cut-off call's arguments are unfinished JSON: what was sent is not replayable.
+                "input": {} if call.cut_off else tool_input(call.function.arguments),
             }
         )
     return blocks
@@ -215,7 +233,7 @@ def to_anthropic_messages(
     flush_tool_results()
     if cache is not None:
         cache.sweep()
-    return _drop_orphans(_merge_tool_use_turns(result, tooly), tooly)
+    return _drop_orphans(_merge_assistant_turns(result, tooly), tooly)
 
 
 _MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool", "reasoning"})
@@ -225,19 +243,16 @@ def _has_tool_use(message: ApiMessage) -> bool:
     return any(block.get("type") == "tool_use" for block in message["content"])
 
 
-def _merge_tool_use_turns(messages: list[ApiMessage], tooly: set[int]) -> list[ApiMessage]:
-    """Join consecutive assistant messages when the later one calls tools (one turn per reply)."""
+def _merge_assistant_turns(messages: list[ApiMessage], tooly: set[int]) -> list[ApiMessage]:
+    """Join consecutive assistant messages into one turn (one reply's blocks — or a paused
+    reply and its continuation — go back together, in their order)."""
     merged: list[ApiMessage] = []
     for message in messages:
         previous = merged[-1] if merged else None
-        if (
-            previous is not None
-            and id(message) in tooly
-            and previous["role"] == "assistant"
-            and message["role"] == "assistant"
-        ):
+        if previous is not None and previous["role"] == "assistant" == message["role"]:
             previous["content"] = previous["content"] + message["content"]
-            tooly.add(id(previous))
+            if id(message) in tooly:
+                tooly.add(id(previous))
         else:
             merged.append(message)  # built fresh by to_anthropic_messages: no copy needed
     return merged

@@ -1,7 +1,8 @@
-"""An Anthropic ``Message`` (as a plain dict) → :class:`ChatInvokeCompletion` (spec/core.md §7).
+"""An Anthropic ``Message`` (as a plain dict) → :class:`ChatInvokeCompletion`.
 
-One output message per content block, in order; a refusal replaces them all. Works on the dict
-form (``message.to_dict()``) so raw blocks can be kept verbatim for replay and sessions.
+One output message per content block, in order; a refusal replaces them all. Works on the raw
+JSON the API sent, so blocks this code does not interpret (server-tool calls and results, block
+types newer than the SDK) are kept verbatim, key order included, for replay and sessions.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .messages import (
     FunctionCall,
     OtherPart,
     ReasoningMessage,
+    TextPart,
     ToolCall,
 )
 
@@ -30,6 +32,8 @@ def usage_from_anthropic(model: str, usage: dict[str, Any] | None) -> ChatInvoke
     cache_creation = int(usage.get("cache_creation_input_tokens") or 0)
     output = int(usage.get("output_tokens") or 0)
     input_tokens = uncached + cache_read + cache_creation
+    server = usage.get("server_tool_use")
+    server = server if isinstance(server, dict) else {}
     return ChatInvokeUsage(
         model=model,
         input_tokens=input_tokens,
@@ -37,14 +41,32 @@ def usage_from_anthropic(model: str, usage: dict[str, Any] | None) -> ChatInvoke
         input_cache_creation_tokens=cache_creation,
         output_tokens=output,
         total_tokens=input_tokens + output,
+        web_search_requests=_count(server.get("web_search_requests")),
+        web_fetch_requests=_count(server.get("web_fetch_requests")),
     )
 
 
-def _block_message(block: dict[str, Any]) -> Any:
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _block_message(block: dict[str, Any], unfinished_input: str | None) -> Any:
     kind = block.get("type")
     if kind == "text":
+        citations = block.get("citations")
+        if citations:
+            return AssistantMessage(
+                content=[TextPart(text=block.get("text", ""), citations=list(citations))]
+            )
         return AssistantMessage(content=block.get("text", ""))
     if kind == "tool_use":
+        if unfinished_input is not None:
+            call = ToolCall(
+                id=block["id"],
+                function=FunctionCall(name=block["name"], arguments=unfinished_input),
+                cut_off=True,
+            )
+            return AssistantMessage(content=None, tool_calls=[call])
         raw_input = block.get("input")
         arguments = raw_input if isinstance(raw_input, dict) else {"value": raw_input}
         call = ToolCall(
@@ -62,7 +84,12 @@ def _block_message(block: dict[str, Any]) -> Any:
     )
 
 
-def completion_from_anthropic(message: dict[str, Any], *, model: str) -> ChatInvokeCompletion:
+def completion_from_anthropic(
+    message: dict[str, Any], *, model: str, unfinished_inputs: dict[int, str] | None = None
+) -> ChatInvokeCompletion:
+    """``unfinished_inputs``: block index → the partial JSON of a tool call the reply's output
+    limit cut off (see :class:`~.messages.ToolCall` ``cut_off``)."""
+    unfinished = unfinished_inputs or {}
     stop_reason = message.get("stop_reason")
     usage = usage_from_anthropic(message.get("model") or model, message.get("usage"))
     if stop_reason == "refusal":
@@ -71,7 +98,10 @@ def completion_from_anthropic(message: dict[str, Any], *, model: str) -> ChatInv
         refused = AssistantMessage(content=None, refusal=explanation or DEFAULT_REFUSAL)
         messages: list[Any] = [refused]
     else:
-        messages = [_block_message(block) for block in message.get("content") or []]
+        messages = [
+            _block_message(block, unfinished.get(index))
+            for index, block in enumerate(message.get("content") or [])
+        ]
     return ChatInvokeCompletion(
         messages=messages,
         usage=usage,

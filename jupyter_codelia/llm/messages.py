@@ -1,4 +1,4 @@
-"""Provider-neutral message, content-part and tool-definition types (spec/core.md §1).
+"""Provider-neutral message, content-part and tool-definition types.
 
 These are the data that cross every boundary: tools return content parts, the agent keeps a
 history of messages, providers serialise them, sessions persist them. All are pydantic models
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 
 class _Data(BaseModel):
@@ -26,8 +26,12 @@ ImageMediaType = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
 
 
 class TextPart(_Data):
+    """Text; ``citations`` are the provider's source references for it, kept verbatim (the
+    API wants them back unchanged when the turn is replayed)."""
+
     type: Literal["text"] = "text"
     text: str
+    citations: list[dict[str, Any]] | None = None
 
 
 class ImageUrl(_Data):
@@ -63,13 +67,29 @@ class ImagePart(_Data):
 
 
 class DocumentSource(_Data):
-    data: str
+    """A PDF: base64 ``data`` or a ``url`` the provider fetches (exactly one of them)."""
+
+    data: str | None = None
+    url: str | None = None
     media_type: Literal["application/pdf"] = "application/pdf"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DocumentSource:
+        if (self.data is None) == (self.url is None):
+            raise ValueError("a document source needs exactly one of data (base64) or url")
+        return self
 
 
 class DocumentPart(_Data):
     type: Literal["document"] = "document"
     source: DocumentSource
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> DocumentPart:
+        """A PDF document part holding ``data`` as base64."""
+        import base64
+
+        return cls(source=DocumentSource(data=base64.b64encode(data).decode("ascii")))
 
 
 class OtherPart(_Data):
@@ -86,7 +106,7 @@ content_parts_adapter: TypeAdapter[list[ContentPart]] = TypeAdapter(list[Content
 
 
 def is_content_part(value: Any) -> bool:
-    """Shape check used by result coercion (spec/core.md §1.1)."""
+    """Shape check used by result coercion."""
     if isinstance(value, (TextPart, ImagePart, DocumentPart, OtherPart)):
         return True
     if not isinstance(value, dict):
@@ -101,8 +121,8 @@ def is_content_part(value: Any) -> bool:
         source = value.get("source")
         return (
             isinstance(source, dict)
-            and isinstance(source.get("data"), str)
-            and source.get("media_type") == "application/pdf"
+            and (isinstance(source.get("data"), str) or isinstance(source.get("url"), str))
+            and source.get("media_type", "application/pdf") == "application/pdf"
         )
     if kind == "other":
         return isinstance(value.get("provider"), str) and isinstance(value.get("kind"), str)
@@ -129,6 +149,23 @@ def text_projection(content: str | list[Any] | None) -> str:
     return "".join(part_placeholder(p) if not isinstance(p, dict) else "[content]" for p in content)
 
 
+def answer_text(content: str | list[Any] | None) -> str:
+    """The text a reader should see: text parts only (provider blocks such as server-tool
+    calls and their results are kept for replay, not shown as placeholders)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(p.text for p in content if isinstance(p, TextPart))
+
+
+def citations_of(content: str | list[Any] | None) -> list[dict[str, Any]]:
+    """All citations attached to the text parts of ``content``, in order."""
+    if not isinstance(content, list):
+        return []
+    return [c for p in content if isinstance(p, TextPart) for c in p.citations or []]
+
+
 def has_non_text_part(content: str | list[Any] | None) -> bool:
     return isinstance(content, list) and any(not isinstance(p, TextPart) for p in content)
 
@@ -142,10 +179,15 @@ class FunctionCall(_Data):
 
 
 class ToolCall(_Data):
+    """A call the model asked for. ``cut_off``: the reply hit its output limit while the
+    arguments were still being written, so ``function.arguments`` is unfinished JSON and the
+    call must not run."""
+
     id: str
     type: Literal["function"] = "function"
     function: FunctionCall
     provider_meta: Any = None
+    cut_off: bool | None = None
 
 
 class FunctionToolDefinition(_Data):
@@ -228,6 +270,8 @@ class ChatInvokeUsage(_Data):
     input_image_tokens: int | None = None
     output_tokens: int = 0
     total_tokens: int = 0
+    web_search_requests: int | None = None
+    web_fetch_requests: int | None = None
 
 
 class ChatInvokeCompletion(_Data):
@@ -257,6 +301,8 @@ __all__ = [
     "ToolMessage",
     "ToolOutputRef",
     "UserMessage",
+    "answer_text",
+    "citations_of",
     "content_parts_adapter",
     "dump_messages",
     "has_non_text_part",

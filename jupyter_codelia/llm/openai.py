@@ -129,7 +129,7 @@ class OpenAIChat:
         api_key: str | None = None,
         base_url: str | None = None,
         provider: str = "openai",
-        max_tokens: int = 4096,
+        max_tokens: int | None = 4096,
         timeout_s: float = 600,
         tools: bool | None = None,
         vision: bool | None = None,
@@ -137,7 +137,7 @@ class OpenAIChat:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty model id such as 'gpt-5.1'")
-        if max_tokens < 1:
+        if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
@@ -264,7 +264,8 @@ class OpenAIChat:
         }
         # OpenAI's reasoning models refuse ``max_tokens``; compatible servers know only it.
         limit_name = "max_completion_tokens" if self.provider == "openai" else "max_tokens"
-        request[limit_name] = self.max_tokens
+        if self.max_tokens is not None:  # None: the server's own limit
+            request[limit_name] = self.max_tokens
         api_tools = to_openai_tools(tools, tool_choice)
         if api_tools:
             request["tools"] = api_tools
@@ -290,8 +291,9 @@ class OpenAIChat:
             "store": False,
             # Reasoning comes back encrypted (nothing is stored server-side) to be replayed.
             "include": ["reasoning.encrypted_content"],
-            "max_output_tokens": self.max_tokens,
         }
+        if self.max_tokens is not None:
+            request["max_output_tokens"] = self.max_tokens
         instructions = system_text(messages)
         if instructions:
             request["instructions"] = instructions

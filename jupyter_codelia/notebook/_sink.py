@@ -60,7 +60,7 @@ class EventSink:
 
     def event(self, event: Any) -> None:
         if self.run.signal.is_set() and not isinstance(event, ev.FinalEvent):
-            return  # nothing is delivered for a run after its cancel (spec §3)
+            return  # nothing is delivered for a run after its cancel
         if self.panel is not None:
             self.panel.handle(event)
         if isinstance(event, ev.TextDeltaEvent):
@@ -68,6 +68,8 @@ class EventSink:
             self._delta_seq = event.seq
             self.tick()
             return
+        if isinstance(event, ev.TextDiscardedEvent):
+            self._delta = []  # void text not sent yet never needs sending
         self._send_delta()
         self._broadcast_event(event)
 

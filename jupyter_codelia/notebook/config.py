@@ -17,9 +17,9 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from traitlets import Bool, Enum, Float, Integer, Unicode
+from traitlets import Bool, Enum, Float, Integer, Unicode, Union
 from traitlets.config import Configurable
 
 from .._approval import APPROVAL_MODES
@@ -32,6 +32,10 @@ DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py)
 PROVIDERS = ("anthropic", "openai", "ollama", "vllm", "lmstudio", "llamacpp", "openrouter")
 LOCAL_PROVIDERS = frozenset({"ollama", "vllm", "lmstudio", "llamacpp"})
 PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+OPENAI_DEFAULT_MODEL = "gpt-5.1"  # llm/openai.py DEFAULT_MODEL, kept import-free
+THINKING_MODES = ("off", "adaptive")
+ThinkingSetting = Literal["off", "adaptive"] | int | None
+MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic.py), kept import-free
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_KEY_HELP = (
     "No Anthropic API key is configured, so codelia cannot talk to Claude.\n"
@@ -70,9 +74,17 @@ class Codelia(Configurable):
     python_timeout = Float(
         None, allow_none=True, help="Default timeout of the python tool in seconds."
     ).tag(config=True)
-    max_tokens = Integer(None, allow_none=True, help="Max output tokens per model call.").tag(
-        config=True
-    )
+    max_tokens = Integer(
+        None,
+        allow_none=True,
+        help="Max output tokens per model call (default: the model's limit, at most 32000).",
+    ).tag(config=True)
+    thinking = Union(
+        [Enum(THINKING_MODES), Integer()],
+        default_value=None,
+        allow_none=True,
+        help="'off', 'adaptive' or a thinking budget in tokens (default: the model's own).",
+    ).tag(config=True)
     root = Unicode(
         None, allow_none=True, help="Directory the file tools may touch (default: cwd)."
     ).tag(config=True)
@@ -96,7 +108,8 @@ FIELDS: tuple[_Field, ...] = (
     _Field("max_iterations", int, 200),
     _Field("background", bool, False),
     _Field("python_timeout", float, 120.0),
-    _Field("max_tokens", int, 8192),
+    _Field("max_tokens", int, None),
+    _Field("thinking", str, None),
     _Field("root", str, None),
     _Field("system_prompt", str, None),
 )
@@ -114,7 +127,8 @@ class Settings:
     max_iterations: int = 200
     background: bool = False
     python_timeout: float = 120.0
-    max_tokens: int = 8192
+    max_tokens: int | None = None
+    thinking: ThinkingSetting = None
     root: str | None = None
     system_prompt: str | None = None
     config_path: Path | None = None
@@ -130,6 +144,8 @@ class Settings:
             data[name] = _validate(name, value, "option")
             sources[name] = "magic option"
         _split_model_shorthand(data, sources)
+        if values.get("model") is not None or values.get("provider") is not None:
+            _check_model(data, sources, "option")
         return Settings(**data, config_path=self.config_path, sources=sources)
 
 
@@ -173,10 +189,65 @@ def _split_model_shorthand(values: dict[str, Any], sources: dict[str, str]) -> N
         sources["provider"] = sources.get("model", "?") + " (model prefix)"
 
 
+def _validate_thinking(value: Any, where: str) -> ThinkingSetting:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, str) and value.strip().lower() == "off":
+        return "off"
+    if isinstance(value, str) and value.strip().lower() == "adaptive":
+        return "adaptive"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= MIN_THINKING_BUDGET:
+        return value
+    raise ConfigError(
+        f"{where}: thinking must be 'off', 'adaptive' or a budget of at least "
+        f"{MIN_THINKING_BUDGET} tokens, got {value!r}."
+    )
+
+
+def unknown_model_message(model: str) -> str | None:
+    """Why ``model`` cannot be used, listing the known ids; None for a known model."""
+    from ..llm.models import is_known_model, known_models
+
+    if is_known_model(model):
+        return None
+    return (
+        f"unknown model {model!r}. Known models: {', '.join(known_models())} "
+        "(dated snapshots such as claude-haiku-4-5-20251001 work too)."
+    )
+
+
+def model_problem(model: str, provider: str = "anthropic") -> str | None:
+    """Why ``model`` cannot be used with ``provider`` (a ``provider:`` prefix wins); None if it
+    can. Only Claude models are checked against a list: other services host open-ended sets."""
+    prefix, colon, rest = model.partition(":")
+    if colon and prefix in PROVIDERS:
+        provider, model = prefix, rest
+    return unknown_model_message(model) if provider == "anthropic" else None
+
+
+def _check_model(values: dict[str, Any], sources: dict[str, str], where: str) -> None:
+    """After the provider is known: an unknown Claude model, or no model for a provider whose
+    models we cannot guess, is refused before any run (``where`` names the setting)."""
+    provider = values.get("provider", "anthropic")
+    if provider != "anthropic" and sources.get("model") == "default":
+        if provider == "openai":
+            values["model"] = OPENAI_DEFAULT_MODEL
+            return
+        raise ConfigError(
+            f"provider {provider!r} needs a model: %config Codelia.model = '...' "
+            f"(or per cell: %%codelia --model {provider}:MODEL)."
+        )
+    problem = model_problem(values["model"], provider)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
+
+
 def _validate(name: str, value: Any, where: str) -> Any:
     spec = next((f for f in FIELDS if f.name == name), None)
     if spec is None:
         raise ConfigError(f"{where}: unknown setting {name!r}; known: {', '.join(FIELD_NAMES)}.")
+    if name == "thinking":
+        return _validate_thinking(value, where)
     if spec.kind is bool:
         if isinstance(value, str):
             lowered = value.strip().lower()
@@ -203,6 +274,8 @@ def _validate(name: str, value: Any, where: str) -> Any:
         )
     if name == "base_url" and not value.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: base_url must start with http:// or https://, got {value!r}.")
+    if name == "model":
+        return value.strip()  # checked against its provider by _check_model
     if name == "approval_mode" and value not in APPROVAL_MODES:
         raise ConfigError(
             f"{where}: approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
@@ -276,6 +349,7 @@ def resolve_settings(
             values[spec.name] = spec.default
             sources[spec.name] = "default"
     _split_model_shorthand(values, sources)
+    _check_model(values, sources, sources["model"])
     return Settings(**values, config_path=path, sources=sources)
 
 

@@ -1,4 +1,4 @@
-"""The kernel tools: ``python``, ``list_variables`` and ``inspect_variable`` (design §2.10).
+"""The kernel tools: ``python``, ``list_variables`` and ``inspect_variable``.
 
 They are why the agent lives inside the kernel: the model runs code against the person's live
 namespace and sees what it produced, plots included (PNG figures come back as image parts).

@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .._approval import APPROVAL_MODES
-from .config import Codelia, ConfigError, api_key_configured, api_key_help
+from .config import Codelia, ConfigError, api_key_configured, api_key_help, model_problem
 
 if TYPE_CHECKING:
     from .runner import NotebookAgent
@@ -50,7 +50,7 @@ Subcommands:
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, provider, base_url, approval_mode,
-max_iterations, background, python_timeout, max_tokens, root, system_prompt),
+max_iterations, background, python_timeout, max_tokens, thinking, root, system_prompt),
 JUPYTER_CODELIA_<NAME> environment variables, or <JUPYTER_CODELIA_HOME>/config.json (which may
 also hold an "mcpServers" map). API keys: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
 """
@@ -79,7 +79,7 @@ class MagicOptions:
     given: list[str] = field(default_factory=list)
 
 
-def parse_options(line: str) -> MagicOptions:
+def parse_options(line: str, provider: str = "anthropic") -> MagicOptions:
     """Leading ``--options`` of a magic line; everything after them is the prompt, verbatim.
 
     The prompt is not shell-split, so apostrophes and quotes in it need no escaping.
@@ -105,7 +105,7 @@ def parse_options(line: str) -> MagicOptions:
                 remainder = remainder.lstrip()
             if not value or value.startswith("--"):
                 raise UsageError(f"{name} needs a value, e.g. {name} {_example(name)}.")
-            setattr(options, _VALUE_OPTIONS[name], _convert(name, value))
+            setattr(options, _VALUE_OPTIONS[name], _convert(name, value, provider))
         else:
             known = ", ".join([*_FLAG_OPTIONS, *_VALUE_OPTIONS])
             raise UsageError(f"Unknown option {name}. Known options: {known}. See %codelia help.")
@@ -128,7 +128,7 @@ def _example(name: str) -> str:
     }[name]
 
 
-def _convert(name: str, value: str) -> Any:
+def _convert(name: str, value: str, provider: str) -> Any:
     if name == "--max-iterations":
         try:
             number = int(value)
@@ -137,6 +137,11 @@ def _convert(name: str, value: str) -> Any:
         if number < 1:
             raise UsageError(f"--max-iterations must be at least 1, got {number}.")
         return number
+    if name == "--model":
+        # Caught here, before a run starts, rather than as an HTTP 404 from the API mid-run.
+        problem = model_problem(value, provider)
+        if problem is not None:
+            raise UsageError(f"--model: {problem}")
     if name == "--approval-mode" and value not in APPROVAL_MODES:
         raise UsageError(
             f"--approval-mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
@@ -157,10 +162,17 @@ class CodeliaMagics(Magics):
             self._notebook_agent = notebook_agent(self.shell)
         return self._notebook_agent
 
+    def _configured_provider(self) -> str:
+        """The provider ``--model`` is checked against (a broken config is reported later)."""
+        try:
+            return self.notebook_agent.settings().provider
+        except ConfigError:
+            return "anthropic"
+
     @line_cell_magic
     def codelia(self, line: str, cell: str | None = None) -> Any:
         """Run one turn of the notebook's codelia agent; ``%codelia help`` lists the options."""
-        options = parse_options(line)
+        options = parse_options(line, self._configured_provider())
         first = options.rest.split(maxsplit=1)[0] if options.rest.strip() else ""
         if cell is None and first in SUBCOMMANDS and not options.given:
             argument = options.rest[len(first) :].strip()

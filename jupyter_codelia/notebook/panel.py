@@ -1,6 +1,6 @@
 """The in-cell widget panel: one agent turn drawn from its event stream with standard ipywidgets.
 
-``RunPanel.handle(event)`` consumes agent events (design §4) and updates widgets: a header
+``RunPanel.handle(event)`` consumes agent events and updates widgets: a header
 (model, session, status, tokens, cost, context left), streaming markdown, a card per tool call
 with a collapsible result, images, coloured diffs, the live todo list, approval cards and a Stop
 button. Streaming text is coalesced: at most one widget update per ``flush_interval`` seconds
@@ -37,6 +37,41 @@ MAX_RESULT_CHARS = 20_000
 Decision = Literal["allow", "allow_remember", "deny"]
 DecisionCallback = Callable[[str, Decision, "str | None"], None]
 Mode = Literal["blocking", "background"]
+
+
+ROWS_PER_BLOCK = 40
+"""Body widgets are appended into blocks of this many (see :class:`_Rows`)."""
+
+
+class _Rows:
+    """The panel's body: its widgets in order, held in blocks of at most ``ROWS_PER_BLOCK``.
+
+    Setting a ``children`` trait validates and sends the whole list, so one flat box would make
+    every append cost as much as the run is long. Appending goes into the last block instead,
+    and the outer box changes only once per block (see bench/cell_panel.py).
+    """
+
+    def __init__(self) -> None:
+        self.box = widgets.VBox([])
+        self._blocks: list[widgets.VBox] = []
+
+    @property
+    def children(self) -> tuple[widgets.Widget, ...]:
+        return tuple(child for block in self._blocks for child in block.children)
+
+    def append(self, widget: widgets.Widget) -> None:
+        if not self._blocks or len(self._blocks[-1].children) >= ROWS_PER_BLOCK:
+            block = widgets.VBox([])
+            self._blocks.append(block)
+            self.box.children = (*self.box.children, block)
+        last = self._blocks[-1]
+        last.children = (*last.children, widget)
+
+    def remove(self, gone: set[int]) -> None:
+        """Take out the widgets whose ``id()`` is in ``gone``."""
+        for block in self._blocks:
+            if any(id(child) in gone for child in block.children):
+                block.children = tuple(c for c in block.children if id(c) not in gone)
 
 
 @dataclass
@@ -103,7 +138,7 @@ class RunPanel:
 
         self.header = widgets.HTML(value=self._header_html())
         self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
-        self.body = widgets.VBox([])
+        self.body = _Rows()
         self.error = widgets.HTML(value="", layout=widgets.Layout(display="none"))
         self.stop_button = widgets.Button(
             description="Stop",
@@ -128,7 +163,7 @@ class RunPanel:
                     f"{renderers.escape(clip_chars(prompt, 300))}</div>"
                 )
             )
-        children += [self.todos, self.body, self.error, footer]
+        children += [self.todos, self.body.box, self.error, footer]
         self.widget = widgets.VBox(
             children,
             layout=widgets.Layout(border="1px solid #ddd", padding="4px 8px", width="100%"),
@@ -164,7 +199,7 @@ class RunPanel:
         return "Stop the run (history is repaired and the session saved)."
 
     def _append(self, widget: widgets.Widget) -> None:
-        self.body.children = (*self.body.children, widget)
+        self.body.append(widget)
 
     # ------------------------------------------------------------------ run-level state
 
@@ -203,6 +238,14 @@ class RunPanel:
             self._stream(event.delta)
         elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
             self._complete_text(event.content)
+            if event.citations:
+                self._append(
+                    widgets.HTML(
+                        value=renderers.citations_to_html([c.model_dump() for c in event.citations])
+                    )
+                )
+        elif isinstance(event, ev.TextDiscardedEvent):
+            self._discard_segment()
         elif isinstance(event, ev.ReasoningEvent):
             self._end_segment()
             self._append(
@@ -309,13 +352,23 @@ class RunPanel:
             self.flush_pending(force=True)
         elif content.strip():
             if segment is not None:
-                gone = {id(w) for w in segment.sealed}
-                if segment.live is not None:
-                    gone.add(id(segment.live))
-                self.body.children = tuple(c for c in self.body.children if id(c) not in gone)
+                self._remove_widgets(segment)
             self._append(widgets.HTML(value=renderers.markdown_to_html(content)))
         self._segment = None
         self._dirty = False
+
+    def _discard_segment(self) -> None:
+        """Remove the text streamed so far: its model call failed and is being retried."""
+        if self._segment is not None:
+            self._remove_widgets(self._segment)
+        self._segment = None
+        self._dirty = False
+
+    def _remove_widgets(self, segment: _TextSegment) -> None:
+        gone = {id(w) for w in segment.sealed}
+        if segment.live is not None:
+            gone.add(id(segment.live))
+        self.body.remove(gone)
 
     def _end_segment(self) -> None:
         if self._segment is not None:

@@ -73,6 +73,29 @@ def diff_of_result(tool: str, result_text: str) -> str | None:
     return diff if isinstance(diff, str) and diff.strip() else None
 
 
+def citations_to_html(citations: list[dict[str, Any]]) -> str:
+    """Numbered source links under an answer (``[1] Title``); only http(s) URLs become links."""
+    if not citations:
+        return ""
+    items = []
+    for number, citation in enumerate(citations, start=1):
+        url = citation.get("url") or ""
+        label = escape(citation.get("title") or url or "source")
+        quoted = citation.get("cited_text")
+        tip = f' title="{escape(quoted)}"' if quoted else ""
+        if url.startswith(("https://", "http://")):
+            link = f'href="{escape(url)}" target="_blank" rel="noopener noreferrer"'
+            label = f"<a {link}{tip}>{label}</a>"
+        else:
+            label = f"<span{tip}>{label}</span>"
+        items.append(f"<div>[{number}] {label}</div>")
+    return (
+        '<div class="codelia-citations" style="font-size:12px;color:#555;margin:2px 0 6px">'
+        + "".join(items)
+        + "</div>"
+    )
+
+
 def todos_to_html(todos: list[dict[str, Any]]) -> str:
     """The todo list as a checklist; in-progress items show their ``activeForm`` when given."""
     if not todos:

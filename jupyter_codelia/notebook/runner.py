@@ -2,7 +2,7 @@
 
 ``NotebookAgent`` (one per kernel) owns the notebook's :class:`~jupyter_codelia.agent.Agent`,
 the open approval requests and the listeners (the comm bridge) that receive every event as a
-JSON envelope (docs/comm-protocol.md). A turn runs one of two ways (design §4):
+JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 
 * **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on a private event loop in
   a worker thread while the cell's thread draws the panel and asks approvals through the
@@ -115,6 +115,7 @@ class NotebookAgent:
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
+            settings.thinking,
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
@@ -526,7 +527,9 @@ def _llm_factory(settings: Settings) -> Callable[[], Any]:
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
-        return AnthropicChat(model=settings.model, max_tokens=settings.max_tokens)
+        return AnthropicChat(
+            model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+        )
 
     return make
 

@@ -1,4 +1,4 @@
-"""Run logs and resumable session snapshots (design §2.11, spec/agent-and-session.md §7).
+"""Run logs and resumable session snapshots.
 
 ``SessionStore`` writes one append-only JSONL log per run and one atomically replaced snapshot
 per session under ``$JUPYTER_CODELIA_HOME`` (default ``<jupyter data dir>/codelia``), with every

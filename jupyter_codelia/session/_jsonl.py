@@ -1,4 +1,4 @@
-"""JSON Lines encoding and tolerant reading for run logs and snapshots (design §2.11).
+"""JSON Lines encoding and tolerant reading for run logs and snapshots.
 
 Owns the byte format: every record is redacted, made JSON-ready (pydantic models, paths, sets,
 datetimes are converted; NaN and infinities become null) and written as one UTF-8 line of

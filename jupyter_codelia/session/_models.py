@@ -1,4 +1,4 @@
-"""Session data: the resume snapshot, its list summary, the errors and the id rules (spec §7.2).
+"""Session data: the resume snapshot, its list summary, the errors and the id rules.
 
 Owns what a saved session looks like and how ids and timestamps are spelled, so the store, the
 run logs and the index agree byte for byte.
@@ -90,7 +90,7 @@ def parse_utc(text: str) -> datetime:
 class SessionState(BaseModel):
     """The resume snapshot of one session: rewritten whole on every save."""
 
-    # Readers ignore fields they do not know (spec §7.1), so older versions read newer snapshots.
+    # Readers ignore fields they do not know, so older versions read newer snapshots.
     model_config = ConfigDict(extra="ignore")
 
     schema_version: int = Field(default=SCHEMA_VERSION, ge=1)

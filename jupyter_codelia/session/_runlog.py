@@ -1,4 +1,4 @@
-"""One run's append-only JSONL log (spec §7.1).
+"""One run's append-only JSONL log.
 
 Owns the writing side of a run log: records are stamped (``type``, ``ts``, ``run_id``),
 redacted, written as one line and flushed, in call order, from any thread.

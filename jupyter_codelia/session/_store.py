@@ -1,4 +1,4 @@
-"""The session store: run logs, resume snapshots and their index on disk (design §2.11, spec §7).
+"""The session store: run logs, resume snapshots and their index on disk.
 
 Layout under ``<home>/sessions``::
 
@@ -9,7 +9,7 @@ Layout under ``<home>/sessions``::
     .lock                       cross-process lock serializing snapshot writes
 
 Snapshots and run-log headers are the truth; the index is derived from them and reconciled
-with them (see ``_index``). Everything written is redacted first (design §2.13).
+with them (see ``_index``). Everything written is redacted first.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ class SessionStore:
                 f"run log header started_at must be an ISO-8601 UTC string, got {started_at!r}"
             )
         if session_id is None:
-            del owned["session_id"]  # optional in spec §7.1: absent rather than null
+            del owned["session_id"]  # optional in a run log: absent rather than null
         rest = {k: v for k, v in header.items() if k not in _HEADER_OWNED and k != "started_at"}
         return {**owned, "started_at": started_at, **rest}
 

@@ -1,4 +1,4 @@
-"""The standard tools (seed §7-§8) and ``standard_tools(...)``, which builds the default set.
+"""The standard tools and ``standard_tools(...)``, which builds the default set.
 
 >>> tools = standard_tools(root=".")          # doctest: +SKIP
 >>> [t.name for t in tools][:3]               # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""How ``edit`` finds ``old_string`` (spec/file-tools.md §6.1) and explains a miss.
+"""How ``edit`` finds ``old_string`` and explains a miss.
 
 Strategies: ``exact`` (non-overlapping occurrences), ``line_trimmed`` (whole lines equal after
 stripping whitespace and ``\\r``), ``block_anchor`` (first and last lines anchor a window, best

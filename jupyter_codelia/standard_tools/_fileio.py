@@ -1,7 +1,7 @@
 """Text file IO, the content-hash guard and sandbox lookup shared by the local file tools.
 
-IO follows spec/core.md §0 (UTF-8 with ``errors="replace"``, no newline translation); the hash
-guard is spec/file-tools.md §2.
+Files are read as UTF-8 with ``errors="replace"`` and no newline translation. The hash guard
+refuses an edit of a file that changed since the model last read it.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def metadata_footer(text: str) -> str:
 def check_expected_hash(
     file_path: str, expected: str | None, *, exists: bool, content: str
 ) -> None:
-    """Raise ``ValueError`` with the spec's text when the guard fails (no-op without a hash)."""
+    """Raise ``ValueError`` with the model-facing text when the guard fails (no-op without one)."""
     if expected is None:
         return
     if not exists:
@@ -109,7 +109,7 @@ class SandboxPathError(CodeliaError):
 async def resolve_in_sandbox(
     ctx: ToolContext, key: DependencyKey[Sandbox], target: str
 ) -> tuple[Sandbox, Path]:
-    """Resolve the sandbox through ``key`` and ``target`` inside it (spec §1 wrapping)."""
+    """Resolve the sandbox through ``key`` and ``target`` inside it."""
     try:
         sandbox = await ctx.resolve(key)
         return sandbox, sandbox.resolve(target)

@@ -1,4 +1,4 @@
-"""Turning a fetched body into text the model can read (spec/web-tools.md §3, steps 3-8).
+"""Turning a fetched body into text the model can read.
 
 Owns content-type and binary sniffing, charset decoding, HTML detection, title extraction and
 HTML → markdown or plain text (one block-aware walk over the selectolax DOM). Links

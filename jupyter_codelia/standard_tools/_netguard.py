@@ -1,4 +1,4 @@
-"""The private-network guard of webfetch (design §2.12).
+"""The private-network guard of webfetch.
 
 Owns the address classification (which IPs count as private, loopback, link-local, ...) and an
 ``httpcore2`` network backend that resolves every host itself, refuses the connection when any

@@ -1,12 +1,12 @@
 """The fast path of applying an Update section: exact matches found with ``str.find``.
 
 Splitting a 100,000-line file into a list, splicing it and joining it again costs more than
-everything else in apply_patch. When every chunk (and anchor) matches exactly - the common case
-for a model that just read the file - the result is the same as spec §7.2's line algorithm and
-can be computed on the text itself: each chunk's old lines are searched as one string aligned on
-line boundaries, the line numbers come from counting newlines between matches, and the output is
-the untouched stretches of the original joined with the new lines. Anything else (a lenient
-match, CRLF text, an empty pattern) returns ``None`` and the caller runs the line algorithm.
+everything else in apply_patch. When every chunk (and anchor) matches exactly - the common case for
+a model that just read the file - the result is the same as the line algorithm's (``_patch_lines``)
+and can be computed on the text itself: each chunk's old lines are searched as one string aligned on
+line boundaries, the line numbers come from counting newlines between matches, and the output is the
+untouched stretches of the original joined with the new lines. Anything else (a lenient match, CRLF
+text, an empty pattern) returns ``None`` and the caller runs the line algorithm.
 
 The diff only needs lines near the changes, so :class:`TextLines` is a read-only line view of a
 text that locates a line from the nearest known line start instead of splitting everything.
@@ -176,7 +176,7 @@ class _Cursor:
 
 
 def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
-    """spec §7.2 for chunks that all match exactly; None when the line algorithm is needed.
+    """The line algorithm's result for chunks that all match exactly; None when it is needed.
 
     Every matched line is followed by a newline here (changes touching a last line without one
     go to the line algorithm), so regions and insertions are whole ``line\\n`` units.

@@ -1,4 +1,4 @@
-"""The line algorithm of an Update section (spec/file-tools.md §7.2), with lenient matching.
+"""The line algorithm of an Update section, with lenient matching.
 
 The file is split into lines; each chunk's anchor and old lines are sought from a cursor in four
 passes (exact, ``rstrip``, ``strip``, ``strip`` plus folding of typographic punctuation), and the
@@ -111,7 +111,7 @@ class _Replacement:
 
 
 def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
-    """The line algorithm of spec §7.2 with the four matching passes."""
+    """The line algorithm of an Update section, with the four matching passes."""
     had_newline = before.endswith("\n")
     lines = before.split("\n")
     if had_newline:

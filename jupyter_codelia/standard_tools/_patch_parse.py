@@ -1,4 +1,4 @@
-"""Parsing codex-style patch text (spec/file-tools.md §7.1).
+"""Parsing codex-style patch text.
 
 ```
 *** Begin Patch

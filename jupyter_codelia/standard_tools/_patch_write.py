@@ -1,4 +1,4 @@
-"""Writing a validated patch all-or-nothing (design §2.5).
+"""Writing a validated patch all-or-nothing.
 
 New contents go to temp files beside their targets (same filesystem, so renames are atomic);
 then, in patch order, replaced and deleted files are renamed aside as backups and the temp files

@@ -1,4 +1,4 @@
-"""The path sandbox of the local file tools (spec/file-tools.md §1).
+"""The path sandbox of the local file tools.
 
 A :class:`Sandbox` owns one root directory; :meth:`Sandbox.resolve` turns a model-supplied path
 into an absolute path and refuses anything that would leave the root: ``..``, absolute paths

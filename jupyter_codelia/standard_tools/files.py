@@ -1,4 +1,4 @@
-"""The text file tools ``read``, ``read_line``, ``write`` and ``edit`` (spec/file-tools.md §2-§6),
+"""The text file tools ``read``, ``read_line``, ``write`` and ``edit``,
 and :func:`file_tools`, which builds the whole local file tool family around one sandbox.
 
 Every tool resolves its sandbox through the ``"sandbox-context"`` dependency (defaulting to the
@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from .._text import clip_utf8, compact_json, describe_exc, line_prefix, split_lines, utf8_len
 from ..cache.protocol import ToolOutputStore
+from ..llm.messages import DocumentPart, TextPart
 from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
 from ._fileio import (
@@ -32,6 +33,9 @@ from .diff import diff_payload, unified_diff
 DEFAULT_READ_LIMIT = 2000
 DEFAULT_MAX_LINE_LENGTH = 1000
 DEFAULT_MAX_READ_BYTES = 65536
+MAX_PDF_BYTES = 20 * 1024 * 1024
+"""Largest PDF ``read`` attaches as a document (the API takes requests up to 32 MB, base64
+grows a file by a third, and the session keeps it)."""
 READ_LINE_MAX_LIMIT = 100_000
 
 
@@ -53,7 +57,8 @@ READ_DESCRIPTION = (
     "limit the number of lines (default 2000). Output is truncated at 64 KiB; lines longer than "
     "1000 characters are clipped (use read_line for the full line). The result ends with "
     "[read_metadata] content_sha256=<hash> of the whole file: pass it as expected_hash to "
-    "write/edit to make sure the file did not change in between."
+    "write/edit to make sure the file did not change in between. A PDF file is attached as a "
+    "document you can read (up to 20 MiB)."
 )
 
 
@@ -64,7 +69,7 @@ class ReadInput(BaseModel):
 
 
 def _load(path: Path, file_path: str) -> str | tuple[str]:
-    """The file text, or a 1-tuple with the spec's text result for a missing/dir/unreadable file."""
+    """The file text, or a 1-tuple with the text result for a missing/dir/unreadable file."""
     try:
         is_dir = path.is_dir()
         exists = is_dir or path.exists()
@@ -81,7 +86,7 @@ def _load(path: Path, file_path: str) -> str | tuple[str]:
 
 
 def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
-    """The windowed, line-numbered view of ``content`` (spec §3 step 3-6), without the footer."""
+    """The windowed, line-numbered view of ``content``, without the footer."""
     lines = split_lines(content)
     if offset >= len(lines):
         return f"Offset exceeds output length: {file_path}"
@@ -137,11 +142,31 @@ def render_read(content: str, file_path: str, offset: int, limit: int) -> str:
     return text
 
 
+def _read_pdf(path: Path, file_path: str) -> list[TextPart | DocumentPart] | str | None:
+    """A ``.pdf`` file as a document part the model reads itself; None when it is no PDF."""
+    with path.open("rb") as handle:
+        if handle.read(5) != b"%PDF-":
+            return None
+    size = path.stat().st_size
+    if size > MAX_PDF_BYTES:
+        return (
+            f"{file_path} is a {size:,}-byte PDF, over the {MAX_PDF_BYTES:,}-byte limit for "
+            "attaching it. Extract the pages you need to a smaller PDF or to text first "
+            "(e.g. with pypdf in the python tool)."
+        )
+    document = DocumentPart.from_bytes(path.read_bytes())
+    return [TextPart(text=f"{file_path} ({size:,} bytes) is attached as a PDF document."), document]
+
+
 def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
-    async def read(params: ReadInput, ctx: ToolContext) -> str:
+    async def read(params: ReadInput, ctx: ToolContext) -> str | list[TextPart | DocumentPart]:
         _, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
-        def work() -> str:
+        def work() -> str | list[TextPart | DocumentPart]:
+            if path.suffix.lower() == ".pdf" and path.is_file():
+                pdf = _read_pdf(path, params.file_path)
+                if pdf is not None:
+                    return pdf
             loaded = _load(path, params.file_path)
             if isinstance(loaded, tuple):
                 return loaded[0]
@@ -323,7 +348,7 @@ def apply_edit(
     mode: MatchMode,
     file_path: str,
 ) -> tuple[str, int, str]:
-    """``(new content, replacements, mode used)``; raises ``ValueError`` with the spec's texts."""
+    """``(new content, replacements, mode used)``; raises ``ValueError`` with model-facing texts."""
     matches, used = find_matches(content, old_string, mode)
     if not matches:
         explanation = explain_no_match(content, old_string, mode)

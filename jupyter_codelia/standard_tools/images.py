@@ -1,4 +1,4 @@
-"""The ``view_image`` tool (spec/file-tools.md §9, design §2.7).
+"""The ``view_image`` tool.
 
 The format is sniffed from the content with Pillow (the extension is only a hint), and an image
 whose long edge exceeds 1568 px (what the model sees at most) or whose size exceeds ``max_bytes``

@@ -1,4 +1,4 @@
-"""The three retrieval tools over the tool-output cache (seed §7.3-§7.5, spec/output-cache.md §6).
+"""The three retrieval tools over the tool-output cache.
 
 ``tool_output_cache`` reads numbered lines, ``tool_output_cache_line`` reads a character window
 of one line, ``tool_output_cache_grep`` searches. Expected failures (unknown or evicted ref,

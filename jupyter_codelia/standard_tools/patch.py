@@ -1,6 +1,6 @@
 """The ``apply_patch`` tool: codex-style multi-file patches, applied all-or-nothing.
 
-Spec/file-tools.md §7 with design §2.5/§2.6: every section is validated and its new content
+Every section is validated and its new content
 computed before anything is written; then new contents go to temp files next to their targets,
 are renamed into place in patch order with the replaced/deleted files kept as backups, and any
 failure undoes every step, so no partial patch is ever left on disk. The diff is built from the
@@ -35,11 +35,11 @@ __all__ = [
 ]
 
 
-# --- applying an Update section (spec §7.2) ---------------------------------------------------
+# --- applying an Update section ---------------------------------------------------
 
 
 def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
-    """Apply ``chunks`` to ``before`` (spec §7.2); raises :class:`PatchApplyError`.
+    """Apply ``chunks`` to ``before``; raises :class:`PatchApplyError`.
 
     Lines of a consistently CRLF file stay CRLF: the patch's lines (which never carry ``\\r``)
     get one when written into such a file. When every chunk matches exactly the work is done on
@@ -61,7 +61,7 @@ def update_diff(old_path: str, new_path: str, before: str, update: UpdateResult)
     return render_hunks(old_path, new_path, update.old_view, update.new_view, update.blocks)
 
 
-# --- validation (spec §7.3) ------------------------------------------------------------------
+# --- validation ------------------------------------------------------------------
 
 
 def _existing_file(path: Path, shown: str) -> None:

@@ -1,11 +1,10 @@
-"""The ``shell`` tool: run one command in the sandbox's working directory (spec/file-tools.md §11).
+"""The ``shell`` tool: run one command in the sandbox's working directory.
 
-Owns the foreground part of the shell family: the command runs as ``$SHELL -c`` in a process
-group of its own, with a timeout and cancellation (the run's CancelSignal or task cancellation)
-that stop the whole group, so no child outlives the call. Output is streamed: secrets are masked
-(design §2.13), the full streams go to the output cache through ``store.writer(...)`` and only a
-bounded inline copy (the whole stream, or an 80-line head and tail excerpt) is kept in memory and
-returned to the model.
+Owns the foreground part of the shell family: the command runs as ``$SHELL -c`` in a process group
+of its own, with a timeout and cancellation (the run's CancelSignal or task cancellation) that stop
+the whole group, so no child outlives the call. Output is streamed: secrets are masked, the full
+streams go to the output cache through ``store.writer(...)`` and only a bounded inline copy (the
+whole stream, or an 80-line head and tail excerpt) is kept in memory and returned to the model.
 """
 
 from __future__ import annotations

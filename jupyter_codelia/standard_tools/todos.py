@@ -48,7 +48,7 @@ def _priority(value: Any) -> int:
 
 
 def normalize_todo_items(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Normalize raw item dicts into stored items (spec §1.1); earlier items keep their ids."""
+    """Normalize raw item dicts into stored items; earlier items keep their ids."""
     used: set[str] = set()
     result: list[dict[str, Any]] = []
     for index, raw in enumerate(items):
@@ -114,7 +114,7 @@ class TodoStore:
         return self.get(session_id) or None
 
     def restore_meta(self, session_id: str | None, value: Any) -> None:
-        """Load ``meta["codelia_todos"]`` tolerantly (spec §5): bad entries are skipped."""
+        """Load ``meta["codelia_todos"]`` tolerantly: bad entries are skipped."""
         entries = value if isinstance(value, list) else []
         cleaned: list[dict[str, Any]] = []
         for entry in entries:
@@ -156,7 +156,7 @@ class TodoStore:
             return next_items, None
 
 
-# --- output formats (spec §4) ----------------------------------------------------------------
+# --- output formats ----------------------------------------------------------------
 
 
 def _counts(items: list[dict[str, Any]]) -> str:
@@ -209,7 +209,7 @@ def format_mutation(mode: str, items: list[dict[str, Any]]) -> str:
     return "\n".join([head, *_plan_lines(items)])
 
 
-# --- tool inputs (spec §2) -------------------------------------------------------------------
+# --- tool inputs -------------------------------------------------------------------
 
 _ID_DESCRIPTION = (
     "Stable id (a slug). Omit to generate one from the content; keep the existing id when "

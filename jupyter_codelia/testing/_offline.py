@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._script import Fault, Reply, ScriptError, parse_turn, reply, text
+from ._script import Fault, Recorded, Reply, ScriptError, parse_turn, reply, text
 from ._server import RecordedRequest, Script, ScriptedAnthropicServer
 
 if TYPE_CHECKING:  # the standard tools are not needed at run time here
@@ -34,7 +34,7 @@ OFFLINE_BANNER = "OFFLINE DEMO — scripted replies, not Claude"
 
 APPROVAL_MODE_ENV = "JUPYTER_CODELIA_APPROVAL_MODE"
 
-TurnLike = Reply | Fault | dict[str, Any]
+TurnLike = Reply | Fault | Recorded | dict[str, Any]
 TurnSource = TurnLike | Callable[[RecordedRequest], TurnLike]
 """A scripted turn, or a function of the request that builds one (e.g. to echo a tool id)."""
 
@@ -159,7 +159,9 @@ def by_prompt(
     for cue, turns in turns_by_cue.items():
         if not isinstance(cue, str) or not cue.strip():
             raise ScriptError(f"by_prompt: every cue must be non-empty text, got {cue!r}")
-        if isinstance(turns, (Reply, Fault, dict, str)) or not isinstance(turns, Sequence):
+        if isinstance(turns, (Reply, Fault, Recorded, dict, str)) or not isinstance(
+            turns, Sequence
+        ):
             raise ScriptError(
                 f"by_prompt: the turns of cue {cue!r} must be a list, e.g. [reply(...), ...]"
             )

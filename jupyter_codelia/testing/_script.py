@@ -1,9 +1,11 @@
 """The script a :class:`ScriptedAnthropicServer` plays: turns, content blocks, usage and faults.
 
-A turn is either a :class:`Reply` (content blocks, stop reason, usage, optional pacing) or a
-:class:`Fault` (an HTTP error, a dropped connection, a malformed stream, an error event). Both
-are pydantic models, so a script can be written in Python with the builders below or loaded
-from JSON (``load_script``), which is what ``python -m jupyter_codelia.testing`` reads::
+A turn is a :class:`Reply` (content blocks, stop reason, usage, optional pacing), a
+:class:`Fault` (an HTTP error, a dropped connection, a malformed stream, an error event) or a
+:class:`Recorded` response (a real API response replayed byte for byte: status, headers, raw
+JSON or SSE body; see :func:`parse_recording` for the file format). All are pydantic models, so
+a script can be written in Python with the builders below or loaded from JSON (``load_script``),
+which is what ``python -m jupyter_codelia.testing`` reads::
 
     [{"content": [{"type": "text", "text": "Let me look."},
                   {"type": "tool_use", "name": "read", "input": {"file_path": "a.txt"}}]},
@@ -166,7 +168,76 @@ class Fault(_Strict):
         return self.reply or Reply(content=[TextBlock(text="This reply will not finish.")])
 
 
-Turn = Reply | Fault
+class Recorded(_Strict):
+    """A response replayed verbatim: ``status``, ``headers`` and the raw ``body`` text (JSON or
+    SSE, exactly as the API sent it). The server adds only ``content-length``."""
+
+    status: int = Field(ge=100, le=599)
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str
+
+
+Turn = Reply | Fault | Recorded
+
+_HOP_BY_HOP = frozenset({"content-length", "transfer-encoding", "connection", "content-encoding"})
+
+
+def parse_recording(raw: str, where: str = "recording") -> Recorded:
+    """A recorded HTTP response in its file form → :class:`Recorded`.
+
+    The file is the response as it came off the wire, minus transport framing::
+
+        HTTP/1.1 200 OK
+        content-type: text/event-stream
+        request-id: req_011CVq...
+
+        event: message_start
+        data: {"type":"message_start","message":{...}}
+        ...
+
+    A status line (``HTTP/<version> <code> [reason]``), header lines (``name: value``), one
+    blank line, then the body to the end of the file, byte for byte. ``content-length``,
+    ``transfer-encoding``, ``connection`` and ``content-encoding`` headers are dropped (the
+    body is stored decoded and unchunked; the server frames it again).
+    """
+    ends = [(raw.find(mark), mark) for mark in ("\r\n\r\n", "\n\n") if mark in raw]
+    if not ends:
+        raise ScriptError(f"{where}: no blank line between the headers and the body")
+    at, mark = min(ends)
+    head, body = raw[:at].replace("\r", ""), raw[at + len(mark) :]
+    lines = head.split("\n")
+    status_line = lines[0].split()
+    if (
+        len(status_line) < 2
+        or not status_line[0].startswith("HTTP/")
+        or not status_line[1].isdigit()
+    ):
+        raise ScriptError(
+            f"{where}: the first line must be a status line like 'HTTP/1.1 200 OK', "
+            f"got {lines[0]!r}"
+        )
+    headers: dict[str, str] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            raise ScriptError(f"{where}: line {number} is not a 'name: value' header: {line!r}")
+        if name.strip().lower() not in _HOP_BY_HOP:
+            headers[name.strip().lower()] = value.strip()
+    try:
+        return Recorded(status=int(status_line[1]), headers=headers, body=body)
+    except ValidationError as exc:
+        raise ScriptError(f"{where}: {exc.errors()[0]['msg']}") from None
+
+
+def load_recording(path: str | Path) -> Recorded:
+    """Read a recorded response file (format: :func:`parse_recording`)."""
+    file = Path(path)
+    try:
+        with file.open(encoding="utf-8", newline="") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise ScriptError(f"cannot read recording {file}: {exc.strerror or exc}") from None
+    return parse_recording(raw, str(file))
 
 
 class ScriptError(CodeliaError, ValueError):
@@ -175,6 +246,22 @@ class ScriptError(CodeliaError, ValueError):
 
 def _turn_kind(raw: Any) -> type[BaseModel]:
     return Fault if isinstance(raw, dict) and "fault" in raw else Reply
+
+
+def _recorded_turn(value: Any, where: str, base: Path | None) -> Recorded:
+    if isinstance(value, str):
+        path = Path(value)
+        return load_recording(path if path.is_absolute() or base is None else base / path)
+    if isinstance(value, dict):
+        try:
+            return Recorded.model_validate(value)
+        except ValidationError as exc:
+            problems = "; ".join(f"{_where(err['loc'])}: {err['msg']}" for err in exc.errors())
+            raise ScriptError(f"{where}: recorded.{problems}") from None
+    raise ScriptError(
+        f'{where}: "recorded" is a file path or {{"status", "headers", "body"}}, '
+        f"got {type(value).__name__}"
+    )
 
 
 _BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
@@ -193,10 +280,15 @@ def _where(loc: tuple[Any, ...]) -> str:
     return out or "(turn)"
 
 
-def parse_turn(raw: Any, where: str = "turn") -> Reply | Fault:
-    """One turn from its JSON form (a dict with ``content`` or with ``fault``)."""
-    if isinstance(raw, (Reply, Fault)):
+def parse_turn(raw: Any, where: str = "turn", *, base: Path | None = None) -> Turn:
+    """One turn from its JSON form: a dict with ``content``, with ``fault``, or with
+    ``recorded`` (a recording file's path, relative to ``base``, or its status/headers/body)."""
+    if isinstance(raw, (Reply, Fault, Recorded)):
         return raw
+    if isinstance(raw, dict) and "recorded" in raw:
+        if len(raw) != 1:
+            raise ScriptError(f'{where}: a "recorded" turn has no other keys')
+        return _recorded_turn(raw["recorded"], where, base)
     if not isinstance(raw, dict):
         raise ScriptError(
             f'{where}: expected an object like {{"content": [...]}} or {{"fault": ...}}, '
@@ -209,7 +301,7 @@ def parse_turn(raw: Any, where: str = "turn") -> Reply | Fault:
         raise ScriptError(f"{where}: {problems}") from None
 
 
-def parse_script(raw: Any) -> list[Reply | Fault]:
+def parse_script(raw: Any, *, base: Path | None = None) -> list[Turn]:
     """A whole script from JSON data: a list of turns, or ``{"turns": [...]}``."""
     if isinstance(raw, dict) and "turns" in raw:
         raw = raw["turns"]
@@ -217,10 +309,10 @@ def parse_script(raw: Any) -> list[Reply | Fault]:
         raise ScriptError(
             f'a script is a JSON list of turns (or {{"turns": [...]}}), got {type(raw).__name__}'
         )
-    return [parse_turn(item, f"turn {index + 1}") for index, item in enumerate(raw)]
+    return [parse_turn(item, f"turn {index + 1}", base=base) for index, item in enumerate(raw)]
 
 
-def load_script(path: str | Path) -> list[Reply | Fault]:
+def load_script(path: str | Path) -> list[Turn]:
     """Read a JSON script file (see the module docstring for the format)."""
     file = Path(path)
     try:
@@ -231,7 +323,7 @@ def load_script(path: str | Path) -> list[Reply | Fault]:
         data = json.loads(text)
     except ValueError as exc:
         raise ScriptError(f"script file {file} is not valid JSON: {exc}") from None
-    return parse_script(data)
+    return parse_script(data, base=file.parent)
 
 
 # --- builders --------------------------------------------------------------------------------
@@ -292,6 +384,12 @@ def reply(
         model=model,
         delay_s=delay_s,
     )
+
+
+def recorded(path: str | Path) -> Recorded:
+    """A turn that replays the recorded response in ``path`` verbatim (see
+    :func:`parse_recording`)."""
+    return load_recording(path)
 
 
 def refusal(explanation: str | None = None) -> Reply:
@@ -358,6 +456,7 @@ class fault:  # noqa: N801 - a namespace of builders, read as ``fault.rate_limit
 
 __all__ = [
     "Fault",
+    "Recorded",
     "RedactedThinkingBlock",
     "Reply",
     "ScriptBlock",
@@ -368,9 +467,12 @@ __all__ = [
     "ToolUseBlock",
     "Turn",
     "fault",
+    "load_recording",
     "load_script",
+    "parse_recording",
     "parse_script",
     "parse_turn",
+    "recorded",
     "redacted_thinking",
     "refusal",
     "reply",

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from .._text import compact_json
 from ._script import (
     Fault,
+    Recorded,
     RedactedThinkingBlock,
     Reply,
     ScriptError,
@@ -152,8 +153,9 @@ def _joined_text(content: Any) -> str:
     return ""
 
 
-ScriptFunction = Callable[[RecordedRequest], Reply | Fault | dict[str, Any]]
-Script = Iterable[Reply | Fault | dict[str, Any]] | ScriptFunction | str | Path
+ScriptTurn = Reply | Fault | Recorded
+ScriptFunction = Callable[[RecordedRequest], ScriptTurn | dict[str, Any]]
+Script = Iterable[ScriptTurn | dict[str, Any]] | ScriptFunction | str | Path
 
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -175,10 +177,11 @@ class _ClientGoneError(Exception):
 class ScriptedServer:
     """The provider-neutral part of a scripted model server (see the module docstring).
 
-    ``script``: a list of turns (:func:`reply`, :func:`fault` builders, :class:`Reply`,
-    :class:`Fault` or their JSON dicts), played in order, one per model request; a path to a
-    JSON script file; or a function ``request -> turn``. When a list runs out the server
-    answers HTTP 500 saying so.
+    ``script``: a list of turns (:func:`reply`, :func:`fault`, :func:`recorded` builders,
+    :class:`Reply`, :class:`Fault`, :class:`Recorded` or their JSON dicts), played in order,
+    one per model request; a path to a JSON script file; or a function ``request -> turn``.
+    When a list runs out the server answers HTTP 500 saying so. A :class:`Recorded` turn is
+    replayed byte for byte, so it must be a recording of the API the server speaks.
     """
 
     model_paths: tuple[str, ...] = ("/v1/messages",)
@@ -198,10 +201,10 @@ class ScriptedServer:
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
-        self._turns: list[Reply | Fault] = []
+        self._turns: list[ScriptTurn] = []
         if isinstance(script, (str, Path)):
             self._turns = load_script(script)
-        elif isinstance(script, (Reply, Fault, dict)):
+        elif isinstance(script, (Reply, Fault, Recorded, dict)):
             raise ScriptError(
                 "the script is a list of turns (or a function of the request): write "
                 f"{type(self).__name__}([reply(...)]), not {type(self).__name__}(reply(...))"
@@ -292,7 +295,7 @@ class ScriptedServer:
 
     # --- script ------------------------------------------------------------------------------
 
-    def add(self, *turns: Reply | Fault | dict[str, Any]) -> None:
+    def add(self, *turns: ScriptTurn | dict[str, Any]) -> None:
         """Append turns to a list script (e.g. between notebook cells)."""
         if self._function is not None:
             raise ScriptError("this server answers from a function; add() needs a list script")
@@ -306,7 +309,7 @@ class ScriptedServer:
         with self._lock:
             return len(self._turns) - self._next_turn if self._function is None else 0
 
-    def _next(self, request: RecordedRequest) -> Reply | Fault:
+    def _next(self, request: RecordedRequest) -> ScriptTurn:
         if self._function is not None:
             try:
                 produced = self._function(request)
@@ -633,7 +636,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, server.error_body("api_error", message))
             return
         streaming = bool(body.get("stream"))
-        if isinstance(turn, Fault):
+        if isinstance(turn, Recorded):
+            self._send_recorded(turn)
+        elif isinstance(turn, Fault):
             self._play_fault(turn, request, streaming)
         elif streaming:
             self._stream(server.sse_events(turn, request), request, delay_s=turn.delay_s)
@@ -757,6 +762,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _finish_with(self, data: bytes) -> None:
         self._write_chunk(data)
         self._write_chunk(b"")
+
+    def _send_recorded(self, turn: Recorded) -> None:
+        payload = turn.body.encode("utf-8")
+        self.send_response(turn.status)
+        for name, value in turn.headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
 
     def _send_raw_json(self, payload: bytes) -> None:
         self.send_response(200)

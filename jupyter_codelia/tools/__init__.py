@@ -1,4 +1,4 @@
-"""The tool framework (seed §2-§5): define tools, inject dependencies, run calls safely.
+"""The tool framework: define tools, inject dependencies, run calls safely.
 
 >>> from pydantic import BaseModel
 >>> class AddInput(BaseModel):

@@ -1,6 +1,6 @@
 """What a tool receives besides its input: cancellation, logging, time and dependencies.
 
-``ToolContext`` is the dependency-injection receptacle of seed §2.2/§4. A fresh context (and so a
+``ToolContext`` is where a tool's dependencies are injected. A fresh context (and so a
 fresh dependency cache) is made for every tool call with :meth:`ToolContext.fork`.
 """
 

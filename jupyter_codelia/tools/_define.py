@@ -1,4 +1,4 @@
-"""``define_tool`` and the ``Tool`` protocol (seed §2.1, spec/core.md §2).
+"""``define_tool`` and the ``Tool`` protocol.
 
 A tool owns its whole argument pipeline: JSON parsing, validation against a pydantic model,
 execution (sync or async) and coercion of the return value, so the agent handles every tool the
@@ -179,7 +179,7 @@ def _json_error(raw: str) -> str:
 
 
 def _forbidding(model: type[BaseModel]) -> type[BaseModel]:
-    """A subclass of ``model`` that rejects unknown keys (design §2.1); config is inherited."""
+    """A subclass of ``model`` that rejects unknown keys; config is inherited."""
     namespace = {"model_config": ConfigDict(extra="forbid"), "__module__": model.__module__}
     return type(model.__name__, (model,), namespace)
 

@@ -1,4 +1,4 @@
-"""The ``done`` tool: ends the run with a final message (spec/core.md §4)."""
+"""The ``done`` tool: ends the run with a final message."""
 
 from __future__ import annotations
 

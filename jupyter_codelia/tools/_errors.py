@@ -21,7 +21,7 @@ class ToolDefinitionError(CodeliaError, TypeError):
     """A tool was defined incorrectly (a programming error, raised at definition time)."""
 
 
-class TaskComplete(Exception):  # noqa: N818 - the seed's name for the done signal
+class TaskComplete(Exception):  # noqa: N818 - a signal, not an error (public name)
     """Raised by the ``done`` tool to end the run with ``final_message``."""
 
     def __init__(self, final_message: str | None = None) -> None:

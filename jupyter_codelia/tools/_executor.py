@@ -1,4 +1,4 @@
-"""Executing one tool call for the agent (spec/core.md §5, design §2.2).
+"""Executing one tool call for the agent.
 
 Whatever happens inside a tool, the agent gets a well-formed ToolMessage back: unknown tools,
 permission denials, bad arguments and exceptions all become error messages the model can read.

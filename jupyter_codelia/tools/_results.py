@@ -1,4 +1,4 @@
-"""Tool results and their conversion to ToolMessage content (spec/core.md §2.3-§2.4)."""
+"""Tool results and their conversion to ToolMessage content."""
 
 from __future__ import annotations
 

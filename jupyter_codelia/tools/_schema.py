@@ -1,4 +1,4 @@
-"""Model-facing JSON Schema for a tool's input model (spec/core.md §2.1, design §2.1).
+"""Model-facing JSON Schema for a tool's input model.
 
 pydantic emits JSON Schema 2020-12 with titles, ``$defs`` and ``anyOf [X, null]`` for every
 ``X | None = None`` field. Providers and models want compact draft-07: this module inlines

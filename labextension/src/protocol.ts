@@ -21,6 +21,9 @@ export type RunSource = wire.RunStarted['source'];
 
 export type ActiveRun = wire.ActiveRun;
 
+/** A source the model cited: a web page (`url`) or a passage of a document. */
+export type Citation = wire.Citation;
+
 /** Agent events (the `event` of an `agent.event` message); unknown types are ignored. */
 export type AgentEvent = wire.AgentEventMessage['event'];
 

@@ -11,6 +11,7 @@
 
 import {
   AgentEvent,
+  Citation,
   ContentPart,
   JSONObject,
   KernelMessage,
@@ -41,6 +42,8 @@ export interface TextItem {
   streaming: boolean;
   /** True for the run's terminal answer. */
   final: boolean;
+  /** Sources the model cited for this text, shown as numbered links under it. */
+  citations: Citation[];
 }
 
 export interface ImageRef {
@@ -122,6 +125,7 @@ export interface KernelInfo {
 export type Change =
   | { op: 'add'; item: TranscriptItem }
   | { op: 'update'; item: TranscriptItem }
+  | { op: 'remove'; item: TranscriptItem }
   | { op: 'todos'; todos: TodoItem[] }
   | { op: 'usage'; usage: UsageMeter }
   | { op: 'run'; run: RunState }
@@ -397,6 +401,20 @@ export class Transcript {
     return [{ op: 'update', item: open }];
   }
 
+  /** The streamed text's model call failed and is retried: take the text away. */
+  private discardText(runId: string): Change[] {
+    const open = this.openText.get(runId);
+    if (!open || open.kind !== 'text') {
+      return [];
+    }
+    this.openText.delete(runId);
+    const index = this.items.lastIndexOf(open);
+    if (index >= 0) {
+      this.items.splice(index, 1);
+    }
+    return [{ op: 'remove', item: open }];
+  }
+
   private streamText(runId: string, kind: TextItem['kind'], delta: string): Change[] {
     const open = this.openText.get(runId);
     if (open && open.kind === kind) {
@@ -410,7 +428,8 @@ export class Transcript {
       runId,
       text: delta,
       streaming: true,
-      final: false
+      final: false,
+      citations: []
     };
     this.openText.set(runId, item);
     changes.push(this.add(null, item));
@@ -422,7 +441,8 @@ export class Transcript {
     runId: string,
     kind: TextItem['kind'],
     content: string,
-    final: boolean
+    final: boolean,
+    citations: Citation[] = []
   ): Change[] {
     const open = this.openText.get(runId);
     if (open && open.kind === kind) {
@@ -430,6 +450,7 @@ export class Transcript {
       open.text = content;
       open.streaming = false;
       open.final = final;
+      open.citations = citations;
       return [{ op: 'update', item: open }];
     }
     const changes = this.closeText(runId);
@@ -442,7 +463,8 @@ export class Transcript {
       runId,
       text: content,
       streaming: false,
-      final
+      final,
+      citations
     };
     changes.push(this.add(null, item));
     return changes;
@@ -516,12 +538,14 @@ export class Transcript {
         return this.streamText(runId, 'text', event.delta);
       case 'reasoning_delta':
         return this.streamText(runId, 'reasoning', event.delta);
+      case 'text_discarded':
+        return this.discardText(runId);
       case 'text':
-        return this.wholeText(runId, 'text', event.content, false);
+        return this.wholeText(runId, 'text', event.content, false, event.citations ?? []);
       case 'reasoning':
         return this.wholeText(runId, 'reasoning', event.content, false);
       case 'final':
-        return this.wholeText(runId, 'text', event.content, true);
+        return this.wholeText(runId, 'text', event.content, true, event.citations ?? []);
       case 'step_start':
         return this.ensureTool(runId, event.step_id, event.title);
       case 'tool_call': {

@@ -9,7 +9,7 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { button, el, formatDuration, renderDiff } from './dom';
-import { PermissionDecision } from './protocol';
+import { Citation, PermissionDecision } from './protocol';
 import {
   Change,
   NoticeItem,
@@ -78,6 +78,7 @@ class MarkdownView implements ItemView {
   private timer: number | null = null;
   private rendered = '';
   private latest: TextItem;
+  private sources: HTMLElement | null = null;
 
   constructor(item: TextItem, rendermime: IRenderMimeRegistry) {
     this.latest = item;
@@ -102,11 +103,41 @@ class MarkdownView implements ItemView {
     this.latest = item as TextItem;
     this.node.classList.toggle('jp-codelia-streaming', this.latest.streaming);
     this.node.classList.toggle('jp-codelia-final', this.latest.final);
+    this.showCitations(this.latest.citations);
     if (!this.latest.streaming) {
       this.flush();
     } else if (this.timer === null) {
       this.timer = window.setTimeout(() => this.flush(), MARKDOWN_THROTTLE_MS);
     }
+  }
+
+  /** Numbered links under the text; only http(s) URLs become links. */
+  private showCitations(citations: Citation[]): void {
+    this.sources?.remove();
+    this.sources = null;
+    if (citations.length === 0) {
+      return;
+    }
+    const list = el('div', 'jp-codelia-citations');
+    citations.forEach((citation, index) => {
+      const row = el('div', undefined, `[${index + 1}] `);
+      const url = citation.url ?? '';
+      const label = citation.title || url || 'source';
+      const safe = url.startsWith('https://') || url.startsWith('http://');
+      const link = safe ? el('a', undefined, label) : el('span', undefined, label);
+      if (link instanceof HTMLAnchorElement) {
+        link.href = url;
+        link.target = '_blank';
+        link.rel = 'noopener noreferrer';
+      }
+      if (citation.cited_text) {
+        link.title = citation.cited_text;
+      }
+      row.appendChild(link);
+      list.appendChild(row);
+    });
+    this.sources = list;
+    this.node.appendChild(list);
   }
 
   private flush(): void {
@@ -399,6 +430,13 @@ export class TranscriptView {
         this.empty.hidden = true;
       } else if (change.op === 'update') {
         this.views.get(change.item.id)?.update(change.item);
+      } else if (change.op === 'remove') {
+        const view = this.views.get(change.item.id);
+        if (view) {
+          view.node.remove();
+          view.dispose();
+          this.views.delete(change.item.id);
+        }
       }
     }
     this.scheduleFollow();

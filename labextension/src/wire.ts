@@ -14,7 +14,13 @@ export type AgentEventMessage = {
   type: 'agent.event';
   run_id: string;
   seq: number;
-  event: TextEvent | TextDeltaEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | FinalEvent;
+  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | FinalEvent;
+};
+
+export type Citation = {
+  title?: string | null;
+  url?: string | null;
+  cited_text?: string | null;
 };
 
 export type CompactionCompleteEvent = {
@@ -34,6 +40,7 @@ export type FinalEvent = {
   seq?: number | null;
   type: 'final';
   content: string;
+  citations?: Array<Citation> | null;
 };
 
 export type Hello = {
@@ -165,10 +172,17 @@ export type TextDeltaEvent = {
   timestamp?: number | null;
 };
 
+export type TextDiscardedEvent = {
+  seq?: number | null;
+  type: 'text_discarded';
+  timestamp?: number | null;
+};
+
 export type TextEvent = {
   seq?: number | null;
   type: 'text';
   content: string;
+  citations?: Array<Citation> | null;
   timestamp?: number | null;
 };
 
@@ -223,6 +237,8 @@ export type UsageEvent = {
   total_cost_usd?: number | null;
   context_limit?: number | null;
   context_left_percent?: number | null;
+  web_search_requests?: number | null;
+  web_fetch_requests?: number | null;
 };
 
 export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage;

@@ -84,6 +84,30 @@ describe('text streaming', () => {
     expect(t.items[1]).toMatchObject({ text: 'Done.', final: true, streaming: false });
   });
 
+  it('removes the text of a failed model call before the retry', () => {
+    const t = Transcript.from([
+      started(),
+      ...events([{ type: 'text_delta', delta: 'Half of an answer' }])
+    ]);
+    const partial = t.items[1];
+    const changes = t.apply(events([{ type: 'text_discarded' }], RUN, 1)[0]);
+    expect(changes).toEqual([{ op: 'remove', item: partial }]);
+    expect(kinds(t.items)).toEqual(['user']);
+    t.apply(events([{ type: 'text_delta', delta: 'The whole answer.' }], RUN, 2)[0]);
+    t.apply(events([{ type: 'final', content: 'The whole answer.' }], RUN, 3)[0]);
+    expect(kinds(t.items)).toEqual(['user', 'text']);
+    expect(t.items[1]).toMatchObject({ text: 'The whole answer.', final: true });
+  });
+
+  it('keeps the citations of a final answer', () => {
+    const citations = [{ title: 'Release notes', url: 'https://pandas.example/3.1' }];
+    const t = Transcript.from([
+      started(),
+      ...events([{ type: 'final', content: 'pandas 3.1 is out.', citations }])
+    ]);
+    expect(t.items[1]).toMatchObject({ text: 'pandas 3.1 is out.', citations });
+  });
+
   it('separates reasoning from text', () => {
     const t = Transcript.from([
       started(),

@@ -1,4 +1,4 @@
-"""The permission policy (spec/agent-and-session.md §5.1-§5.3) on real config files."""
+"""The permission policy on real config files."""
 
 from __future__ import annotations
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
 
-from jupyter_codelia.testing import reply, tool_use, usage
+from jupyter_codelia.testing import recorded, reply, tool_use, usage
 
 from .conftest import (
     ARTIFACTS,
@@ -277,6 +278,35 @@ def test_deny_with_a_reason_tells_the_agent(
     assert write_card.get_attribute("data-status") == "denied"
     assert "use b.txt instead" in json.dumps(anthropic.requests[-1].json["messages"])
     assert not (lab.root / "denied.txt").exists()
+    wait_idle_panel(page)
+
+
+def test_void_text_is_removed_and_citations_are_numbered_links(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    recordings = Path(__file__).parent.parent / "llm" / "recordings"
+    open_notebook("citations.ipynb")
+    run_cell(page, LOAD)
+    open_panel(page)
+    anthropic.queue(
+        recorded(recordings / "overloaded_mid_stream.http"),
+        recorded(recordings / "web_search_paused.http"),
+        recorded(recordings / "web_search_answer_with_citations.http"),
+    )
+    send(page, "What is the latest pandas release?")
+    final = page.locator(f"{PANEL} .jp-codelia-final")
+    final.wait_for()
+    assert "pandas 3.1.0, released on 12 November 2026" in final.inner_text()
+    links = final.locator(".jp-codelia-citations a")
+    assert links.count() == 2
+    assert links.nth(0).inner_text() == "Release notes: pandas 3.1 — pandas documentation"
+    assert links.nth(0).get_attribute("href") == (
+        "https://pandas.pydata.org/docs/whatsnew/v3.1.0.html"
+    )
+    assert final.locator(".jp-codelia-citations").inner_text().startswith("[1] Release notes")
+    panel_text = page.locator(PANEL).inner_text()
+    assert "Half of an answer" not in panel_text
+    assert "[other:" not in panel_text
     wait_idle_panel(page)
 
 

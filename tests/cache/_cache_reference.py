@@ -1,7 +1,7 @@
-"""A direct, in-memory transcription of spec/output-cache.md §6 used as a test oracle.
+"""A direct, in-memory transcription of the three retrieval formats, used as a test oracle.
 
-It works on the whole text with ``split_lines`` exactly as the spec describes, so comparing it
-with the indexed, streaming store checks the store's formats and its index at once.
+It works on the whole text with ``split_lines`` exactly as the formats are described, so comparing
+it with the indexed, streaming store checks the store's formats and its index at once.
 """
 
 from __future__ import annotations

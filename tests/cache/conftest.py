@@ -15,7 +15,7 @@ if _HERE not in sys.path:
 
 @pytest.fixture(autouse=True)
 def _no_cache_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Limits come from the spec defaults unless a test sets the environment itself."""
+    """Limits are the documented defaults unless a test sets the environment itself."""
     import os
 
     for name in list(os.environ):

@@ -1,4 +1,4 @@
-"""Exact texts of the three retrieval operations, written out from spec/output-cache.md §6."""
+"""Exact texts of the three retrieval operations, written out by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A 1 GB output streamed into the store and searched with bounded memory (design §2.8).
+"""A 1 GB output streamed into the store and searched with bounded memory.
 
 Runs in a subprocess so the peak RSS it reports belongs to this work alone. Memory is asserted,
 never time.

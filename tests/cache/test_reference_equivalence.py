@@ -1,4 +1,4 @@
-"""The indexed, streaming store renders exactly what the spec's whole-text algorithm renders.
+"""The indexed, streaming store renders exactly what the whole-text reference algorithm renders.
 
 A tiny index stride (16 bytes) puts checkpoints, long-line checkpoints and grapheme windows
 everywhere, and writes are split at random points (inside clusters and between ``\\r`` and

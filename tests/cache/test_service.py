@@ -1,4 +1,4 @@
-"""In-context processing (spec §3) and total-budget trimming with hysteresis (spec §4, design)."""
+"""In-context processing and total-budget trimming with hysteresis."""
 
 from __future__ import annotations
 

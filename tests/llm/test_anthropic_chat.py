@@ -127,7 +127,7 @@ async def test_thinking_is_streamed_and_replayed_with_its_signature() -> None:
             reply(text("It says hello.")),
         ]
     ) as server:
-        chat = make_chat(server, max_tokens=8000, thinking_budget=2048)
+        chat = make_chat(server, model="claude-haiku-4-5", max_tokens=8000, thinking=2048)
         reasoning: list[str] = []
         history: list[Any] = [UserMessage(content="What is in a.txt?")]
         first = await chat.ainvoke(history, tools=[READ_TOOL], on_reasoning_delta=reasoning.append)
@@ -164,7 +164,8 @@ async def test_thinking_is_streamed_and_replayed_with_its_signature() -> None:
 
 
 @pytest.mark.asyncio
-async def test_thinking_is_not_replayed_when_extended_thinking_is_off() -> None:
+async def test_thinking_the_model_returned_unasked_is_replayed() -> None:
+    # Adaptive models may think without being asked; the API wants those blocks back.
     history: list[Any] = [
         UserMessage(content="q"),
         ReasoningMessage(
@@ -177,7 +178,13 @@ async def test_thinking_is_not_replayed_when_extended_thinking_is_off() -> None:
         await make_chat(server).ainvoke(history)
     sent = server.requests[0].json
     assert "thinking" not in sent
-    assert sent["messages"][1] == {"role": "assistant", "content": "a"}
+    assert sent["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "x", "signature": "s"},
+            {"type": "text", "text": "a"},
+        ],
+    }
 
 
 @pytest.mark.asyncio
@@ -382,10 +389,20 @@ def test_importing_the_llm_package_does_not_import_the_sdk() -> None:
     [
         ({"model": ""}, "model must be a non-empty model id"),
         ({"max_tokens": 0}, "max_tokens must be at least 1, got 0"),
-        ({"thinking_budget": 100}, "thinking_budget must be at least 1024 tokens"),
+        ({"thinking": 100}, "a thinking budget must be at least 1024 tokens"),
         (
-            {"thinking_budget": 4096, "max_tokens": 4096},
-            r"thinking_budget \(4096\) must be less than max_tokens \(4096\)",
+            {"model": "claude-haiku-4-5", "thinking": 4096, "max_tokens": 4096},
+            r"the thinking budget \(4096\) must be less than max_tokens \(4096\)",
+        ),
+        (
+            {"model": "claude-haiku-4-5", "thinking": "adaptive", "max_tokens": 4096},
+            r"the thinking budget \(8192\) must be less than max_tokens \(4096\)",
+        ),
+        ({"thinking": "on"}, "thinking must be 'off', 'adaptive' or a budget in tokens, got 'on'"),
+        ({"thinking": True}, "thinking must be 'off', 'adaptive' or a budget in tokens, got True"),
+        (
+            {"model": "claude-haiku-4-5", "effort": "high"},
+            "claude-haiku-4-5 does not take effort='high'; accepted efforts: none",
         ),
         ({"timeout_s": 0}, "timeout_s must be positive"),
         ({"client": object(), "api_key": "k"}, "pass either client=... or api_key/base_url"),

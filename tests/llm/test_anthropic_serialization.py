@@ -1,4 +1,4 @@
-"""Request serialization (spec/core.md §7) and response conversion, on plain data."""
+"""Request serialization and response conversion, on plain data."""
 
 from __future__ import annotations
 
@@ -160,11 +160,20 @@ def test_parts_become_blocks() -> None:
     }
     assert part_to_block(typed)["source"]["media_type"] == "image/webp"
     assert part_to_block(odd) == {"type": "text", "text": "data:image/tiff;base64,CCCC"}
-    assert part_to_block(remote) == {"type": "text", "text": "https://example.invalid/cat.png"}
-    assert part_to_block(DocumentPart(source=DocumentSource(data="JVBE"))) == {
-        "type": "text",
-        "text": "[document]",
+    assert part_to_block(remote) == {
+        "type": "image",
+        "source": {"type": "url", "url": "https://example.invalid/cat.png"},
     }
+    assert part_to_block(DocumentPart(source=DocumentSource(data="JVBE"))) == {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"},
+    }
+    assert part_to_block(DocumentPart(source=DocumentSource(url="https://x.invalid/a.pdf"))) == {
+        "type": "document",
+        "source": {"type": "url", "url": "https://x.invalid/a.pdf"},
+    }
+    with pytest.raises(ValueError, match="exactly one of data \\(base64\\) or url"):
+        DocumentSource(data="JVBE", url="https://x.invalid/a.pdf")
     search = {"type": "search_result", "source": "s", "title": "t", "content": []}
     assert (
         part_to_block(OtherPart(provider="anthropic", kind="search_result", payload=search))

@@ -32,17 +32,17 @@ def test_precedence_traits_over_env_over_file_over_default(home: Path) -> None:
     (home / "config.json").write_text(
         json.dumps(
             {
-                "model": "from-file",
+                "model": "claude-opus-4-5",
                 "max_iterations": 7,
                 "background": True,
                 "permissions": {"allow": []},
             }
         )
     )
-    env = {"JUPYTER_CODELIA_MODEL": "from-env", "JUPYTER_CODELIA_MAX_ITERATIONS": "9"}
-    traits = Codelia(model="from-traits")
+    env = {"JUPYTER_CODELIA_MODEL": "claude-haiku-4-5", "JUPYTER_CODELIA_MAX_ITERATIONS": "9"}
+    traits = Codelia(model="claude-opus-5")
     settings = resolve_settings(traits, env)
-    assert settings.model == "from-traits"
+    assert settings.model == "claude-opus-5"
     assert settings.sources["model"] == "%config Codelia.model"
     assert settings.max_iterations == 9
     assert settings.sources["max_iterations"] == "$JUPYTER_CODELIA_MAX_ITERATIONS"
@@ -50,8 +50,8 @@ def test_precedence_traits_over_env_over_file_over_default(home: Path) -> None:
     assert settings.sources["background"].startswith("config file ")
     assert settings.approval_mode == "minimal"
     assert settings.sources["approval_mode"] == "default"
-    override = settings.with_overrides(model="per-call", approval_mode=None)
-    assert override.model == "per-call"
+    override = settings.with_overrides(model="claude-sonnet-4-6", approval_mode=None)
+    assert override.model == "claude-sonnet-4-6"
     assert override.sources["model"] == "magic option"
     assert override.approval_mode == "minimal"
 
@@ -90,10 +90,10 @@ def test_config_file_errors(home: Path) -> None:
 
 def test_config_path_from_env(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "elsewhere.json"
-    other.write_text(json.dumps({"model": "elsewhere"}))
+    other.write_text(json.dumps({"model": "claude-fable-5"}))
     monkeypatch.setenv("JUPYTER_CODELIA_CONFIG", str(other))
     settings = resolve_settings(None, {})
-    assert settings.model == "elsewhere"
+    assert settings.model == "claude-fable-5"
     assert settings.config_path == other
 
 
@@ -177,3 +177,33 @@ async def test_run_handle_result_before_the_end_says_what_to_do() -> None:
     assert handle.result() is result
     await asyncio.sleep(0)
     assert finished == ["run-1"]
+
+
+def test_an_unknown_model_is_refused_with_the_known_ones(home: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_settings(Codelia(model="nonsense"), {})
+    message = str(info.value)
+    assert message.startswith("%config Codelia.model: unknown model 'nonsense'. Known models: ")
+    assert "claude-sonnet-5-5" in message and "claude-haiku-4-5-20251001" in message
+    with pytest.raises(ConfigError, match=r"^option: unknown model 'gpt-4'"):
+        resolve_settings(None, {}).with_overrides(model="gpt-4")
+    with pytest.raises(UsageError) as usage:
+        parse_options("--model nonsense hi")
+    assert str(usage.value).startswith("--model: unknown model 'nonsense'. Known models: claude-")
+    dated = resolve_settings(None, {"JUPYTER_CODELIA_MODEL": "claude-opus-4-5-20251101"})
+    assert dated.model == "claude-opus-4-5-20251101"
+
+
+def test_thinking_and_max_tokens_settings(home: Path) -> None:
+    defaults = resolve_settings(None, {})
+    assert (defaults.thinking, defaults.max_tokens) == (None, None)
+    assert resolve_settings(Codelia(thinking="adaptive"), {}).thinking == "adaptive"
+    assert resolve_settings(Codelia(thinking=4096), {}).thinking == 4096
+    assert resolve_settings(None, {"JUPYTER_CODELIA_THINKING": "2048"}).thinking == 2048
+    assert resolve_settings(None, {"JUPYTER_CODELIA_THINKING": "OFF"}).thinking == "off"
+    with pytest.raises(ConfigError) as info:
+        resolve_settings(None, {"JUPYTER_CODELIA_THINKING": "512"})
+    assert str(info.value) == (
+        "$JUPYTER_CODELIA_THINKING: thinking must be 'off', 'adaptive' or a budget of at least "
+        "1024 tokens, got 512."
+    )

@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jupyter_codelia.testing import ScriptedAnthropicServer, ScriptedServer, reply, text, tool_use
+from jupyter_codelia.testing import (
+    ScriptedAnthropicServer,
+    ScriptedServer,
+    recorded,
+    reply,
+    text,
+    tool_use,
+)
 
 from .conftest import scripted
 
@@ -257,6 +264,39 @@ def test_bad_options_and_config_errors_are_clear(start_kernel: Any) -> None:
     assert "%config Codelia.model" in out
     assert "api key" in out
     assert "test-key" not in out
+
+
+def test_an_unknown_model_is_caught_before_the_run(start_kernel: Any) -> None:
+    with ScriptedAnthropicServer([reply("never sent")]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --model nonsense\nsummarise the data")
+        evalue = run.reply["content"]["evalue"]
+        assert evalue.startswith("--model: unknown model 'nonsense'. Known models: ")
+        assert "claude-sonnet-5-5" in evalue
+        assert "Traceback" not in run.stream_text()
+        kernel.execute("%config Codelia.model = 'nonsense-too'")
+        configured = kernel.execute("%%codelia\nsummarise the data")
+        assert "unknown model 'nonsense-too'. Known models: " in configured.stream_text() + (
+            json.dumps(configured.reply["content"])
+        )
+        assert server.requests == []
+
+
+def test_a_reply_with_server_tool_and_unknown_blocks_prints_no_warning(
+    start_kernel: Any, recordings: Path
+) -> None:
+    script = [recorded(recordings / "code_execution_and_future_block.http")]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia\nsum 0..9")
+        kernel.drain()
+        assert run.status == "ok"
+        shown = run.stream_text() + json.dumps(kernel.widgets_of("HTMLModel"))
+        assert "The sum is 45." in shown
+        for noise in ("Warning", "PydanticSerialization", "[other:", "ledger_entry"):
+            assert noise not in shown, noise
 
 
 def test_subcommands_list_sessions_todos_and_cache(start_kernel: Any) -> None:

@@ -46,8 +46,25 @@ def test_the_model_shorthand_names_the_provider(home: Path) -> None:
     per_call = resolve_settings().with_overrides(model="openai:gpt-5.1")
     assert (per_call.provider, per_call.model) == ("openai", "gpt-5.1")
     # A colon that is not a provider prefix stays part of the model id.
-    plain = resolve_settings().with_overrides(model="my-model:latest")
-    assert (plain.provider, plain.model) == ("anthropic", "my-model:latest")
+    local = Codelia()
+    local.provider = "ollama"
+    local.model = "my-model:latest"
+    assert resolve_settings(local).model == "my-model:latest"
+    # Only Claude ids are checked against a list; other services host open-ended sets.
+    with pytest.raises(ConfigError, match=r"^option: unknown model 'gpt-5\.1'"):
+        resolve_settings().with_overrides(model="gpt-5.1")
+    with pytest.raises(ConfigError, match=r"^option: unknown model 'nonsense'"):
+        resolve_settings().with_overrides(model="anthropic:nonsense")
+
+
+def test_a_provider_without_a_model_is_refused_and_openai_gets_its_default(home: Path) -> None:
+    openai = Codelia()
+    openai.provider = "openai"
+    assert resolve_settings(openai).model == "gpt-5.1"
+    vllm = Codelia()
+    vllm.provider = "vllm"
+    with pytest.raises(ConfigError, match="provider 'vllm' needs a model"):
+        resolve_settings(vllm)
 
 
 def test_provider_and_base_url_are_validated(home: Path) -> None:
@@ -85,6 +102,7 @@ def test_the_factory_builds_the_chosen_provider(
     assert local._api_key == LOCAL_PLACEHOLDER_KEY
     traits = Codelia()
     traits.provider = "vllm"
+    traits.model = "qwen3-coder"
     traits.base_url = "http://127.0.0.1:9999/v1"
     vllm = _llm_factory(resolve_settings(traits))()
     assert vllm.base_url == "http://127.0.0.1:9999/v1"

@@ -300,3 +300,77 @@ def test_one_endless_paragraph_is_still_chunked() -> None:
     assert max(sizes) < SEAL_CHARS * 6
     chunks = [w for w in panel.body.children if isinstance(w, widgets.HTML)]
     assert len(chunks) >= 2
+
+
+def test_text_of_a_failed_model_call_disappears_before_the_retry() -> None:
+    clock = FakeClock()
+    panel = RunPanel(model="m", session_id=None, clock=clock)
+    panel.handle(ev.TextDeltaEvent(delta="Half of an answer " * 200))  # long: sealed chunks too
+    panel.flush_pending(force=True)
+    assert "Half of an answer" in _html(panel)
+    panel.handle(ev.TextDiscardedEvent())
+    panel.handle(
+        ev.LlmRetryEvent(
+            provider="anthropic",
+            failure_kind="overloaded",
+            next_attempt=2,
+            max_attempts=3,
+            delay_ms=10,
+            delay_source="backoff",
+        )
+    )
+    assert "Half of an answer" not in _html(panel)
+    panel.handle(ev.TextDeltaEvent(delta="The whole answer."))
+    panel.handle(ev.FinalEvent(content="The whole answer."))
+    html = _html(panel)
+    assert "Half of an answer" not in html
+    assert html.count("The whole answer.") == 1
+
+
+def test_citations_are_numbered_links_under_the_answer() -> None:
+    panel = RunPanel(model="m", session_id=None)
+    panel.handle(
+        ev.FinalEvent(
+            content="pandas 3.1.0 is out.",
+            citations=[
+                ev.Citation(
+                    title="Release notes", url="https://pandas.example/3.1", cited_text="3.1"
+                ),
+                ev.Citation(title="A <b>PDF</b> page"),
+                ev.Citation(title="Sneaky", url="javascript:alert(1)"),
+            ],
+        )
+    )
+    html = _html(panel)
+    assert (
+        '[1] <a href="https://pandas.example/3.1" target="_blank" rel="noopener noreferrer" '
+        'title="3.1">Release notes</a>'
+    ) in html
+    assert "[2] <span>A &lt;b&gt;PDF&lt;/b&gt; page</span>" in html
+    assert "[3] <span>Sneaky</span>" in html
+    assert "javascript:" not in html
+    assert html.index("pandas 3.1.0 is out.") < html.index("[1]")
+
+
+def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
+    from jupyter_codelia.notebook._sink import ActiveRun, EventSink
+    from jupyter_codelia.tools import CancelSignal
+
+    class Owner:
+        def __init__(self) -> None:
+            self.sent: list[dict[str, Any]] = []
+            self.listeners = [self.sent.append]
+
+        def broadcast(self, envelope: dict[str, Any]) -> None:
+            self.sent.append(envelope)
+
+    owner = Owner()
+    run = ActiveRun("r1", "s1", "q", "magic", CancelSignal(), "blocking")
+    sink = EventSink(owner, run, None, interval=3600)
+    sink.event(ev.TextDeltaEvent(delta="first "))  # sent at once: nothing sent before
+    sink.event(ev.TextDeltaEvent(delta="void, still buffered"))
+    sink.event(ev.TextDiscardedEvent())
+    sink.event(ev.FinalEvent(content="The whole answer."))
+    events = [e["event"] for e in owner.sent if e["type"] == "agent.event"]
+    assert [e["type"] for e in events] == ["text_delta", "text_discarded", "final"]
+    assert events[0]["delta"] == "first "

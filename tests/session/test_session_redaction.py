@@ -1,4 +1,4 @@
-"""Secrets never reach the disk (design §2.13): every file the store writes is checked."""
+"""Secrets never reach the disk: every file the store writes is checked."""
 
 from __future__ import annotations
 

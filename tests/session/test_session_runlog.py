@@ -1,4 +1,4 @@
-"""Run logs (spec §7.1): header, record stamping and order, tolerant reading, bad input."""
+"""Run logs: header, record stamping and order, tolerant reading, bad input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_codelia.agent.events import TextEvent
+from jupyter_codelia.agent.events import TextEvent, event_to_json
 from jupyter_codelia.session import InvalidSessionIdError, SessionStore, read_jsonl
 
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -26,7 +26,9 @@ def test_header_then_records_in_order_with_stamped_fields(store: SessionStore) -
         run_id="run-1", session_id=sid, header={"model": {"provider": "anthropic", "name": "m"}}
     )
     log.append("run.start", input={"type": "text", "text": "hello"})
-    log.append("agent.event", seq=1, event=TextEvent(content="hi", timestamp=5))
+    # The agent logs an event in its wire form (no None fields), as event_to_json gives it.
+    event = event_to_json(TextEvent(content="hi", timestamp=5, seq=1))
+    log.append("agent.event", seq=1, event=event)
     log.append("run.end", outcome="completed", final="bye")
     log.close()
 
@@ -49,7 +51,7 @@ def test_header_then_records_in_order_with_stamped_fields(store: SessionStore) -
         assert list(record)[:3] == ["type", "ts", "run_id"]
     assert records[1]["input"] == {"type": "text", "text": "hello"}
     # Pydantic models (agent events) are stored as their JSON form.
-    assert records[2]["event"] == {"type": "text", "content": "hi", "timestamp": 5}
+    assert records[2]["event"] == {"type": "text", "content": "hi", "timestamp": 5, "seq": 1}
     assert records[3]["final"] == "bye"
     stamps = [str(r["ts"]) for r in records[1:]]
     assert stamps == sorted(stamps)

@@ -1,4 +1,4 @@
-"""Resume snapshots (spec §7.2-7.3): round trip, fresh-process resume, crash safety, errors."""
+"""Resume snapshots: round trip, fresh-process resume, crash safety, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The private-network guard of webfetch (design §2.12).
+"""The private-network guard of webfetch.
 
 Address classification is checked on addresses alone (no connection is ever made to a
 non-loopback address); the live tests use servers on 127.0.0.1 and 127.0.0.2 only.

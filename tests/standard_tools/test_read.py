@@ -1,4 +1,4 @@
-"""The ``read`` and ``read_line`` tools (spec/file-tools.md §2-§4)."""
+"""The ``read`` and ``read_line`` tools."""
 
 from __future__ import annotations
 
@@ -196,3 +196,31 @@ async def test_read_line_error_texts(read_tools: FileTools) -> None:
         await read_tools.run("read_line", file_path="f.txt", line_number=1, char_limit=100001)
     with pytest.raises(ToolInputError, match="line_number"):
         await read_tools.run("read_line", file_path="f.txt", line_number=0)
+
+
+@pytest.mark.asyncio
+async def test_read_attaches_a_pdf_as_a_document(read_tools: FileTools) -> None:
+    import base64
+
+    from jupyter_codelia.standard_tools.files import MAX_PDF_BYTES
+
+    pdf = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n"
+    (read_tools.root / "paper.PDF").write_bytes(pdf)
+    result = await read_tools.run("read", file_path="paper.PDF")
+    assert result.type == "parts"
+    note, document = result.parts
+    assert note.text == f"paper.PDF ({len(pdf)} bytes) is attached as a PDF document."
+    assert document.type == "document"
+    assert base64.b64decode(document.source.data) == pdf
+    # A file named .pdf that is no PDF is read as text; a huge one is refused with a way out.
+    (read_tools.root / "notes.pdf").write_text("just text\n")
+    assert (await read_tools.text("read", file_path="notes.pdf")).startswith("    1  just text")
+    with (read_tools.root / "big.pdf").open("wb") as handle:
+        handle.write(b"%PDF-1.7\n")
+        handle.truncate(MAX_PDF_BYTES + 1)
+    refused = await read_tools.text("read", file_path="big.pdf")
+    assert refused == (
+        f"big.pdf is a {MAX_PDF_BYTES + 1:,}-byte PDF, over the {MAX_PDF_BYTES:,}-byte limit for "
+        "attaching it. Extract the pages you need to a smaller PDF or to text first "
+        "(e.g. with pypdf in the python tool)."
+    )

@@ -1,4 +1,4 @@
-"""search against real HTTP servers on 127.0.0.1 (spec/web-tools.md §2).
+"""search against real HTTP servers on 127.0.0.1.
 
 The ddg backend runs ddgs's own DuckDuckGo engine (request building and HTML parsing) with its
 endpoint pointed at a loopback server that answers in DuckDuckGo's HTML layout; brave is the

@@ -1,4 +1,4 @@
-"""webfetch against real HTTP servers on 127.0.0.1 (spec/web-tools.md §3)."""
+"""webfetch against real HTTP servers on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``write`` and ``edit`` tools and the diffs they return (spec/file-tools.md §2, §5-§8)."""
+"""The ``write`` and ``edit`` tools and the diffs they return."""
 
 from __future__ import annotations
 

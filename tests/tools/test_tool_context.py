@@ -1,4 +1,4 @@
-"""ToolContext and dependency injection (spec/core.md §3): resolve, overrides, caching, signal."""
+"""ToolContext and dependency injection: resolve, overrides, caching, signal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""define_tool and execute_raw: parsing, validation, execution and result coercion (core.md §2)."""
+"""define_tool and execute_raw: parsing, validation, execution and result coercion."""
 
 from __future__ import annotations
 

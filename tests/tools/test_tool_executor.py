@@ -1,4 +1,4 @@
-"""execute_tool_call (spec/core.md §5, design §2.2): every outcome is a well-formed ToolMessage."""
+"""execute_tool_call: every outcome is a well-formed ToolMessage."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ async def test_an_invalid_return_value_is_reported() -> None:
         name="add", description="d", input=AddInput, execute=lambda p, c: {1j}
     )
     result = await execute_tool_call(call(), [unserialisable])
-    assert result.message.content == "{1j}"  # json fails → str(value), spec §2.3
+    assert result.message.content == "{1j}"  # json fails → str(value)
 
 
 @pytest.mark.asyncio

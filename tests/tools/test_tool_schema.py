@@ -1,4 +1,4 @@
-"""The model-facing JSON Schema of define_tool (spec/core.md §2.1, design §2.1/§2.3).
+"""The model-facing JSON Schema of define_tool.
 
 Each schema must be valid draft-07, acceptable to Anthropic as an ``input_schema``, and agree
 with the pydantic model: instances the model accepts validate against the schema.
@@ -355,5 +355,5 @@ def test_every_built_in_tool_schema_is_anthropic_shaped(tmp_path: Path) -> None:
     for built_in in tools:
         parameters = built_in.definition.parameters
         assert_anthropic_input_schema(parameters)
-        # Built-in tools reject unknown keys (design §2.1).
+        # Built-in tools reject unknown keys.
         assert parameters.get("additionalProperties") is False, built_in.name
