@@ -22,12 +22,21 @@ Each is timed for sync and async tool functions (pydantic-ai runs sync functions
 thread, which dominates that row). Every timing is the best of ``repeats`` batches of ``calls``
 calls inside one running event loop; the ratios are what to compare across machines.
 Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai. Measured on a
-loaded 2-core machine (defaults, best of 300 batches of 200 calls): execute_raw 1.44-1.50x the
-floor; execute_tool_call 2.2x the floor but 1.03-1.09x floor+ToolMessage, i.e. the per-call
-ToolContext and ToolExecution cost little next to the ToolMessage itself; pydantic-ai 1.04x
-slower with async functions and ~22x slower with sync ones (it runs them in a thread).
-The 1.5x target is out of reach while the executor returns a pydantic ToolMessage: building one
-costs about as much as validating the arguments, which is all the floor does.
+loaded 2-core machine (defaults, best of 300 batches of 200 calls, several runs): floor
+1.04-1.09 µs; execute_raw 1.41-1.42x; execute_tool_call 2.01-2.02x the floor and 1.07x
+floor+ToolMessage; pydantic-ai 1.06-1.07x slower with async functions and ~24x with sync ones
+(it runs them in a thread).
+
+Why 1.5x is out of reach while the executor returns a pydantic ToolMessage (the same pieces
+timed interleaved, best of 60 x 3,000, µs): the floor's own ``model_validate_json`` 0.72;
+a ToolMessage from its validator on a dict (what the executor does) 0.51, from
+``ToolMessage(**kw)`` 0.78, from ``model_construct`` 6.0 (it walks the fields in Python), and
+hand-built without validation (``object.__new__`` plus the four pydantic slots) 0.48;
+``ToolContext.fork`` 0.18; ``ToolExecution`` 0.09. 1.5x leaves 0.5 µs above the floor for
+everything; the cheapest ToolMessage alone takes 0.48, so even a validation bypass (tried: it
+saved 0.03 µs of the 1.1 µs the executor adds, not worth coupling to pydantic's private
+slots) cannot reach it. It needs a non-pydantic result type on the hot path, a codebase-wide
+change of the message model.
 """
 
 from __future__ import annotations

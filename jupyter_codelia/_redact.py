@@ -41,7 +41,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-__all__ = ["REDACTED", "redact_secrets", "register_secret"]
+__all__ = ["REDACTED", "StreamRedactor", "redact_secrets", "register_secret"]
 
 REDACTED = "[REDACTED]"
 
@@ -119,6 +119,8 @@ class _Redactor:
     secrets: frozenset[str]
     # Longest first, so a secret that contains another is masked whole.
     ordered: tuple[str, ...]
+    # The longest spelling: a stream must hold back this much to never split one.
+    longest: int
     # Every secret and key pattern in one alternation: the fast "anything here?" test.
     combined: re.Pattern[str]
 
@@ -127,7 +129,12 @@ class _Redactor:
         ordered = tuple(sorted(secrets, key=lambda s: (-len(s), s)))
         alternatives = [re.escape(s) for s in ordered]
         alternatives += [key.pattern.pattern for key in _KEY_PATTERNS]
-        return cls(secrets=secrets, ordered=ordered, combined=re.compile("|".join(alternatives)))
+        return cls(
+            secrets=secrets,
+            ordered=ordered,
+            longest=len(ordered[0]) if ordered else 0,
+            combined=re.compile("|".join(alternatives)),
+        )
 
     def text(self, text: str) -> str:
         if len(text) < MIN_SECRET_LENGTH:
@@ -291,3 +298,69 @@ def _walk_model(model: BaseModel, redactor: _Redactor) -> BaseModel:
         if new is not current:
             update[name] = new
     return model.model_copy(update=update) if update else model
+
+
+#: Every key pattern is a run of these characters; a stream is never cut inside such a run.
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+#: A run of token characters longer than this is cut anyway (no credential is that long), so a
+#: stream without separators cannot make the redactor hold unbounded text.
+MAX_TOKEN_RUN = 64 * 1024
+
+
+class StreamRedactor:
+    """Masks secrets in text that arrives in pieces (streamed tokens, a command's output).
+
+    :meth:`feed` returns the redacted text that is safe to pass on and holds back a tail: at
+    least as long as the longest secret, and never ending inside a run of key characters, so a
+    secret split across two pieces is masked whole. :meth:`flush` returns the rest. For a
+    stream of pieces, ``"".join(fed) + flush()`` equals ``redact_secrets`` of the whole text
+    (up to credential-shaped tokens longer than :data:`MAX_TOKEN_RUN`, which are cut).
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+        # Where the run of token characters at the end of ``_held`` starts.
+        self._run_start = 0
+
+    def feed(self, piece: str) -> str:
+        if not piece:
+            return ""
+        base = len(self._held)
+        held = self._held + piece
+        # rstrip runs in C: a separator-free stream costs no Python loop per character.
+        before_run = len(piece.rstrip(_TOKEN_CHARS))
+        if before_run:
+            self._run_start = base + before_run
+        redactor = _current_redactor()
+        cut = len(held) - redactor.longest
+        if len(held) - self._run_start <= MAX_TOKEN_RUN:
+            cut = min(cut, self._run_start)
+        cut = _safe_cut(held, cut, redactor)
+        if cut <= 0:
+            self._held = held
+            return ""
+        self._held = held[cut:]
+        self._run_start = max(0, self._run_start - cut)
+        return redactor.text(held[:cut])
+
+    def flush(self) -> str:
+        """The redacted rest of the stream; the redactor is then empty and can be reused."""
+        rest, self._held, self._run_start = self._held, "", 0
+        return _current_redactor().text(rest)
+
+
+def _safe_cut(text: str, cut: int, redactor: _Redactor) -> int:
+    """``cut`` moved back so it splits neither a run of token characters nor a known secret."""
+    if cut <= 0:
+        return 0
+    if cut < len(text) and text[cut] in _TOKEN_CHARS:
+        floor = max(0, cut - MAX_TOKEN_RUN)
+        cut = floor + len(text[floor:cut].rstrip(_TOKEN_CHARS))
+    moved = True
+    while moved and cut > 0:
+        moved = False
+        for secret in redactor.ordered:
+            start = text.find(secret, max(0, cut - len(secret) + 1), cut + len(secret) - 1)
+            if start != -1 and start < cut:
+                cut, moved = start, True
+    return cut

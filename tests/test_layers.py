@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "_approval": 0,
     "_cancellation": 0,
     "errors": 0,
+    "_private": 0,
     "llm": 1,
     "tools": 2,
     "cache": 3,
@@ -33,8 +34,8 @@ LAYERS: dict[str, int] = {
     "server": 7,
 }
 KERNEL_SIDE = ("IPython", "ipywidgets", "ipykernel", "jupyter_server", "comm", "tornado")
-KERNEL_FREE = {"_text", "_redact", "_approval", "_cancellation", "errors", "llm", "tools"}
-KERNEL_FREE |= {"cache", "session", "standard_tools", "agent", "wire"}
+KERNEL_FREE = {"_text", "_redact", "_approval", "_cancellation", "_private", "errors", "llm"}
+KERNEL_FREE |= {"tools", "cache", "session", "standard_tools", "agent", "wire"}
 
 
 def _unit(path: Path) -> str:

@@ -191,3 +191,32 @@ def test_short_and_long_strings_are_masked_alike(fake_key: str, length: int) -> 
     pad = "p" * max(0, length - len(fake_key) - len(tail) - 1)
     text = f"{fake_key} {pad}{tail}"
     assert redact_secrets(text) == f"{REDACTED} {pad} {REDACTED}"
+
+
+def test_stream_redactor_masks_a_secret_split_at_every_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DB_PASSWORD", "correct horse battery")
+    github = "ghp_" + "Ab1" * 12
+    text = f"key {FAKE_KEY}, pw 'correct horse battery' and {github}; task-ant-abcdefghijklmn."
+    whole = redact_secrets(text)
+    assert FAKE_KEY not in whole and github not in whole and "horse" not in whole
+    for cut in range(len(text) + 1):
+        stream = _redact.StreamRedactor()
+        pieces = [stream.feed(text[:cut]), stream.feed(text[cut:]), stream.flush()]
+        assert "".join(pieces) == whole, cut
+        for piece in pieces:
+            # No piece carries a fragment of a secret.
+            assert "sk-ant-api" not in piece and "ghp_Ab1" not in piece and "horse" not in piece
+
+
+def test_stream_redactor_in_tiny_pieces_and_unbounded_token_runs(fake_key: str) -> None:
+    stream = _redact.StreamRedactor()
+    text = f"a {fake_key} b " * 50
+    out = "".join(stream.feed(ch) for ch in text) + stream.flush()
+    assert out == redact_secrets(text)
+    # A separator-free run is passed on once longer than any credential, not held forever.
+    stream = _redact.StreamRedactor()
+    emitted = sum(len(stream.feed("x" * 4096)) for _ in range(64))
+    assert emitted >= 64 * 4096 - _redact.MAX_TOKEN_RUN - 4096
+    assert emitted + len(stream.flush()) == 64 * 4096

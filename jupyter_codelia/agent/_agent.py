@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel
 
 from .. import __version__
-from .._redact import redact_secrets
+from .._redact import StreamRedactor, redact_secrets
 from .._text import clip_utf8, js_round
 from ..errors import CodeliaError
 from ..llm.base import ChatModel, LlmError
@@ -50,11 +50,12 @@ from . import events as ev
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
-from ._persistence import RunLogHandle, SessionWriter
+from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
+from ._resume import CONTEXT_META_KEY, change_reminder, context_record
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
-    from ..cache import ToolOutputCache
+    from ..cache import ToolOutputCache, ToolOutputCacheStore
     from ..session import SessionStore
     from .permissions import PermissionPolicy
 
@@ -78,6 +79,7 @@ PAUSE_LIMIT_NOTE = (
 _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
+_STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
 
 
 class SessionStateHook(Protocol):
@@ -154,6 +156,7 @@ class Agent:
         permissions: PermissionPolicy | None = None,
         confirm: ConfirmCallback | None = None,
         output_cache: ToolOutputCache | None = _DEFAULT,
+        output_store: ToolOutputCacheStore | None = None,
         session_store: SessionStore | None = None,
         session_id: str | None = None,
         dependency_overrides: dict[str, Callable[[], Any]] | None = None,
@@ -173,7 +176,12 @@ class Agent:
         self.permissions = permissions
         self.confirm = confirm
         if output_cache is _DEFAULT:
-            output_cache = _default_output_cache(tools)
+            output_cache = _default_output_cache(tools, output_store)
+        elif output_store is not None:
+            raise ValueError(
+                "pass either output_cache=ToolOutputCache(store, config) or output_store=store, "
+                "not both"
+            )
         self.output_cache = output_cache
         self.session_store = session_store
         self.dependency_overrides = dict(dependency_overrides or {})
@@ -194,6 +202,9 @@ class Agent:
         self.session_id: str = session_id or str(uuid.uuid4())
         self._restored = session_id is None
         self._system_added = False
+        self._resume_reminder: str | None = None
+        self._fork_event: ev.SessionForkedEvent | None = None
+        self._sandbox_root = getattr(getattr(tools, "sandbox", None), "root", None)
         self._running = False
         self._logged_upto = 0
         self._writer = SessionWriter(session_store) if session_store is not None else None
@@ -223,20 +234,33 @@ class Agent:
         tools: Sequence[Tool] = (),
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
+        force_compaction: bool = False,
     ) -> AsyncIterator[ev.AgentEvent]:
-        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end."""
+        """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end.
+
+        ``force_compaction`` summarises the history before the prompt is added, whatever its
+        size (the compaction events come first).
+        """
         if self._running:
             raise RunAlreadyActiveError
         self._running = True
         try:
             self._ensure_session()
+            self._fork_event = await self._follow_fork()
             signal = signal or CancelSignal()
             rid = run_id or str(uuid.uuid4())
             run = _Run(
                 run_id=rid, queue=asyncio.Queue(), signal=signal, run_log=self._open_run_log(rid)
             )
             task = asyncio.ensure_future(
-                self._run_turn(run, prompt, [*self.tools, *tools], tool_choice, run_meta or {})
+                self._run_turn(
+                    run,
+                    prompt,
+                    [*self.tools, *tools],
+                    tool_choice,
+                    run_meta or {},
+                    force_compaction=force_compaction,
+                )
             )
             loop = asyncio.get_running_loop()
 
@@ -253,6 +277,25 @@ class Agent:
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
+        finally:
+            self._running = False
+
+    async def compact(self) -> bool:
+        """Summarise the conversation now (``%codelia compact``); True if the history was
+        replaced by the summary (then the session is saved)."""
+        if self._running:
+            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+        self._running = True
+        try:
+            self._ensure_session()
+            # No run log: a compaction on its own is not a turn (the snapshot records it).
+            run = _Run(
+                run_id=str(uuid.uuid4()), queue=asyncio.Queue(), signal=CancelSignal(), run_log=None
+            )
+            compacted = await self._maybe_compact(run, mid_turn=False, force=True)
+            if compacted:
+                self._save_state(run)
+            return compacted
         finally:
             self._running = False
 
@@ -273,13 +316,45 @@ class Agent:
         if self.session_store is None or self._pending_resume is None:
             return
         state = self.session_store.load_state(self._pending_resume)
-        self.history = repair_history(load_messages(state.messages))
+        history = repair_history(load_messages(state.messages))
+        # The current system prompt is inserted by the turn; a stored one must not win over it.
+        while history and isinstance(history[0], SystemMessage):
+            history.pop(0)
+        self.history = history
         self.meta = dict(state.meta)
+        self._resume_reminder = change_reminder(
+            self.meta.get(CONTEXT_META_KEY), self._context_record()
+        )
+        if self._writer is not None:
+            self._writer.generation = state.generation
         self.invoke_seq = state.invoke_seq
         self._system_added = False
         self._logged_upto = len(self.history)
         for hook in self.state_hooks:
             hook.restore_meta(self.session_id, self.meta)
+
+    async def _follow_fork(self) -> ev.SessionForkedEvent | None:
+        """Continue under a new session id if another process saved ours (see SessionWriter)."""
+        if self._writer is None:
+            return None
+        await self._writer.flush()
+        self._writer.fork_if_saved_elsewhere(self.session_id)
+        fork = self._writer.take_fork()
+        if fork is None:
+            return None
+        self.session_id = fork[1]
+        self.meta[FORKED_FROM_META_KEY] = fork[0]
+        for hook in self.state_hooks:
+            hook.bind_session(self.session_id)
+        return ev.SessionForkedEvent(session_id=fork[1], forked_from=fork[0])
+
+    def _context_record(self) -> dict[str, Any]:
+        return context_record(
+            model=self.llm.model,
+            root=str(self._sandbox_root or os.getcwd()),
+            tools=[t.name for t in self.tools],
+            date=datetime.now(timezone.utc).date().isoformat(),
+        )
 
     def _open_run_log(self, run_id: str) -> RunLogHandle | None:
         if self._writer is None:
@@ -308,6 +383,7 @@ class Agent:
         from ..session import SessionState
 
         meta = dict(self.meta)
+        meta[CONTEXT_META_KEY] = self._context_record()
         for hook in self.state_hooks:
             hook.save_meta(self.session_id, meta)
         self.meta = meta
@@ -338,6 +414,10 @@ class Agent:
     # ----------------------------------------------------------------------------- the turn
 
     def _emit(self, run: _Run, event: BaseModel) -> None:
+        # Streamed deltas arrive redacted by a StreamRedactor (see _DeltaStream); every other
+        # event is masked here, before the panel, the side panel or a run_stream caller sees it.
+        if event.type not in _STREAMED_EVENTS:  # type: ignore[attr-defined]
+            event = redact_secrets(event)
         seq = run.seq
         run.seq += 1
         event = event.model_copy(update={"seq": seq})
@@ -352,6 +432,8 @@ class Agent:
         tools: list[Tool],
         tool_choice: str | None,
         run_meta: dict[str, Any],
+        *,
+        force_compaction: bool = False,
     ) -> None:
         user_input = (
             {"type": "text", "text": prompt}
@@ -360,6 +442,9 @@ class Agent:
         )
         self._record(run, "run.start", session_id=self.session_id, input=user_input, meta=run_meta)
         self._record(run, "run.status", status="running")
+        if self._fork_event is not None:
+            self._emit(run, self._fork_event)
+            self._fork_event = None
         if run_meta:
             self.meta.update(run_meta)
         outcome: Literal["completed", "cancelled", "error"] = "completed"
@@ -369,6 +454,11 @@ class Agent:
                 if not any(isinstance(m, SystemMessage) for m in self.history):
                     self.history.insert(0, SystemMessage(content=self.system_prompt))
                 self._system_added = True
+            if force_compaction:
+                await self._maybe_compact(run, mid_turn=False, force=True)
+            if self._resume_reminder is not None:
+                self.history.append(UserMessage(content=self._resume_reminder))
+                self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
             self.history = repair_history([*self.history, UserMessage(content=prompt)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
@@ -623,15 +713,16 @@ class Agent:
 
         for attempt in range(1, attempts + 1):
             streamed = False
+            # A new redactor per attempt: what a failed attempt still held back is dropped with it.
+            text = _DeltaStream(on_text)
+            reasoning = _DeltaStream(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
             try:
-                return await self.llm.ainvoke(
+                completion = await self.llm.ainvoke(
                     list(messages),
                     tools=tools,
                     tool_choice=choice,
-                    on_text_delta=on_text if stream else None,
-                    on_reasoning_delta=(lambda d: self._emit(run, ev.ReasoningDeltaEvent(delta=d)))
-                    if stream
-                    else None,
+                    on_text_delta=text.feed if stream else None,
+                    on_reasoning_delta=reasoning.feed if stream else None,
                     signal=run.signal,
                 )
             except LlmError as exc:
@@ -657,6 +748,10 @@ class Agent:
                     ),
                 )
                 await asyncio.sleep(delay)
+            else:
+                text.flush()
+                reasoning.flush()
+                return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _account(self, run: _Run, completion: ChatInvokeCompletion) -> None:
@@ -700,13 +795,17 @@ class Agent:
             ),
         )
 
-    async def _maybe_compact(self, run: _Run, *, mid_turn: bool) -> None:
-        """Summarise the history when the last call filled the context window (see _compaction)."""
+    async def _maybe_compact(self, run: _Run, *, mid_turn: bool, force: bool = False) -> bool:
+        """Summarise the history when the last call filled the context window (see _compaction),
+        or now when ``force`` (then with the default settings if compaction is off).
+        True when the history was replaced."""
         config = self.compaction
-        if config is None or not config.should_compact(
+        if force:
+            config = config or CompactionConfig()
+        elif config is None or not config.should_compact(
             self.usage.last_total_tokens, self.llm.context_limit()
         ):
-            return
+            return False
         self._emit(run, ev.CompactionStartEvent())
         request = prepare_request(repair_history(self.history), config)
         compacted = False
@@ -735,6 +834,7 @@ class Agent:
                     self.usage.last_total_tokens = 0
                     compacted = True
         self._emit(run, ev.CompactionCompleteEvent(compacted=compacted))
+        return compacted
 
     async def _summary(self, run: _Run) -> str:
         messages = [*repair_history(self.history), UserMessage(content=MAX_ITERATIONS_PROMPT)]
@@ -814,6 +914,25 @@ async def _drain(queue: asyncio.Queue[Any], task: asyncio.Future[Any]) -> AsyncI
     task.result()
 
 
+class _DeltaStream:
+    """Passes streamed deltas on redacted; a secret split across two deltas is held back until
+    it is whole, so the deltas never carry it and still add up to the redacted text."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._redactor = StreamRedactor()
+
+    def feed(self, delta: str) -> None:
+        safe = self._redactor.feed(delta)
+        if safe:
+            self._emit(safe)
+
+    def flush(self) -> None:
+        rest = self._redactor.flush()
+        if rest:
+            self._emit(rest)
+
+
 def _redact_message(message: ToolMessage) -> ToolMessage:
     """Mask secrets in a tool's output before the model, the UI or any log sees it."""
     content = message.content
@@ -858,7 +977,14 @@ def _llm_failure_text(exc: Exception, attempts: int) -> str:
     return f"The model request failed{tried}: {exc}"
 
 
-def _default_output_cache(tools: Sequence[Tool]) -> ToolOutputCache | None:
+def _default_output_cache(
+    tools: Sequence[Tool], output_store: ToolOutputCacheStore | None
+) -> ToolOutputCache | None:
+    """Save results in the explicit store, else the one the tools share (a ``ToolSet``'s, or
+    the one the ``tool_output_cache`` tools read), so the refs the model gets are readable."""
     from ..cache import ToolOutputCache
 
-    return ToolOutputCache(getattr(tools, "output_store", None))
+    store = output_store or getattr(tools, "output_store", None)
+    if store is None:
+        store = next((t.output_store for t in tools if hasattr(t, "output_store")), None)
+    return ToolOutputCache(store)

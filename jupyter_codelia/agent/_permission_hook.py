@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from .._redact import redact_secrets
 from ..tools import PermissionDecision, Tool, ToolContext, find_tool
 from ..tools._executor import PermissionHook
 from . import events as ev
@@ -80,14 +81,17 @@ class PermissionHookBuilder:
         self.emit(ev.PermissionReadyEvent(tool=name, tool_call_id=call.id))
         title, message = self.policy.confirm_text(name, args)
         rules = self.policy.remember_rules(name, args)
-        request = ev.PermissionRequestEvent(
-            request_id=uuid.uuid4().hex,
-            tool=name,
-            tool_call_id=call.id,
-            title=title,
-            message=message,
-            args=args or {},
-            remember_rules=[_rule_text(r) for r in rules],
+        # Masked here, not only when emitted: the confirm callback shows the request itself.
+        request = redact_secrets(
+            ev.PermissionRequestEvent(
+                request_id=uuid.uuid4().hex,
+                tool=name,
+                tool_call_id=call.id,
+                title=title,
+                message=message,
+                args=args or {},
+                remember_rules=[_rule_text(r) for r in rules],
+            )
         )
         self.emit(request)
         response = await self.confirm(request)
@@ -160,7 +164,7 @@ def parse_tool_args(raw: str) -> dict[str, Any] | None:
     """A call's raw JSON arguments as an object (``""`` → ``{}``), or None when they are not one."""
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting past Python's limit
         return None
     return value if isinstance(value, dict) else None
 

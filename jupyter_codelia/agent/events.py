@@ -185,6 +185,15 @@ class UsageEvent(_Event):
     web_fetch_requests: int | None = None
 
 
+class SessionForkedEvent(_Event):
+    """Another kernel saved this session meanwhile: this agent's turns continue in a new one,
+    so neither kernel's turns are lost."""
+
+    type: Literal["session.forked"] = "session.forked"
+    session_id: str
+    forked_from: str
+
+
 class FinalEvent(_Event):
     type: Literal["final"] = "final"
     content: str
@@ -211,6 +220,7 @@ AgentEvent = Annotated[
     | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
+    | SessionForkedEvent
     | FinalEvent,
     Field(discriminator="type"),
 ]
@@ -240,6 +250,7 @@ __all__ = [
     "PermissionResolvedEvent",
     "ReasoningDeltaEvent",
     "ReasoningEvent",
+    "SessionForkedEvent",
     "StepCompleteEvent",
     "StepStartEvent",
     "TextDeltaEvent",

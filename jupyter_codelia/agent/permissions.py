@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from .._approval import APPROVAL_MODES, ApprovalMode
+from .._private import make_private_dirs
 from .._text import split_lines, utf8_len
 from ..errors import CodeliaError
 from ._shell_words import (
@@ -231,7 +232,8 @@ def _parse_rules(data: dict[str, Any], path: Path) -> _RuleLists:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
+    # mkstemp creates the temp file 0600, so the renamed file is private too.
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

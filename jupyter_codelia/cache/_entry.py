@@ -32,6 +32,8 @@ class EntryMeta(BaseModel):
     streamed: bool = False
     has_crlf: bool = False
     generation: str
+    # Bytes dropped from the middle because the output passed the per-entry limit.
+    dropped_bytes: int = 0
 
 
 class CacheEntry(BaseModel):

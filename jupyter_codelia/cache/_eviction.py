@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .._private import write_private
 from ._entry import EntryMeta, data_path
 from ._writer import unlink
 
@@ -65,7 +66,7 @@ def account(
         commits = 0
     else:
         commits += 1
-    usage_path.write_text(f"{total} {commits}")
+    write_private(usage_path, f"{total} {commits}".encode())
 
 
 def collect(
@@ -116,7 +117,7 @@ def collect(
         if ref == keep:
             continue
         if group.has_meta:
-            (root / f"{ref}{TOMBSTONE}").touch()
+            write_private(root / f"{ref}{TOMBSTONE}", b"")
         group.paths.sort(key=lambda p: not p.name.endswith(".json"))  # metadata first
         for path in group.paths:
             unlink(path)

@@ -122,14 +122,13 @@ class ToolOutputCache:
             return message.model_copy(update={"output_ref": ref})
         raw = text_projection(content)
         update: dict[str, Any] = {"content": raw, "output_ref": ref}
-        if message.tool_name not in UNTRUNCATED_TOOLS:
+        # Without a ref (no store, or saving failed) a cut would lose the rest for good: the
+        # whole output stays in context, and the budget trim may shorten it later.
+        if ref is not None and message.tool_name not in UNTRUNCATED_TOOLS:
             body, cut = truncate_whole_lines(raw, self.config.max_message_bytes)
             update["content"] = body
             if cut:
-                note = (
-                    f"[tool output truncated; ref={ref.id}]" if ref else "[tool output truncated]"
-                )
-                update["content"] = f"{body}\n\n{note}"
+                update["content"] = f"{body}\n\n[tool output truncated; ref={ref.id}]"
                 update["trimmed"] = True
         return message.model_copy(update=update)
 

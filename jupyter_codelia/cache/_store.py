@@ -22,6 +22,7 @@ from typing import Any
 from filelock import FileLock
 from pydantic import ValidationError
 
+from .._private import PRIVATE_FILE, make_private_dirs, tighten_once, write_private
 from ..llm.messages import (
     ContentPart,
     TextPart,
@@ -64,10 +65,13 @@ class ToolOutputCacheStore:
 
     ``max_bytes`` caps the disk use (default 1 GB, env
     ``JUPYTER_CODELIA_TOOL_OUTPUT_CACHE_MAX_BYTES``): when a commit passes it, the least
-    recently used entries are evicted whole down to 90% of the cap. The entry just written is
-    never evicted by its own commit, so a single output larger than the cap stays readable until
-    the next one. ``limits`` bound what one read or grep returns (environment overrides apply);
-    ``use_ripgrep=False`` forces the pure-Python search.
+    recently used entries are evicted whole down to 90% of the cap. ``max_entry_bytes`` (default
+    a quarter of the cap, env ``..._MAX_ENTRY_BYTES``, at most half of it) bounds one entry:
+    past it the middle is dropped and a note says so, keeping the head and a tail window (see
+    ``_writer``). So the newest entries always fit under the cap together, and the eviction
+    that a later commit runs removes older entries first: an output stays readable at least
+    until the model's next turn. ``limits`` bound what one read or grep returns (environment
+    overrides apply); ``use_ripgrep=False`` forces the pure-Python search.
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class ToolOutputCacheStore:
         root: Path | str,
         *,
         max_bytes: int | None = None,
+        max_entry_bytes: int | None = None,
         limits: CacheLimits | None = None,
         use_ripgrep: bool = True,
         index_stride: int = STRIDE,
@@ -86,12 +91,26 @@ class ToolOutputCacheStore:
                 f"max_bytes must be a positive number of bytes (default 1_000_000_000), "
                 f"got {max_bytes!r}"
             )
+        if max_entry_bytes is None:
+            max_entry_bytes = env_positive_int("MAX_ENTRY_BYTES", max(1, max_bytes // 4))
+        most = max(1, max_bytes // 2)
+        if (
+            isinstance(max_entry_bytes, bool)
+            or not isinstance(max_entry_bytes, int)
+            or not 0 < max_entry_bytes <= most
+        ):
+            raise ValueError(
+                f"max_entry_bytes must be a positive number of bytes of at most half of "
+                f"max_bytes ({most}), so the newest outputs fit together; "
+                f"got {max_entry_bytes!r}"
+            )
         if isinstance(index_stride, bool) or not isinstance(index_stride, int) or index_stride < 1:
             raise ValueError(
                 f"index_stride must be a positive number of bytes, got {index_stride!r}"
             )
         self.root = Path(root)
         self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
         self.limits = limits if limits is not None else CacheLimits.from_env()
         self._ripgrep = find_ripgrep() if use_ripgrep else None
         self.index_stride = index_stride  # bytes between line-index checkpoints (tests shrink it)
@@ -144,7 +163,8 @@ class ToolOutputCacheStore:
 
     def _temp_path(self, suffix: str) -> Path:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.root)
+            tighten_once(self.root)
         except OSError as exc:
             raise ToolOutputCacheError(
                 f"Cannot create the tool output cache directory {self.root}: {exc}"
@@ -156,7 +176,9 @@ class ToolOutputCacheStore:
         """Threads of this process, then other processes, one at a time."""
         with self._thread_lock:
             if self._file_lock is None:
-                self._file_lock = FileLock(self.root / ".lock", thread_local=False)
+                self._file_lock = FileLock(
+                    self.root / ".lock", thread_local=False, mode=PRIVATE_FILE
+                )
             with self._file_lock:
                 yield
 
@@ -170,6 +192,7 @@ class ToolOutputCacheStore:
         index: LineIndexBuilder,
         parts: list[ContentPart] | None,
         streamed: bool,
+        dropped_bytes: int,
     ) -> ToolOutputRef:
         generation = uuid.uuid4().hex[:16]
         meta = EntryMeta(
@@ -183,15 +206,16 @@ class ToolOutputCacheStore:
             streamed=streamed,
             has_crlf=index.has_crlf,
             generation=generation,
+            dropped_bytes=dropped_bytes,
         )
         tmp_index = self._temp_path("idx")
         tmp_parts = self._temp_path("parts.json") if parts is not None else None
         tmp_meta = self._temp_path("json")
         try:
-            tmp_index.write_bytes(index.to_bytes())
+            write_private(tmp_index, index.to_bytes())
             if tmp_parts is not None and parts is not None:
-                tmp_parts.write_bytes(content_parts_adapter.dump_json(parts, exclude_none=True))
-            tmp_meta.write_text(meta.model_dump_json(), encoding="utf-8")
+                write_private(tmp_parts, content_parts_adapter.dump_json(parts, exclude_none=True))
+            write_private(tmp_meta, meta.model_dump_json().encode("utf-8"))
             added = sum(p.stat().st_size for p in (tmp_text, tmp_index, tmp_parts, tmp_meta) if p)
             with self._lock():
                 previous, freed = previous_version(self.root, ref_id)
@@ -273,6 +297,7 @@ class ToolOutputCacheStore:
         ref_id = normalize_ref_id(ref_id)
         if not ref_id:
             raise ToolOutputNotFoundError(ref_id)
+        tighten_once(self.root)
         for attempt in range(3):
             meta = self._load_meta(ref_id)
             text_path = data_path(self.root, ref_id, meta.generation, "txt")
@@ -306,6 +331,7 @@ class ToolOutputCacheStore:
         """Every readable entry, newest first."""
         if not self.root.is_dir():
             return []
+        tighten_once(self.root)
         sizes: dict[str, int] = {}
         metas: list[tuple[EntryMeta, float]] = []
         for item in os.scandir(self.root):

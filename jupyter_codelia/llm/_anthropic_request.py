@@ -176,25 +176,113 @@ def _uncached(message: Any, convert: Callable[[Any], list[Block]]) -> list[Block
     return convert(message)
 
 
+class MessagesCache:
+    """The previous request's ``messages`` array, reused for the next history's unchanged start.
+
+    A conversation grows by appending, so the next history usually starts with the same message
+    objects as the last one. Its API form up to a *seam* is reused and only the rest is
+    converted. A seam is a point in the history where the conversion starts afresh: tool results
+    are flushed, no thinking is pending, and the last turn so far is a user turn, which neither
+    the assistant-turn merge nor the orphan drop changes because of what follows it. History
+    messages are never edited in place (they are replaced), so identity says "unchanged".
+    """
+
+    def __init__(self) -> None:
+        self.blocks = BlockCache()
+        self._inputs: list[Any] = []
+        self._options = (False, False)  # replay_thinking, collapse
+        # Final turns as (role, content) before breakpoints, which edit a request.
+        self._turns: list[tuple[str, str | list[Block]]] = []
+        # (messages before the seam, turns before the seam), in history order.
+        self._seams: list[tuple[int, int]] = []
+
+    def reusable(self, messages: Sequence[Any], options: tuple[bool, bool]) -> tuple[int, int]:
+        """The last seam within the unchanged start of ``messages``: (messages, turns)."""
+        if options != self._options:
+            return 0, 0
+        same = 0
+        for new, old in zip(messages, self._inputs, strict=False):
+            if new is not old:
+                break
+            same += 1
+        for seam in reversed(self._seams):
+            if seam[0] <= same:
+                return seam
+        return 0, 0
+
+    def prefix(self, turns: int) -> list[ApiMessage]:
+        """Fresh copies of the first ``turns`` turns (their blocks are shared, never edited)."""
+        return [
+            {"role": role, "content": content if type(content) is str else list(content)}
+            for role, content in self._turns[:turns]
+        ]
+
+    def remember(
+        self,
+        messages: Sequence[Any],
+        options: tuple[bool, bool],
+        seam: tuple[int, int],
+        rest: list[ApiMessage],
+        rest_seams: list[tuple[int, int]],
+    ) -> None:
+        start, turns = seam
+        self._inputs = list(messages)
+        self._options = options
+        del self._turns[turns:]
+        self._turns.extend(
+            (turn["role"], content if type(content := turn["content"]) is str else list(content))
+            for turn in rest
+        )
+        self._seams = [s for s in self._seams if s[0] <= start]
+        self._seams.extend((start + index, turns + position) for index, position in rest_seams)
+
+
 def to_anthropic_messages(
     messages: Sequence[Any],
     *,
     replay_thinking: bool = False,
-    cache: BlockCache | None = None,
+    collapse: bool = False,
+    cache: MessagesCache | None = None,
 ) -> list[ApiMessage]:
     """History → the ``messages`` array (system messages excluded; see :func:`system_text`).
 
     ``replay_thinking``: put thinking blocks kept in ``ReasoningMessage.raw_item`` back at the
     start of the assistant turn they preceded, as extended thinking with tool use requires.
-    ``cache``: reuse conversions of messages seen in earlier requests.
+    ``collapse``: send a turn that is one plain text block as a string (see
+    :func:`collapse_plain_text`).
+    ``cache``: reuse the conversion of the history's start that the last request also had.
     """
+    if cache is None:
+        result = _convert(messages, replay_thinking, _uncached, None)
+        return collapse_plain_text(result) if collapse else result
+    options = (replay_thinking, collapse)
+    seam = cache.reusable(messages, options)
+    rest_seams: list[tuple[int, int]] = []
+    rest = _convert(messages[seam[0] :], replay_thinking, cache.blocks.blocks, rest_seams)
+    cache.blocks.sweep()
+    if collapse:
+        collapse_plain_text(rest)
+    result = cache.prefix(seam[1])
+    cache.remember(messages, options, seam, rest, rest_seams)
+    result.extend(rest)
+    return result
+
+
+def _convert(
+    messages: Sequence[Any],
+    replay_thinking: bool,
+    blocks_of: Callable[[Any, Callable[[Any], list[Block]]], list[Block]],
+    seams: list[tuple[int, int]] | None,
+) -> list[ApiMessage]:
+    """The conversion proper; appends to ``seams`` (message index, turn index) when given."""
     result: list[ApiMessage] = []
     tool_results: list[Block] = []
     pending_reasoning: list[Block] = []
-    blocks_of = cache.blocks if cache is not None else _uncached
     # ids of the turns that hold tool_use / tool_result blocks: the pairing passes look only
     # at those (and their neighbours), not at every block of a long history.
     tooly: set[int] = set()
+    # (message index, the user turn just before it): seams, once the passes keep that turn.
+    seam_turns: list[tuple[int, ApiMessage]] = []
 
     def flush_tool_results() -> None:
         if tool_results:
@@ -203,7 +291,16 @@ def to_anthropic_messages(
             result.append(turn)
             tool_results.clear()
 
-    for message in messages:
+    def at_seam() -> bool:
+        # Nothing carries over into the next message and the last turn is a user turn.
+        return (
+            not tool_results
+            and not pending_reasoning
+            and bool(result)
+            and result[-1]["role"] == "user"
+        )
+
+    for index, message in enumerate(messages):
         # Dispatch on ``role``: isinstance on pydantic models goes through ABCMeta, which
         # costs more than the rest of the loop on long histories.
         role = getattr(message, "role", None)
@@ -219,6 +316,8 @@ def to_anthropic_messages(
                 pending_reasoning.append(block)
             continue
         flush_tool_results()
+        if seams is not None and role in ("user", "assistant") and at_seam():
+            seam_turns.append((index, result[-1]))
         if role == "user":
             pending_reasoning.clear()  # thinking never precedes a user turn
             result.append({"role": "user", "content": blocks_of(message, _user_blocks)})
@@ -230,10 +329,17 @@ def to_anthropic_messages(
                 if message.tool_calls:
                     tooly.add(id(turn))
                 result.append(turn)
+    if seams is not None and at_seam():
+        seam_turns.append((len(messages), result[-1]))
     flush_tool_results()
-    if cache is not None:
-        cache.sweep()
-    return _drop_orphans(_merge_assistant_turns(result, tooly), tooly)
+    final = _drop_orphans(_merge_assistant_turns(result, tooly), tooly)
+    if seams is not None and seam_turns:
+        # A tool-result turn the orphan drop emptied is gone: no seam there.
+        position = {id(turn): at for at, turn in enumerate(final)}
+        seams.extend(
+            (index, position[id(turn)] + 1) for index, turn in seam_turns if id(turn) in position
+        )
+    return final
 
 
 _MESSAGE_ROLES = frozenset({"system", "user", "assistant", "tool", "reasoning"})
@@ -382,11 +488,14 @@ def add_cache_breakpoints(
     if tools:
         tools[-1] = {**tools[-1], "cache_control": dict(EPHEMERAL)}
     for message in reversed(messages):
-        if message["role"] == "user" and message["content"]:
-            last = message["content"][-1]
+        content = message["content"]
+        if message["role"] == "user" and content:
+            if isinstance(content, str):  # collapsed plain text: a breakpoint needs its block
+                content = message["content"] = [_text_block(content)]
+            last = content[-1]
             # The API refuses a cache_control on an empty text block; nothing to cache there.
             if not (last.get("type") == "text" and last.get("text") == ""):
-                message["content"][-1] = {**last, "cache_control": dict(EPHEMERAL)}
+                content[-1] = {**last, "cache_control": dict(EPHEMERAL)}
             break
     return system_blocks
 
@@ -408,6 +517,7 @@ def collapse_plain_text(messages: list[ApiMessage]) -> list[ApiMessage]:
 
 __all__ = [
     "BlockCache",
+    "MessagesCache",
     "add_cache_breakpoints",
     "collapse_plain_text",
     "part_to_block",

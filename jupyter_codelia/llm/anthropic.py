@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import models, pricing
 from ._anthropic_errors import classify_exception, classify_status, malformed_stream_error
 from ._anthropic_request import (
-    BlockCache,
+    MessagesCache,
     add_cache_breakpoints,
-    collapse_plain_text,
     system_cache_allowed,
     system_text,
     to_anthropic_messages,
@@ -105,7 +104,7 @@ class AnthropicChat:
         self.thinking = thinking
         self.effort = effort
         self.prompt_cache = prompt_cache
-        self._block_cache = BlockCache()
+        self._messages_cache = MessagesCache()
         self.timeout_s = timeout_s
         self._api_key = api_key
         self._clients = LoopBoundClient(
@@ -148,7 +147,7 @@ class AnthropicChat:
     ) -> dict[str, Any]:
         """The JSON body of the Messages API request for this history (without ``stream``)."""
         api_messages = to_anthropic_messages(
-            messages, replay_thinking=True, cache=self._block_cache
+            messages, replay_thinking=True, collapse=True, cache=self._messages_cache
         )
         api_tools = to_anthropic_tools(tools, tool_choice)
         system = system_text(messages)
@@ -161,7 +160,7 @@ class AnthropicChat:
                 request["system"] = system_blocks
         elif system:
             request["system"] = system
-        request["messages"] = collapse_plain_text(api_messages)
+        request["messages"] = api_messages
         if api_tools:
             request["tools"] = api_tools
             choice = to_anthropic_tool_choice(tool_choice)

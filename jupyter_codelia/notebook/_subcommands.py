@@ -1,11 +1,15 @@
-"""``%codelia sessions | todos | cache | config | stop``: inspecting the notebook's agent state."""
+"""``%codelia sessions | todos | cache | config | stop | compact``: the notebook agent's state."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from .._redact import redact_secrets
+from .._text import describe_exc
 from . import renderers
 
 if TYPE_CHECKING:
@@ -26,6 +30,8 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
         return None
     if name == "mcp":
         return _mcp(nb, argument)
+    if name == "compact":
+        return _compact(nb)
     if name == "stop":
         active = nb.active
         if active is None:
@@ -73,6 +79,36 @@ def _mcp(nb: NotebookAgent, argument: str) -> None:
     )
 
 
+def _compact(nb: NotebookAgent) -> None:
+    agent = nb.agent
+    if agent is None:
+        print("No codelia session yet: run %%codelia first.")
+        return
+    if nb.active is not None:
+        raise UsageError(
+            "A codelia run is active: wait for it (or %codelia stop it), then compact."
+        )
+    outcome: list[Any] = []
+
+    def work() -> None:
+        # The kernel's own loop runs this cell, so the compaction gets a loop of its own.
+        try:
+            outcome.append(asyncio.run(agent.compact()))
+        except Exception as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="codelia-compact", daemon=True)
+    worker.start()
+    worker.join()
+    result = outcome[0]
+    if isinstance(result, Exception):
+        raise UsageError(f"Could not compact the conversation: {describe_exc(result)}")
+    if result:
+        print(f"Compacted session {agent.session_id}: the next turn continues from a summary.")
+    else:
+        print("Nothing to compact yet, or the model gave no summary; the history is unchanged.")
+
+
 def _sessions(nb: NotebookAgent) -> None:
     from IPython.display import HTML, display
 
@@ -109,7 +145,8 @@ def _todos(nb: NotebookAgent) -> None:
     if session_id is None:
         print("No codelia session yet: run %%codelia first.")
         return
-    display(HTML(renderers.todos_to_html(todos)))
+    # The store keeps what the model wrote; only what is shown is masked.
+    display(HTML(renderers.todos_to_html(redact_secrets(todos))))
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:

@@ -19,7 +19,7 @@ from .config import Codelia, ConfigError, api_key_configured, api_key_help, mode
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
-SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "mcp")
+SUBCOMMANDS = ("help", "sessions", "todos", "cache", "config", "stop", "compact", "mcp")
 
 USAGE = """\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
@@ -47,6 +47,7 @@ Subcommands:
   %codelia mcp           list MCP servers, their state and tools
   %codelia mcp add NAME -- command args...   add a stdio MCP server (this kernel)
   %codelia mcp add NAME --url URL            add a streamable-HTTP MCP server
+  %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia help          this text
 
 Configure with %config Codelia.<name> = value (model, provider, base_url, approval_mode,

@@ -283,6 +283,12 @@ class RunPanel:
             )
         elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
             self._notice("Conversation compacted to fit the context window.")
+        elif isinstance(event, ev.SessionForkedEvent):
+            self._notice(
+                f"Another kernel saved session {event.forked_from} while this one had it "
+                f"open: this conversation continues as session {event.session_id}, so neither "
+                "kernel's turns are lost."
+            )
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.value = renderers.todos_to_html(todos)

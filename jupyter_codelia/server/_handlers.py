@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import tornado.web
@@ -28,11 +30,42 @@ T = TypeVar("T")
 def _with_store(action: Callable[[SessionStore], T]) -> T:
     from ..session import SessionStore, default_home
 
-    store = SessionStore(default_home())
+    home = default_home()
+    check_store_owner(home)
+    store = SessionStore(home)
     try:
         return action(store)
     finally:
         store.close()
+
+
+def check_store_owner(home: Path) -> None:
+    """Refuse a store that belongs to another user: the server would read (and index into)
+    someone else's conversations, or fail half-way on their 0700 directories."""
+    if os.name != "posix":
+        return
+    me = os.geteuid()
+    for path in (home, home / "sessions"):
+        try:
+            owner = path.stat().st_uid
+        except FileNotFoundError:
+            continue
+        if owner != me:
+            raise tornado.web.HTTPError(
+                403,
+                f"The codelia store {path} belongs to {_user_name(owner)} (uid {owner}), but "
+                f"this Jupyter server runs as {_user_name(me)} (uid {me}); it serves only its "
+                "own user's store. Point JUPYTER_CODELIA_HOME at a directory of that user.",
+            )
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "an unknown user"
 
 
 def parse_limit(raw: str | None) -> int | None:

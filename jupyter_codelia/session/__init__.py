@@ -8,6 +8,7 @@ record redacted of secrets. ``read_jsonl`` reads any of those logs tolerantly.
 from ._jsonl import read_jsonl
 from ._models import (
     InvalidSessionIdError,
+    SessionConflictError,
     SessionLoadError,
     SessionNotFound,
     SessionState,
@@ -19,6 +20,7 @@ from ._store import SessionStore, default_home
 __all__ = [
     "InvalidSessionIdError",
     "RunLog",
+    "SessionConflictError",
     "SessionLoadError",
     "SessionNotFound",
     "SessionState",

@@ -14,6 +14,7 @@ across processes (two kernels may share the home), and it ships with Python.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from .._private import make_private_dirs, make_private_file, open_private
 from ._models import SessionSummary
 
 _SCHEMA_VERSION = 1
@@ -159,7 +161,10 @@ class SessionIndex:
             # damaged index aside): an open connection would keep using the orphaned copy.
             self._disconnect()
         if self._connection is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
+            # SQLite creates the database 0644 and gives its -wal/-shm files the database's
+            # mode, so the file is created 0600 first.
+            os.close(open_private(self.path, os.O_RDWR | os.O_CREAT))
             db = sqlite3.connect(
                 self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
@@ -167,6 +172,8 @@ class SessionIndex:
                 # WAL + NORMAL: a commit needs no fsync, and readers never block the writer.
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")
+                for suffix in ("-wal", "-shm"):
+                    make_private_file(self.path.with_name(self.path.name + suffix))
                 version = int(db.execute("PRAGMA user_version").fetchone()[0])
                 if version not in (0, _SCHEMA_VERSION):
                     # Another release's layout: the index is derived data, so start it afresh.

@@ -43,6 +43,19 @@ class SessionLoadError(CodeliaError):
         self.session_id = session_id
 
 
+class SessionConflictError(CodeliaError):
+    """Another process saved the session since this writer loaded or last saved it."""
+
+    def __init__(self, session_id: str, on_disk: int, expected: int) -> None:
+        super().__init__(
+            f"session {session_id} was saved by another process meanwhile (generation {on_disk}, "
+            f"this writer expected {expected})"
+        )
+        self.session_id = session_id
+        self.on_disk = on_disk
+        self.expected = expected
+
+
 class InvalidSessionIdError(CodeliaError, ValueError):
     """A session or run id that cannot name a file in the store."""
 
@@ -98,6 +111,9 @@ class SessionState(BaseModel):
     updated_at: str = Field(default_factory=iso_now)
     run_id: str | None = None
     invoke_seq: int = Field(default=0, ge=0)
+    # Bumped by every save; a writer that expected another one lost a race with another process.
+    # Kept before ``messages`` so a save can read it from the head of the file.
+    generation: int = Field(default=0, ge=0)
     messages: list[dict[str, Any]] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
     title: str | None = None

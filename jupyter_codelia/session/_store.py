@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
@@ -23,10 +24,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from .._private import PRIVATE_FILE, make_private_dirs, open_private, tighten_once
 from ._index import RunRow, SessionIndex
 from ._jsonl import encode_json, read_jsonl, to_json_ready
 from ._models import (
     SCHEMA_VERSION,
+    SessionConflictError,
     SessionLoadError,
     SessionNotFound,
     SessionState,
@@ -44,12 +47,12 @@ HOME_ENV = "JUPYTER_CODELIA_HOME"
 # Another kernel holds the lock only while it replaces one snapshot; a minute means it is stuck.
 _LOCK_TIMEOUT_S = 60.0
 
+# Every field before "messages" is short (ids, timestamps, counters): 4 KiB holds them.
+_GENERATION_HEAD_BYTES = 4096
+_GENERATION = re.compile(rb'"generation":(\d+)')
+
 # Header keys the store sets itself; a header may repeat them only with the same value.
 _HEADER_OWNED = ("type", "schema_version", "run_id", "session_id")
-
-# Sessions hold code, data and conversation: private to the user by default.
-_PRIVATE_DIR = 0o700
-_PRIVATE_FILE = 0o600
 
 
 def default_home() -> Path:
@@ -118,10 +121,10 @@ class SessionStore:
         relative = f"{moment:%Y/%m/%d}/{run_id}.jsonl"
         path = self.sessions_dir / relative
         self._ensure_dirs()
-        path.parent.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
+        make_private_dirs(path.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_BINARY", 0)
         try:
-            fd = os.open(path, flags, _PRIVATE_FILE)
+            fd = open_private(path, flags)
         except FileExistsError:
             raise ValueError(
                 f"run log already exists: {path}; every run needs a new run id (uuid4)"
@@ -171,26 +174,37 @@ class SessionStore:
     # --- snapshots ---------------------------------------------------------------------------
 
     def save_state(
-        self, state: SessionState, *, encoded_messages: Sequence[str] | None = None
-    ) -> None:
-        """Replace the session's snapshot atomically (temp file, rename), redacted.
+        self,
+        state: SessionState,
+        *,
+        encoded_messages: Sequence[str] | None = None,
+        expected_generation: int | None = None,
+    ) -> int:
+        """Replace the session's snapshot atomically (temp file, rename), redacted; returns the
+        snapshot's new generation (one more than the one it replaced).
 
         ``encoded_messages`` lets a caller that keeps each message's compact JSON text (already
         redacted) pass those instead of ``state.messages`` (which must then be empty), so saving
         a long conversation costs a join rather than re-serialising every message.
+        ``expected_generation`` (0: no snapshot yet) makes the save refuse, with
+        :class:`SessionConflictError`, to replace a snapshot another process saved meanwhile.
         """
         if not isinstance(state, SessionState):
             raise TypeError(f"save_state expects a SessionState, got {type(state).__name__}")
         session_id = state.session_id
-        if encoded_messages is None:
-            data = to_json_ready(state, what=f"session {session_id} state")
-            payload = encode_json(data) + b"\n"
-            summary = summary_of(data)
-        else:
-            payload, summary = _encode_with_messages(state, encoded_messages)
         self._ensure_dirs()
-        self._tmp_dir.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
+        make_private_dirs(self._tmp_dir)
         with self._locked():
+            on_disk = self.generation_on_disk(session_id)
+            if expected_generation is not None and on_disk != expected_generation:
+                raise SessionConflictError(session_id, on_disk, expected_generation)
+            state = state.model_copy(update={"generation": on_disk + 1})
+            if encoded_messages is None:
+                data = to_json_ready(state, what=f"session {session_id} state")
+                payload = encode_json(data) + b"\n"
+                summary = summary_of(data)
+            else:
+                payload, summary = _encode_with_messages(state, encoded_messages)
             # Every writer holds the lock while its temp file exists, so what is here now was
             # left by a writer that died mid-save.
             for leftover in self._tmp_dir.iterdir():
@@ -200,6 +214,20 @@ class SessionStore:
                 self._state_path(session_id), payload, tmp_dir=self._tmp_dir, durable=self.durable
             )
             self._index.upsert_session(summary)
+        return on_disk + 1
+
+    def generation_on_disk(self, session_id: str) -> int:
+        """The generation of the saved snapshot (0 when there is none, or it predates them),
+        read from the head of the file only."""
+        try:
+            with open(self._state_path(session_id), "rb") as file:
+                head = file.read(_GENERATION_HEAD_BYTES)
+        except FileNotFoundError:
+            return 0
+        # The field precedes "messages"; nothing after that point may be mistaken for it.
+        head = head.split(b'"messages":', 1)[0]
+        found = _GENERATION.search(head)
+        return int(found.group(1)) if found else 0
 
     def load_state(self, session_id: str) -> SessionState:
         """The saved snapshot; SessionNotFound if none, SessionLoadError if unreadable."""
@@ -223,6 +251,7 @@ class SessionStore:
             raise ValueError(f"limit must be >= 0 or None, got {limit}")
         if limit == 0 or not self.sessions_dir.is_dir():
             return []
+        tighten_once(self.home)
         return self._index.list_sessions(limit)
 
     def run_log_paths(self, session_id: str) -> list[Path]:
@@ -230,6 +259,7 @@ class SessionStore:
         check_id("session id", session_id)
         if not self.sessions_dir.is_dir():
             raise SessionNotFound(session_id)
+        tighten_once(self.home)
         paths = [self.sessions_dir / rel for rel in self._index.run_paths(session_id)]
         existing = [path for path in paths if path.is_file()]
         if not existing and not self._state_path(session_id).is_file():
@@ -261,8 +291,8 @@ class SessionStore:
     def _ensure_dirs(self) -> None:
         if self.home.exists() and not self.home.is_dir():
             raise NotADirectoryError(f"session store home is not a directory: {self.home}")
-        self.sessions_dir.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
-        self._state_dir.mkdir(exist_ok=True, mode=_PRIVATE_DIR)
+        make_private_dirs(self._state_dir)
+        tighten_once(self.home)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -270,7 +300,7 @@ class SessionStore:
 
         lock_path = self.sessions_dir / ".lock"
         try:
-            with FileLock(str(lock_path), timeout=self.lock_timeout):
+            with FileLock(str(lock_path), timeout=self.lock_timeout, mode=PRIVATE_FILE):
                 yield
         except Timeout:
             raise TimeoutError(

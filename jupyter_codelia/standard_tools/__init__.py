@@ -6,7 +6,8 @@
 
 The returned :class:`ToolSet` is a list of tools that also carries the objects they share: the
 output-cache store (the agent saves every result there), the todo store (saved in the session
-snapshot) and the sandbox. ``Agent(llm, standard_tools(...))`` wires all of it.
+snapshot) and the sandbox. ``Agent(llm, standard_tools(...))`` wires all of it, and so does
+``Agent(llm, [my_tool] + standard_tools(...))``: adding a list keeps a ToolSet.
 """
 
 from __future__ import annotations
@@ -73,6 +74,23 @@ class ToolSet(list[Tool]):
 
     def names(self) -> list[str]:
         return [t.name for t in self]
+
+    def _with(self, tools: Iterable[Tool]) -> ToolSet:
+        return ToolSet(
+            tools,
+            output_store=self.output_store,
+            todo_store=self.todo_store,
+            sandbox=self.sandbox,
+            state_hooks=self.state_hooks,
+        )
+
+    # ``[my_tool] + standard_tools()`` must keep the shared state: Python tries a subclass's
+    # reflected operator first, so both orders return a ToolSet.
+    def __add__(self, other: Iterable[Tool]) -> ToolSet:  # type: ignore[override]
+        return self._with([*self, *other])
+
+    def __radd__(self, other: Iterable[Tool]) -> ToolSet:
+        return self._with([*other, *self])
 
 
 def standard_tools(

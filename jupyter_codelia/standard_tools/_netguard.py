@@ -25,6 +25,9 @@ from ..errors import CodeliaError
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")  # deprecated, yet still routed inside some sites
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix; the last 32 bits are IPv4
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d
 _SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
 ALLOW_HINT = "set WebConfig(allow_private_network=True) to allow them"
 
@@ -64,8 +67,22 @@ def non_public_category(address: str | IPAddress) -> str | None:
         return "loopback"
     if ip.is_link_local:
         return "link-local"
-    if isinstance(ip, ipaddress.IPv6Address) and ip in _UNIQUE_LOCAL:
-        return "unique-local"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _UNIQUE_LOCAL:
+            return "unique-local"
+        if ip in _SITE_LOCAL:
+            return "deprecated site-local"
+        if ip in _IPV4_COMPATIBLE:
+            return "deprecated IPv4-compatible"
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            # A relay or translator delivers to the IPv4 address inside: judge that one.
+            kind, inner = embedded
+            for address in inner:
+                category = non_public_category(address)
+                if category is not None:
+                    return f"{kind} address carrying a {category}"
+            return None
     if ip.is_private:
         return "private"
     if ip.is_multicast:
@@ -74,6 +91,20 @@ def non_public_category(address: str | IPAddress) -> str | None:
         return "shared (carrier-grade NAT)"
     if ip.is_reserved or not ip.is_global:
         return "reserved"
+    return None
+
+
+def _embedded_ipv4(
+    ip: ipaddress.IPv6Address,
+) -> tuple[str, list[ipaddress.IPv4Address]] | None:
+    """The IPv4 addresses a 6to4, Teredo (server and client) or NAT64 address carries."""
+    if ip.sixtofour is not None:
+        return "6to4", [ip.sixtofour]
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        return "Teredo", [client, server]
+    if ip in _NAT64:
+        return "NAT64", [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
     return None
 
 

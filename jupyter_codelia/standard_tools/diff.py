@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from .._redact import redact_secrets
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
 from ..cache.protocol import ToolOutputStore
 
@@ -300,8 +301,11 @@ def diff_payload(
     if store is None:
         return payload
     try:
+        # The cache is written here, not by the agent, so mask secrets (a .env edit) here.
         ref = store.save(
-            tool_call_id=f"{tool_name}_diff_{uuid.uuid4()}", tool_name=tool_name, content=diff
+            tool_call_id=f"{tool_name}_diff_{uuid.uuid4()}",
+            tool_name=tool_name,
+            content=redact_secrets(diff),
         )
         payload["diff_cache_id"] = ref.id
     except Exception as exc:

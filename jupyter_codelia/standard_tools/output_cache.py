@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._text import describe_exc
 from ..cache._limits import DEFAULT_CHAR_LIMIT, DEFAULT_MAX_MATCHES, MAX_CHAR_LIMIT
-from ..tools import FunctionTool, ToolContext, define_tool
+from ..tools import FunctionTool, ToolContext
 
 _REF_HELP = (
     "Reference id of a cached tool output, as shown in '[tool output truncated; ref=<id>]' or "
@@ -149,22 +149,36 @@ def output_cache_tools(store: Any) -> list[FunctionTool]:
             return f"Error searching tool output cache: {describe_exc(exc)}"
 
     return [
-        define_tool(
+        CacheReaderTool(
+            store,
             name="tool_output_cache",
             description=_READ_DESCRIPTION,
             input=ToolOutputCacheInput,
             execute=read,
         ),
-        define_tool(
+        CacheReaderTool(
+            store,
             name="tool_output_cache_line",
             description=_LINE_DESCRIPTION,
             input=ToolOutputCacheLineInput,
             execute=read_line,
         ),
-        define_tool(
+        CacheReaderTool(
+            store,
             name="tool_output_cache_grep",
             description=_GREP_DESCRIPTION,
             input=ToolOutputCacheGrepInput,
             execute=grep,
         ),
     ]
+
+
+class CacheReaderTool(FunctionTool):
+    """A tool that reads ``output_store``; it carries the store so that an agent given these
+    tools in any list (``[my_tool, *standard_tools()]``) saves outputs where they can be read."""
+
+    __slots__ = ("output_store",)
+
+    def __init__(self, output_store: Any, **definition: Any) -> None:
+        super().__init__(**definition)
+        self.output_store = output_store

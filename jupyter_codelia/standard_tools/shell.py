@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._redact import redact_secrets, register_secret
+from .._redact import StreamRedactor, redact_secrets, register_secret
 from .._text import js_round, split_lines, utf8_len
 from ..cache.protocol import OutputWriter, ToolOutputStore
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
@@ -44,11 +44,9 @@ REAP_WAIT_S = 10.0
 _READ_CHUNK = 64 * 1024
 # Trailing blank lines are trimmed away, so keep a few more tail lines than are shown.
 _TRIM_SLACK = 64
+# The inline copy is dropped a little past the inline limit: trailing blanks are trimmed later.
+_INLINE_SLACK_BYTES = 4096
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-# Without a newline for this long, redaction flushes anyway, keeping a tail that could still
-# be the start of a secret.
-_REDACT_FLUSH_CHARS = 256 * 1024
-_REDACT_KEEP_CHARS = 4096
 
 
 class ShellInput(BaseModel):
@@ -71,25 +69,6 @@ class ShellInput(BaseModel):
 
 
 # --- streaming pieces -------------------------------------------------------------------------
-
-
-class _LineRedactor:
-    """Masks secrets in a text stream; holds back the unfinished line so no secret is split."""
-
-    def __init__(self) -> None:
-        self._carry = ""
-
-    def feed(self, text: str) -> str:
-        buffered = self._carry + text
-        cut = buffered.rfind("\n") + 1
-        if cut == 0 and len(buffered) > _REDACT_FLUSH_CHARS:
-            cut = len(buffered) - _REDACT_KEEP_CHARS
-        self._carry = buffered[cut:]
-        return redact_secrets(buffered[:cut]) if cut else ""
-
-    def flush(self) -> str:
-        rest, self._carry = self._carry, ""
-        return redact_secrets(rest)
 
 
 def _clip(line: str, extra: int = 0) -> str:
@@ -137,7 +116,7 @@ class _StreamCapture:
             self._inline_bytes += utf8_len(text)
             self._inline_newlines += text.count("\n")
             if (
-                self._inline_bytes > INLINE_MAX_BYTES + _REDACT_KEEP_CHARS
+                self._inline_bytes > INLINE_MAX_BYTES + _INLINE_SLACK_BYTES
                 or self._inline_newlines > INLINE_MAX_LINES + _TRIM_SLACK
             ):
                 self.inline = None
@@ -263,7 +242,7 @@ def _fit(lines: list[str], *, from_end: bool) -> list[str]:
 
 
 async def _pump(
-    stream: asyncio.StreamReader | None, capture: _StreamCapture, redactor: _LineRedactor
+    stream: asyncio.StreamReader | None, capture: _StreamCapture, redactor: StreamRedactor
 ) -> None:
     if stream is None:
         return
@@ -352,8 +331,8 @@ async def _run(
     except OSError as exc:
         raise ToolError(f"Could not start {shell}: {exc}") from exc
     pumps = asyncio.gather(
-        _pump(process.stdout, stdout, _LineRedactor()),
-        _pump(process.stderr, stderr, _LineRedactor()),
+        _pump(process.stdout, stdout, StreamRedactor()),
+        _pump(process.stderr, stderr, StreamRedactor()),
     )
     timed_out = False
     try:
@@ -481,6 +460,12 @@ def shell_tool(
             result[name] = text if text is not None else capture.excerpt(ref_id)
             if ref_id is not None:
                 result[f"{name}_cache_id"] = ref_id
+                dropped = getattr(capture.writer, "dropped_bytes", 0)
+                if dropped:
+                    result[f"{name}_cache_note"] = (
+                        f"the cached {name} passed the cache's per-entry size limit: "
+                        f"{dropped} bytes in the middle were dropped; its head and tail are kept"
+                    )
         return result
 
     return define_tool(

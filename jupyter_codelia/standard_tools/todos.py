@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._redact import redact_secrets
 from ..tools import FunctionTool, ToolContext, define_tool
 from ..tools.events import TodoItemView, TodosUpdatedEvent
 
@@ -33,8 +34,12 @@ _DASH_RUN = re.compile(r"-{2,}")
 
 
 def slug(text: str) -> str:
-    """A stable id for ``text``: lowercase ``[a-z0-9._-]``, dashes for everything else."""
-    value = _WHITESPACE_RUN.sub("-", text.strip().lower())
+    """A stable id for ``text``: lowercase ``[a-z0-9._-]``, dashes for everything else.
+
+    Secrets are masked first: the id is case-folded, so masking what leaves the agent later
+    would no longer recognise a token inside it.
+    """
+    value = _WHITESPACE_RUN.sub("-", redact_secrets(text).strip().lower())
     value = _DASH_RUN.sub("-", _OUTSIDE_SLUG.sub("-", value))
     return value.strip("-_.") or "todo"
 

@@ -103,9 +103,11 @@ class FunctionTool:
             parsed: BaseModel = self._validate_json(raw_args_json)
             return parsed
         except ValidationError as exc:
-            if any(e["type"] == "json_invalid" for e in exc.errors()):
+            invalid = [e["msg"] for e in exc.errors() if e["type"] == "json_invalid"]
+            if invalid:
+                problem = _json_error(raw_args_json, invalid[0])
                 raise ToolArgumentsError(
-                    f"Invalid tool arguments JSON for {self.name}: {_json_error(raw_args_json)}. "
+                    f"Invalid tool arguments JSON for {self.name}: {problem}. "
                     "Send the arguments as one JSON object."
                 ) from None
             raise ToolInputError(
@@ -170,12 +172,17 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _json_error(raw: str) -> str:
+def _json_error(raw: str, validator_message: str) -> str:
+    """Python's description of the syntax error (it names line and column), else the
+    validator's: for numbers past Python's digit limit, nesting past its recursion limit, or
+    JSON that only the validator refuses, ``json`` raises ValueError/RecursionError instead."""
     try:
         json.loads(raw)
     except json.JSONDecodeError as exc:
         return str(exc)
-    return "not valid JSON"
+    except (ValueError, RecursionError):
+        pass
+    return validator_message.removeprefix("Invalid JSON: ")
 
 
 def _forbidding(model: type[BaseModel]) -> type[BaseModel]:

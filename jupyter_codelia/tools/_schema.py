@@ -3,8 +3,8 @@
 pydantic emits JSON Schema 2020-12 with titles, ``$defs`` and ``anyOf [X, null]`` for every
 ``X | None = None`` field. Providers and models want compact draft-07: this module inlines
 ``$ref``s (recursive models keep a resolvable ``definitions`` section), drops titles, turns
-"may be omitted" optionals into plain ``X`` and keeps ``null`` only for fields marked
-:data:`Nullable`.
+"may be omitted" optionals (those with a default) into plain ``X`` and keeps ``null`` for
+required ``X | None`` fields and for fields marked :data:`Nullable`.
 """
 
 from __future__ import annotations
@@ -119,7 +119,11 @@ def _clean(node: Any) -> Any:
 
 
 def _fold_optional(prop: Any) -> Any:
-    """``anyOf [X, null]`` + ``default: null`` → ``X``, unless the field is marked nullable."""
+    """``anyOf [X, null]`` of a field with a default → ``X``, unless it is marked nullable.
+
+    A required ``X | None`` field keeps its ``null``: validation accepts it, and the model has
+    no other way to say "none" for a field it must send.
+    """
     if not isinstance(prop, dict):
         return prop
     prop = dict(prop)
@@ -128,7 +132,7 @@ def _fold_optional(prop: Any) -> Any:
     if not isinstance(variants, list) or _NULL not in variants:
         return prop
     others = [v for v in variants if v != _NULL]
-    if nullable:
+    if nullable or "default" not in prop:
         prop["anyOf"] = [*others, _NULL]
         return prop
     if prop.get("default", ...) is None:

@@ -650,6 +650,16 @@ export class Transcript {
               )
             ]
           : [];
+      case 'session.forked':
+        return [
+          this.notice(
+            runId,
+            'warning',
+            `Another kernel saved session ${event.forked_from} while this one had it open: ` +
+              `this conversation continues as session ${event.session_id}, so neither ` +
+              "kernel's turns are lost."
+          )
+        ];
       case 'usage':
         return this.addUsage(runId, event);
       case 'todos.updated':

@@ -14,7 +14,7 @@ export type AgentEventMessage = {
   type: 'agent.event';
   run_id: string;
   seq: number;
-  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | FinalEvent;
+  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | SessionForkedEvent | FinalEvent;
 };
 
 export type Citation = {
@@ -147,6 +147,13 @@ export type RunStatusMessage = {
   run_id: string;
   status: 'running' | 'awaiting_ui' | 'completed' | 'error' | 'cancelled';
   message?: string | null;
+};
+
+export type SessionForkedEvent = {
+  seq?: number | null;
+  type: 'session.forked';
+  session_id: string;
+  forked_from: string;
 };
 
 export type StepCompleteEvent = {

@@ -297,6 +297,22 @@ describe('tool cards', () => {
   });
 });
 
+describe('session forks', () => {
+  it('says which session this conversation continues in', () => {
+    const t = Transcript.from([
+      started(),
+      ...events([{ type: 'session.forked', session_id: 's-2', forked_from: 's-1' }])
+    ]);
+    expect(t.items[1]).toMatchObject({
+      kind: 'notice',
+      level: 'warning',
+      text:
+        'Another kernel saved session s-1 while this one had it open: this conversation ' +
+        "continues as session s-2, so neither kernel's turns are lost."
+    });
+  });
+});
+
 describe('permission cards', () => {
   const request: KernelMessage = {
     type: 'agent.event',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -121,3 +122,39 @@ def test_config_rejects_bad_values() -> None:
         CompactionConfig(threshold_ratio=0)
     with pytest.raises(ValueError, match="retain_last_turns"):
         CompactionConfig(retain_last_turns=-1)
+
+
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
+@pytest.mark.asyncio
+async def test_force_compaction_summarises_before_the_prompt_whatever_the_size(
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
+) -> None:
+    server.add(reply(text("It is 5.")), SUMMARY_REPLY, reply(text("Still 5.")))
+    agent = make_agent(chat, [add], system_prompt="Be brief.", compaction=None)
+    assert await agent.run("what is 2+3?") == "It is 5."
+    events = [e async for e in agent.run_stream("and again?", force_compaction=True)]
+    assert kinds(events) == ["compaction_start", "compaction_complete", "final"]
+    assert next(e for e in events if isinstance(e, ev.CompactionCompleteEvent)).compacted
+    assert "tools" not in server.requests[1].json
+    sent = server.requests[2].messages
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert RETAIN_MARKER in str(sent[0]["content"])
+    assert str(sent[-1]["content"]).count("and again?") == 1
+
+
+@pytest.mark.asyncio
+async def test_compact_now_replaces_the_history_and_saves_the_session(
+    server: ScriptedServer, chat: ChatModel, make_agent: Any, tmp_path: Any
+) -> None:
+    from jupyter_codelia.session import SessionStore
+
+    store = SessionStore(tmp_path / "home")
+    server.add(reply(text("It is 5.")), SUMMARY_REPLY)
+    agent = make_agent(chat, [add], session_store=store)
+    assert await agent.compact() is False  # nothing said yet: no request is made
+    await agent.run("what is 2+3?")
+    assert await agent.compact() is True
+    await agent.flush()
+    saved = store.load_state(agent.session_id).messages
+    assert SUMMARY_MARKER in json.dumps(saved)
+    assert len(server.requests) == 2

@@ -22,7 +22,8 @@ def _peak_rss() -> int:
 
 def main() -> None:
     root = Path(sys.argv[1])
-    store = ToolOutputCacheStore(root, max_bytes=2 * TOTAL_BYTES)
+    # Room for the whole stream: this checks streaming and search, not the per-entry limit.
+    store = ToolOutputCacheStore(root, max_bytes=4 * TOTAL_BYTES, max_entry_bytes=2 * TOTAL_BYTES)
     store.save(tool_call_id="warmup", tool_name="t", content="warm\nup")
     store.grep("warmup", "up")
     line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ ......\n"

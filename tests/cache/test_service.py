@@ -54,17 +54,17 @@ def test_large_output_keeps_whole_lines(store: ToolOutputCacheStore) -> None:
 
 
 def test_without_store_or_when_saving_fails(tmp_path: Path) -> None:
+    # Never truncated without a ref the model could read the rest from.
     cache = ToolOutputCache(None, ToolOutputCacheConfig(max_message_bytes=3))
     out = cache.process(_tool("c", "ab\ncd"))
-    assert (out.content, out.output_ref, out.trimmed) == (
-        "ab\n\n[tool output truncated]",
-        None,
-        True,
-    )
+    assert (out.content, out.output_ref, out.trimmed) == ("ab\ncd", None, None)
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
-    failing = ToolOutputCache(ToolOutputCacheStore(blocked / "cache"))
-    assert failing.process(_tool("c", "ok")).output_ref is None  # swallowed, logged
+    failing = ToolOutputCache(
+        ToolOutputCacheStore(blocked / "cache"), ToolOutputCacheConfig(max_message_bytes=3)
+    )
+    out = failing.process(_tool("c", "ab\ncd"))  # the failure is swallowed and logged
+    assert (out.content, out.output_ref, out.trimmed) == ("ab\ncd", None, None)
 
 
 def test_text_parts_are_flattened_and_cache_tools_are_exempt(store: ToolOutputCacheStore) -> None:

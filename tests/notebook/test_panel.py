@@ -374,3 +374,12 @@ def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
     events = [e["event"] for e in owner.sent if e["type"] == "agent.event"]
     assert [e["type"] for e in events] == ["text_delta", "text_discarded", "final"]
     assert events[0]["delta"] == "first "
+
+
+def test_a_forked_session_is_announced() -> None:
+    panel = RunPanel(model="m", session_id="s-1")
+    panel.handle(ev.SessionForkedEvent(session_id="s-2", forked_from="s-1"))
+    assert (
+        "Another kernel saved session s-1 while this one had it open: this conversation "
+        "continues as session s-2, so neither kernel&#x27;s turns are lost." in _html(panel)
+    )

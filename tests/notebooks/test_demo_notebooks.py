@@ -87,3 +87,23 @@ def test_custom_tools_define_override_and_test_offline(run_notebook: Run) -> Non
     assert "<b>quote</b>" in state
     assert "Error executing tool: unknown item &#x27;mango&#x27;" in state
     assert "10 figs cost <strong>12.00</strong>" in state
+
+
+@pytest.mark.slow
+def test_quickstart_runs_top_to_bottom_offline(run_notebook: Run) -> None:
+    """What Binder opens: Run All without a key reaches the last cell, clearly labelled."""
+    result = run_notebook("quickstart.ipynb")
+    assert_offline_run(result)
+    outputs = result.outputs_text
+    assert "No ANTHROPIC_API_KEY is set: the cells below run the OFFLINE DEMO" in outputs
+    assert "June revenue: 98, May: 150" in outputs or "June revenue: 98, May: 150" in (
+        result.widget_state
+    )
+    state = result.widget_state
+    for tool in ("list_variables", "inspect_variable", "python"):
+        assert f"<b>{tool}</b>" in state, tool
+    assert "ImageModel" in state  # the plot came back to the model and the panel
+    assert "completed" in outputs  # the %%codelia result object
+    assert "with one dip in June that recovered by August." in outputs  # the background run
+    last = result.nb.cells[-1]
+    assert last.source == "%codelia config" and last.outputs  # Run All reached the end

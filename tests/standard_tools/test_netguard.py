@@ -6,6 +6,7 @@ non-loopback address); the live tests use servers on 127.0.0.1 and 127.0.0.2 onl
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any
 
@@ -62,6 +63,48 @@ def test_non_public_addresses_are_classified_without_connecting(
 ) -> None:
     assert non_public_category(address) == category
     assert is_private_address(address)
+
+
+def _teredo(client: str, server: str = "65.54.227.120") -> str:
+    """A Teredo address: prefix, server IPv4, flags, port, client IPv4 (both obfuscated)."""
+    high = int(ipaddress.IPv6Address("2001::")) | int(ipaddress.IPv4Address(server)) << 64
+    flags_port = 0x8000 << 48 | (0xFFFF ^ 40000) << 32
+    obfuscated_client = 0xFFFFFFFF ^ int(ipaddress.IPv4Address(client))
+    return str(ipaddress.IPv6Address(high | flags_port | obfuscated_client))
+
+
+@pytest.mark.parametrize(
+    ("address", "category"),
+    [
+        ("2002:7f00:1::", "6to4 address carrying a loopback"),
+        ("2002:0a00:0001::1", "6to4 address carrying a private"),
+        ("2002:a9fe:a9fe::", "6to4 address carrying a link-local"),
+        (_teredo("10.0.0.1"), "Teredo address carrying a private"),
+        (_teredo("127.0.0.1"), "Teredo address carrying a loopback"),
+        (_teredo("8.8.8.8", server="192.168.1.1"), "Teredo address carrying a private"),
+        ("fec0::1", "deprecated site-local"),
+        ("feff:ffff::1", "deprecated site-local"),
+        ("64:ff9b::a00:1", "NAT64 address carrying a private"),
+        ("64:ff9b::7f00:1", "NAT64 address carrying a loopback"),
+        ("64:ff9b::a9fe:a9fe", "NAT64 address carrying a link-local"),
+        ("::127.0.0.1", "deprecated IPv4-compatible"),
+        ("::8.8.8.8", "deprecated IPv4-compatible"),
+        ("::10.0.0.1", "deprecated IPv4-compatible"),
+    ],
+)
+def test_ipv6_forms_that_carry_or_reach_private_ipv4_are_refused(
+    address: str, category: str
+) -> None:
+    assert non_public_category(address) == category
+    assert is_private_address(address)
+
+
+@pytest.mark.parametrize(
+    "address", ["2002:0808:0808::1", _teredo("8.8.8.8"), "64:ff9b::808:808", "64:ff9b::101:101"]
+)
+def test_ipv6_forms_that_carry_a_public_ipv4_pass(address: str) -> None:
+    """Judged by the IPv4 address inside, which is public."""
+    assert non_public_category(address) is None
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import pytest
 
 from jupyter_codelia._text import utf8_len
 from jupyter_codelia.cache import ToolOutputCacheStore
+from jupyter_codelia.llm.messages import TextPart
 from jupyter_codelia.standard_tools.shell import shell_tool
 from jupyter_codelia.tools import CancelSignal, RunCancelled, ToolContext, ToolError, ToolInputError
 
@@ -253,6 +254,50 @@ async def test_secrets_are_masked_inline_and_in_the_cache(
     custom = shell_tool(workdir, env={"PATH": os.environ["PATH"], "DB_PASSWORD": "hunter2-hunter2"})
     out = await run(custom, command="echo $DB_PASSWORD")
     assert out["stdout"] == "[REDACTED]"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("filler", ["a", " ", "é"])
+async def test_a_secret_straddling_a_long_line_cut_is_masked_whole(
+    workdir: Path, store: ToolOutputCacheStore, monkeypatch: pytest.MonkeyPatch, filler: str
+) -> None:
+    """2 MB with no newline and a token every 67 characters: the redactor must cut this line
+    somewhere, and whatever the pipe's read sizes, a cut through a token must not leak it."""
+    monkeypatch.setenv("SERVICE_TOKEN", FAKE_TOKEN)
+    copies = 2 * 1024 * 1024 // 67
+    script = (
+        "import os, sys\n"
+        "t = os.environ['SERVICE_TOKEN']\n"
+        f"sys.stdout.write(({filler!r} * 37 + t) * {copies})\n"
+    )
+    (workdir / "long_line.py").write_text(script, encoding="utf-8")
+    out = await run(shell_tool(workdir, store), command=f"{sys.executable} long_line.py")
+    assert FAKE_TOKEN not in json.dumps(out)
+    cached = store.read_parts("call_1_stdout", max_text_bytes=1 << 24)[0]
+    assert isinstance(cached, TextPart)
+    assert FAKE_TOKEN[:12] not in cached.text and FAKE_TOKEN[-12:] not in cached.text
+    assert cached.text == (filler * 37 + "[REDACTED]") * copies
+
+
+@pytest.mark.asyncio
+async def test_a_runaway_stream_stops_growing_the_cache_and_the_result_says_so(
+    workdir: Path, tmp_path: Path
+) -> None:
+    """``yes`` until the timeout must not fill the disk: past the per-entry limit the middle is
+    dropped, the head and the newest output are kept, and the result tells the model."""
+    store = ToolOutputCacheStore(tmp_path / "small-cache", max_bytes=2_000_000)
+    out = await run(shell_tool(workdir, store), command="yes | head -c 20000000; echo THE END")
+    assert out["state"] == "completed"
+    entry = store.get_entry("call_1_stdout")
+    assert entry.size_bytes < 500_000 + 200
+    assert out["stdout_cache_note"].startswith(
+        "the cached stdout passed the cache's per-entry size limit: "
+    )
+    assert out["stdout_cache_note"].endswith(
+        " bytes in the middle were dropped; its head and tail are kept"
+    )
+    assert store.read_tail("call_1_stdout", 2) == "THE END\n"
+    assert "bytes dropped from the middle" in store.grep("call_1_stdout", "dropped")
 
 
 @pytest.mark.asyncio

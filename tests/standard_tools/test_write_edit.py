@@ -622,3 +622,19 @@ async def test_edit_not_found_finds_near_misses_without_equal_lines(write_tools:
     assert "Closest candidate: lines 1502-1503" in text
     assert " 1502  total_1501 = add(first_1501, second_1501)" in text
     assert 'First difference at line 1502: the file has "total_1501 = add(first_1501, ' in text
+
+
+def test_the_cached_full_diff_of_an_env_file_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "tok-FAKE-diff-0123456789abcdef"
+    monkeypatch.setenv("SERVICE_TOKEN", token)
+    before = "".join(f"OPTION_{i}=off\n" for i in range(300))
+    after = before.replace("=off", f"={token}")
+    diff = unified_diff(".env", before, after)
+    store, read_back = make_store(tmp_path / "cache")
+    payload = diff_payload(diff, tool_name="edit", store=store)
+    assert payload["diff_truncated"] is True
+    cached = read_back(payload["diff_cache_id"])
+    assert token not in cached
+    assert cached == diff.replace(token, "[REDACTED]")

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
+from jupyter_codelia.agent._permission_hook import parse_tool_args
 from jupyter_codelia.llm.messages import ImagePart, TextPart
 from jupyter_codelia.tools import (
     FunctionTool,
@@ -139,6 +140,26 @@ async def test_bad_json_says_where(raw: str, message: str) -> None:
         await run(tool, raw)
     assert str(info.value).startswith(message)
     assert str(info.value).endswith("Send the arguments as one JSON object.")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ('{"a": ' + "1" * 5000, "number out of range at line 1 column 4308"),
+        ('{"a": ' + "1" * 5000 + "}", "number out of range at line 1 column 4308"),
+        ('{"a": ' + "[" * 100_000, "recursion limit exceeded at line 1 column 207"),
+        ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "recursion limit exceeded at line 1 column"),
+    ],
+    ids=["digits-invalid", "digits-valid", "deep-invalid", "deep-valid"],
+)
+async def test_json_past_pythons_limits_gets_the_documented_error(raw: str, problem: str) -> None:
+    tool = define_tool(name="add", description="d", input=AddInput, execute=lambda p, c: 0)
+    with pytest.raises(ToolArgumentsError) as info:
+        await run(tool, raw)
+    assert str(info.value).startswith(f"Invalid tool arguments JSON for add: {problem}")
+    assert str(info.value).endswith("Send the arguments as one JSON object.")
+    assert parse_tool_args(raw) is None
 
 
 NOT_OBJECT = "Tool input validation failed for add: arguments must be a JSON object"

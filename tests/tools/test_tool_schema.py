@@ -173,6 +173,27 @@ def test_flat_schema_exactly() -> None:
     }
 
 
+class RequiredNullable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    parent: int | None
+    note: Annotated[str | None, Field(description="Why")]
+    later: int | None = 3
+
+
+def test_a_required_optional_field_keeps_null_and_only_defaults_fold_it() -> None:
+    schema = schema_of(RequiredNullable)
+    assert schema["required"] == ["parent", "note"]
+    assert schema["properties"] == {
+        "parent": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Why"},
+        "later": {"type": "integer", "default": 3},
+    }
+    # What validation accepts, the schema allows.
+    instance = {"parent": None, "note": None}
+    RequiredNullable.model_validate(instance)
+    Draft7Validator(schema).validate(instance)
+
+
 def test_nested_models_are_inlined() -> None:
     schema = schema_of(Nested)
     point = {

@@ -1,0 +1,95 @@
+"""The output store reaches the agent however the tool list is built, and nothing is cut
+without a ref the model can read back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from jupyter_codelia.agent import Agent
+from jupyter_codelia.agent import events as ev
+from jupyter_codelia.cache import ToolOutputCache, ToolOutputCacheStore
+from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.standard_tools import ToolSet, standard_tools
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+from jupyter_codelia.tools import define_tool
+
+BIG = "\n".join(f"row {i} " + "x" * 60 for i in range(2000))  # ~130 KB, over the 50 KB cap
+
+
+class NoInput(BaseModel):
+    pass
+
+
+big_tool = define_tool(
+    name="big", description="A big table", input=NoInput, execute=lambda p, ctx: BIG
+)
+
+
+def tool_results(server: ScriptedAnthropicServer, request: int) -> list[str]:
+    return [
+        block["content"] if isinstance(block["content"], str) else json.dumps(block["content"])
+        for message in server.requests[request].messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def test_adding_a_list_keeps_the_toolset_and_its_shared_state(tmp_path: Path) -> None:
+    store = ToolOutputCacheStore(tmp_path / "cache")
+    tools = standard_tools(root=tmp_path, output_store=store, include_web=False)
+    for combined in ([big_tool] + tools, tools + [big_tool]):  # noqa: RUF005 - the point
+        assert isinstance(combined, ToolSet)
+        assert combined.output_store is store and combined.state_hooks == tools.state_hooks
+        assert "big" in combined.names() and len(combined) == len(tools) + 1
+
+
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
+@pytest.mark.asyncio
+@pytest.mark.parametrize("build", ["plain list", "explicit store"])
+async def test_a_big_output_is_cut_only_with_a_ref_the_model_reads_back(
+    server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Path, build: str
+) -> None:
+    store = ToolOutputCacheStore(tmp_path / "cache")
+    if build == "plain list":
+        # Unpacking into a plain list loses the ToolSet; the reader tools still carry the store.
+        agent = Agent(chat, [big_tool, *standard_tools(root=tmp_path, output_store=store)])
+    else:
+        agent = Agent(chat, [big_tool], output_store=store)
+    server.add(
+        reply(tool_use("big", {}, id="call_big")),
+        reply(tool_use("tool_output_cache", {"ref_id": "call_big", "offset": 1999}))
+        if build == "plain list"
+        else reply(text("seen")),
+        reply(text("done")),
+    )
+    events = [e async for e in agent.run_stream("show the table")]
+    first = tool_results(server, 1)[0]
+    assert first.endswith("[tool output truncated; ref=call_big]")
+    assert store.read("call_big", 1999, 1) == " 2000  " + BIG.splitlines()[-1]
+    if build == "plain list":
+        results = [e.result for e in events if isinstance(e, ev.ToolResultEvent)]
+        assert BIG.splitlines()[-1] in results[-1]
+
+
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
+@pytest.mark.asyncio
+async def test_without_a_store_nothing_is_cut(
+    server: ScriptedAnthropicServer, chat: AnthropicChat
+) -> None:
+    server.add(reply(tool_use("big", {})), reply(text("seen")))
+    agent = Agent(chat, [big_tool])
+    await agent.run("show")
+    assert tool_results(server, 1) == [BIG]
+
+
+def test_output_cache_and_output_store_together_are_refused(
+    chat: AnthropicChat, tmp_path: Path
+) -> None:
+    store = ToolOutputCacheStore(tmp_path / "cache")
+    with pytest.raises(ValueError, match=r"pass either output_cache=.* or output_store=store"):
+        Agent(chat, [], output_cache=ToolOutputCache(store), output_store=store)
