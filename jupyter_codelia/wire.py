@@ -53,8 +53,20 @@ class ActiveRun(_Message):
     source: RunSource
 
 
+class StoreInfo(_Message):
+    """A codelia home as one process sees it; equal ``store_id``s mean the same files."""
+
+    home: str
+    store_id: str | None
+
+
 class KernelState(_Message):
-    """What the kernel tells a panel about itself (never the API key, only whether one is set)."""
+    """What the kernel tells a panel about itself (never the API key, only whether one is set).
+
+    ``store`` names where the kernel keeps sessions and cache, so the panel reads history from
+    the server only when it sees that very store; ``control_requests`` lists what ``control()``
+    serves on a subshell (both absent from older kernels).
+    """
 
     protocol: int = PROTOCOL_VERSION
     session_id: str | None
@@ -62,6 +74,8 @@ class KernelState(_Message):
     approval_mode: str | None = None
     active_run: ActiveRun | None
     api_key_configured: bool | None = None
+    store: StoreInfo | None = None
+    control_requests: list[str] | None = None
 
 
 class Hello(KernelState):
@@ -104,8 +118,15 @@ class RunStatusMessage(_Message):
     message: str | None = None
 
 
+class StoreChanged(_Message):
+    """``%config Codelia.home`` moved the kernel's store; it replaces ``hello.store``."""
+
+    type: Literal["store.changed"] = "store.changed"
+    store: StoreInfo
+
+
 KernelMessage = Annotated[
-    Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage,
+    Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged,
     Field(discriminator="type"),
 ]
 

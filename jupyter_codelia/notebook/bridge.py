@@ -22,15 +22,30 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CodeliaError
 
 if TYPE_CHECKING:
+    from ..wire import StoreInfo
     from .runner import NotebookAgent
 
 TARGET = "codelia"
 log = logging.getLogger("jupyter_codelia.notebook.bridge")
 
 _DECISIONS = ("allow", "allow_remember", "deny")
-# Requests that only touch thread-safe state, so control() may serve them from a subshell.
+# Requests that only touch thread-safe state, so control() may serve them from a subshell:
+# besides Stop and approvals, the store reads (the session index and the tool-output cache are
+# safe for several threads), so the panel can browse history while a cell is busy.
 _CONTROL_SAFE = frozenset(
-    {"run.cancel", "permission.respond", "state.get", "sessions.list", "todos.get"}
+    {
+        "run.cancel",
+        "permission.respond",
+        "state.get",
+        "sessions.list",
+        "session.transcript",
+        "cache.list",
+        "cache.read",
+        "cache.grep",
+        "cache.line",
+        "cache.parts",
+        "todos.get",
+    }
 )
 
 
@@ -125,8 +140,33 @@ class Bridge:
                 source=active.source,
             ),
             api_key_configured=api_key_configured(provider=provider),
+            store=self.store(),
+            # What control() serves, so front ends know which reads may go on a subshell.
+            control_requests=sorted(_CONTROL_SAFE),
         )
         return state.dump()
+
+    def store_changed(self) -> None:
+        from ..wire import StoreChanged
+
+        self.notify(StoreChanged(store=self.store()).dump())
+
+    def store(self) -> StoreInfo:
+        """Where this kernel's sessions and cache live, and the store id that names them.
+
+        The Jupyter server compares the id with the one it sees at its own home: equal ids mean
+        both read the same files, so the panel may list sessions from the server directly.
+        """
+        from ..session import ensure_store_id
+        from ..wire import StoreInfo
+
+        home = self.nb.home()
+        try:
+            store_id: str | None = ensure_store_id(home)
+        except OSError as exc:
+            log.warning("cannot create the store id in %s: %s", home, exc)
+            store_id = None
+        return StoreInfo(home=str(home), store_id=store_id)
 
     def handle(self, data: Any, *, from_control: bool = False) -> dict[str, Any]:
         """One request → one response envelope (never raises)."""
@@ -307,9 +347,12 @@ def bridge_for(shell: Any) -> Bridge:
     existing: Bridge | None = getattr(shell, _BRIDGE_KEY, None)
     if existing is not None:
         return existing
-    from .magics import notebook_agent
+    from .magics import codelia_traits, notebook_agent
 
     created = Bridge(notebook_agent(shell))
+    # %config Codelia.home moves the store: open panels chose where to read history by the
+    # store their hello named.
+    codelia_traits(shell).observe(lambda _change: created.store_changed(), names="home")
     setattr(shell, _BRIDGE_KEY, created)
     return created
 
@@ -335,10 +378,30 @@ def unregister_comm_target(shell: Any) -> None:
         manager.unregister_target(TARGET, manager.targets[TARGET])
 
 
-def control(request_json: str) -> str:
-    """Thread-safe control entry point (run.cancel, permission.respond, state and lists).
+class ControlResponse(str):
+    """A response envelope as JSON text that also displays as ``application/json``.
 
-    Returns the response envelope as a JSON string.
+    The side panel calls :func:`control` in a user expression, whose value comes back as a
+    mime bundle: the ``application/json`` entry carries the envelope itself, so the browser
+    reads large answers (a session transcript) without decoding the Python ``repr`` that
+    IPython still puts in ``text/plain`` for every ``str``.
+    """
+
+    envelope: dict[str, Any]
+
+    def __new__(cls, envelope: dict[str, Any]) -> ControlResponse:
+        text = super().__new__(cls, json.dumps(envelope))
+        text.envelope = envelope
+        return text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {"application/json": self.envelope}
+
+
+def control(request_json: str) -> str:
+    """Thread-safe control entry point (run.cancel, permission.respond, state and store reads).
+
+    Returns the response envelope as a JSON string (a :class:`ControlResponse`).
     """
     from IPython import get_ipython
 
@@ -347,14 +410,14 @@ def control(request_json: str) -> str:
     try:
         data = json.loads(request_json)
     except (TypeError, ValueError) as exc:
-        return json.dumps(response(None, error=f"invalid JSON: {exc}"))
+        return ControlResponse(response(None, error=f"invalid JSON: {exc}"))
     shell = get_ipython()
     if shell is None:
         request_id = data.get("request_id") if isinstance(data, dict) else None
-        return json.dumps(
+        return ControlResponse(
             response(
                 request_id if isinstance(request_id, str) else None,
                 error="no IPython kernel is running here; run %load_ext jupyter_codelia",
             )
         )
-    return json.dumps(bridge_for(shell).handle(data, from_control=True))
+    return ControlResponse(bridge_for(shell).handle(data, from_control=True))

@@ -2,11 +2,13 @@
 
 Precedence, highest first: options of the magic call, ``%config Codelia.<name> = ...``,
 ``JUPYTER_CODELIA_<NAME>`` environment variables, the JSON config file
-(``$JUPYTER_CODELIA_CONFIG`` or ``<JUPYTER_CODELIA_HOME>/config.json``, which also holds the
-remembered permission rules and the ``mcpServers`` map), then the defaults. API keys are the
-providers' usual environment variables (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``,
-``OPENROUTER_API_KEY``) and are never stored or shown by us. ``model`` may name its provider:
-``ollama:qwen3-coder`` is ``provider="ollama"``, ``model="qwen3-coder"``.
+(``$JUPYTER_CODELIA_CONFIG`` or ``<home>/config.json``, which also holds the remembered
+permission rules and the ``mcpServers`` map), then the defaults. The home (sessions,
+tool-output cache, config file) is ``%config Codelia.home``, else ``$JUPYTER_CODELIA_HOME``,
+else ``<jupyter data dir>/codelia``; the config file cannot move it because it lives there.
+API keys are the providers' usual environment variables (``ANTHROPIC_API_KEY``,
+``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``) and are never stored or shown by us. ``model`` may
+name its provider: ``ollama:qwen3-coder`` is ``provider="ollama"``, ``model="qwen3-coder"``.
 
 This module is imported by ``%load_ext``: it uses only traitlets and the standard library.
 """
@@ -91,6 +93,15 @@ class Codelia(Configurable):
     system_prompt = Unicode(
         None, allow_none=True, help="Extra instructions appended to the system prompt."
     ).tag(config=True)
+    home = Unicode(
+        None,
+        allow_none=True,
+        help=(
+            "Directory of the session store, the tool-output cache and config.json (default: "
+            "$JUPYTER_CODELIA_HOME, else <jupyter data dir>/codelia). Several kernels, also on "
+            "different hosts, may share one."
+        ),
+    ).tag(config=True)
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,7 @@ class Settings:
     thinking: ThinkingSetting = None
     root: str | None = None
     system_prompt: str | None = None
+    home: Path = field(default_factory=lambda: _default_home())
     config_path: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -146,14 +158,57 @@ class Settings:
         _split_model_shorthand(data, sources)
         if values.get("model") is not None or values.get("provider") is not None:
             _check_model(data, sources, "option")
-        return Settings(**data, config_path=self.config_path, sources=sources)
+        return Settings(**data, home=self.home, config_path=self.config_path, sources=sources)
 
 
-def config_path() -> Path:
+def _default_home() -> Path:
     from ..session import default_home
 
+    return default_home()
+
+
+def resolve_home(
+    traits: Codelia | None = None, environ: dict[str, str] | None = None
+) -> tuple[Path, str]:
+    """The home directory and where it was chosen (``%config Codelia.home`` or the environment).
+
+    Raises ConfigError when the configured path exists but is not a directory.
+    """
+    from ..session import HOME_ENV
+
+    configured = getattr(traits, "home", None) if traits is not None else None
+    if configured is not None:
+        if not configured.strip():
+            raise ConfigError(
+                "%config Codelia.home must be a directory path; to use the default, "
+                "run %config Codelia.home = None"
+            )
+        home, source = Path(configured.strip()).expanduser(), "%config Codelia.home"
+    elif (os.environ if environ is None else environ).get(HOME_ENV, "").strip():
+        env = os.environ if environ is None else environ
+        home, source = Path(env[HOME_ENV].strip()).expanduser(), f"${HOME_ENV}"
+    else:
+        # default_home() still honours the process environment when ``environ`` omits it.
+        home = _default_home()
+        source = f"${HOME_ENV}" if os.environ.get(HOME_ENV, "").strip() else "default"
+    if home.exists() and not home.is_dir():
+        raise ConfigError(
+            f"{source}: the codelia home {home} exists but is not a directory; "
+            "point it at a directory (it is created if missing)"
+        )
+    return home, source
+
+
+def tool_output_dir(home: Path) -> Path:
+    """The tool-output cache inside a codelia home."""
+    return home / "cache" / "tool-output"
+
+
+def config_path(home: Path | None = None) -> Path:
     explicit = os.environ.get(ENV_PREFIX + "CONFIG")
-    return Path(explicit).expanduser() if explicit else default_home() / "config.json"
+    if explicit:
+        return Path(explicit).expanduser()
+    return (home if home is not None else _default_home()) / "config.json"
 
 
 def api_key_configured(environ: dict[str, str] | None = None, provider: str = "anthropic") -> bool:
@@ -328,7 +383,8 @@ def resolve_settings(
 ) -> Settings:
     """Merge %config traits > environment > config file > defaults, validating each value."""
     env = dict(os.environ if environ is None else environ)
-    path = config_path()
+    home, home_source = resolve_home(traits, env)
+    path = config_path(home)
     from_file = read_config_file(path)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -350,7 +406,8 @@ def resolve_settings(
             sources[spec.name] = "default"
     _split_model_shorthand(values, sources)
     _check_model(values, sources, sources["model"])
-    return Settings(**values, config_path=path, sources=sources)
+    sources["home"] = home_source
+    return Settings(**values, home=home, config_path=path, sources=sources)
 
 
 def describe_settings(settings: Settings) -> str:
@@ -374,7 +431,6 @@ def describe_settings(settings: Settings) -> str:
             f"{'base url':<15} {base_url or 'Anthropic default':<30} ($ANTHROPIC_BASE_URL)"
         )
     lines.append(f"{'config file':<15} {settings.config_path}")
-    from ..session import default_home
-
-    lines.append(f"{'home':<15} {default_home()}")
+    home_source = settings.sources.get("home", "default")
+    lines.append(f"{'home':<15} {settings.home!s:<30} ({home_source})")
     return "\n".join(lines)

@@ -52,8 +52,9 @@ Subcommands:
 
 Configure with %config Codelia.<name> = value (model, provider, base_url, approval_mode,
 max_iterations, background, python_timeout, max_tokens, thinking, root, system_prompt),
-JUPYTER_CODELIA_<NAME> environment variables, or <JUPYTER_CODELIA_HOME>/config.json (which may
-also hold an "mcpServers" map). API keys: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
+JUPYTER_CODELIA_<NAME> environment variables, or <home>/config.json (which may also hold an
+"mcpServers" map). %config Codelia.home (or JUPYTER_CODELIA_HOME) moves sessions, cache and
+config, e.g. to shared storage. API keys: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
 """
 
 _VALUE_OPTIONS = {
@@ -285,13 +286,14 @@ def notebook_agent(shell: Any) -> NotebookAgent:
     from .config import resolve_settings
     from .runner import NotebookAgent
 
-    traits = _traits(shell)
+    traits = codelia_traits(shell)
     created = NotebookAgent(shell, lambda: resolve_settings(traits))
     setattr(shell, _STATE_KEY, created)
     return created
 
 
-def _traits(shell: Any) -> Codelia:
+def codelia_traits(shell: Any) -> Codelia:
+    """The kernel's ``Codelia`` configurable (what ``%config Codelia.<name>`` sets)."""
     for configurable in getattr(shell, "configurables", []):
         if isinstance(configurable, Codelia):
             return configurable
@@ -301,7 +303,7 @@ def _traits(shell: Any) -> Codelia:
 
 
 def register(shell: Any) -> None:
-    traits = _traits(shell)
+    traits = codelia_traits(shell)
     shell.register_magics(CodeliaMagics(shell, traits))
     from .bridge import register_comm_target
 

@@ -23,13 +23,14 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
 from ..agent import events as ev
 from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
-from .config import Settings
+from .config import ConfigError, Settings, tool_output_dir
 from .results import RunHandle, RunNotFinishedError, RunResult, RunStatus
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class NotebookAgent:
             settings.root,
             settings.system_prompt,
             settings.python_timeout,
+            settings.home,
         )
         current = self.agent
         if new_session:
@@ -128,7 +130,11 @@ class NotebookAgent:
             self.session_store().load_state(session_id)
             resume = session_id
         else:
-            resume = current.session_id if current is not None and current.history else None
+            resume = (
+                current.session_id
+                if current is not None and current.history and self._same_home(current, settings)
+                else None
+            )
         if (
             current is not None
             and llm is None
@@ -151,7 +157,8 @@ class NotebookAgent:
             from ..standard_tools.mcp import McpServers, parse_mcp_servers
             from .config import config_path, read_mcp_servers
 
-            path = config_path()
+            # The configured home's file (``%config Codelia.home`` may move it).
+            path = self._settings_source().config_path or config_path()
             self._mcp = McpServers(parse_mcp_servers(read_mcp_servers(path), f"config file {path}"))
         return self._mcp
 
@@ -177,11 +184,9 @@ class NotebookAgent:
         return self._build(settings, None, llm)
 
     def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
-        from pathlib import Path
-
         from ..agent import Agent
         from ..agent.permissions import PermissionPolicy
-        from ..session import SessionStore, default_home
+        from ..session import SessionStore
         from ..standard_tools import standard_tools
         from .kernel_tools import kernel_tools
 
@@ -207,6 +212,7 @@ class NotebookAgent:
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            cache_dir=tool_output_dir(settings.home),
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
             extra=extra,
@@ -216,7 +222,7 @@ class NotebookAgent:
             sandbox_root=root,
             config_path=settings.config_path,
         )
-        store = SessionStore(default_home())
+        store = SessionStore(settings.home)
         agent = Agent(
             llm,
             tools,
@@ -230,23 +236,40 @@ class NotebookAgent:
         self._toolsets[agent] = tools
         return agent
 
-    def session_store(self) -> Any:
-        from ..session import SessionStore, default_home
+    def home(self) -> Path:
+        """Where this kernel keeps sessions and cache: the configured home (``Codelia.home``)."""
+        try:
+            return self.settings().home
+        except ConfigError:
+            from ..session import default_home
 
+            return default_home()
+
+    def session_store(self) -> Any:
+        """The agent's store while it is in the configured home, else one opened there."""
+        from ..session import SessionStore
+
+        home = self.home()
         agent = self.agent
-        if agent is not None and agent.session_store is not None:
-            return agent.session_store
-        return SessionStore(default_home())
+        store = agent.session_store if agent is not None else None
+        if store is not None and Path(store.home) == home:
+            return store
+        return SessionStore(home)
 
     def output_store(self) -> Any:
-        """The tool-output cache the agent writes (the default location before the first run)."""
+        """The tool-output cache the agent writes, or the configured home's before a run."""
+        cache_dir = tool_output_dir(self.home())
         store = getattr(self.tools, "output_store", None)
-        if store is not None:
+        if store is not None and Path(store.root) == cache_dir:
             return store
         from ..cache import ToolOutputCacheStore
-        from ..session import default_home
 
-        return ToolOutputCacheStore(default_home() / "cache" / "tool-output")
+        return ToolOutputCacheStore(cache_dir)
+
+    @staticmethod
+    def _same_home(agent: Agent, settings: Settings) -> bool:
+        store = agent.session_store
+        return store is None or Path(store.home) == settings.home
 
     def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
         """(session id, todo items) of the current session; empty before the first run."""

@@ -3,6 +3,10 @@
 The session store is opened per request at ``$JUPYTER_CODELIA_HOME`` (or the default home), so a
 server started before the first session was written still sees it. Store calls do file and
 SQLite I/O, so each request runs them in one worker thread, keeping the server's loop free.
+
+These endpoints are a fast path: the kernel's store is the truth (its kernel may run on another
+host, behind a gateway). ``GET /codelia/api/store`` reports the store id this server sees, and
+the panel uses the other endpoints only when that id equals the one its kernel reports.
 """
 
 from __future__ import annotations
@@ -90,6 +94,22 @@ class _CodeliaHandler(APIHandler):
         self.finish(json.dumps(redact_secrets(body), ensure_ascii=False))
 
 
+class StoreHandler(_CodeliaHandler):
+    """``GET /codelia/api/store`` → ``{"home", "store_id"}``: which store this server sees.
+
+    ``store_id`` is null until some kernel has created the id file there; this handler never
+    writes, so a server whose kernels run elsewhere leaves no trace in its own home.
+    """
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        from ..session import default_home, read_store_id
+
+        home = default_home()
+        store_id = await asyncio.to_thread(read_store_id, home)
+        self.reply({"home": str(home), "store_id": store_id})
+
+
 class SessionsHandler(_CodeliaHandler):
     """``GET /codelia/api/sessions[?limit=N]`` → ``{"sessions": [...]}``, newest first."""
 
@@ -131,10 +151,12 @@ class TranscriptHandler(_CodeliaHandler):
 
 
 def setup_handlers(web_app: Any) -> None:
-    base = url_path_join(web_app.settings.get("base_url", "/"), "codelia", "api", "sessions")
+    api = url_path_join(web_app.settings.get("base_url", "/"), "codelia", "api")
+    base = url_path_join(api, "sessions")
     web_app.add_handlers(
         ".*$",
         [
+            (url_path_join(api, "store"), StoreHandler),
             (base, SessionsHandler),
             (url_path_join(base, r"(?P<session_id>[^/]+)", "transcript"), TranscriptHandler),
         ],

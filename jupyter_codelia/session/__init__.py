@@ -5,6 +5,7 @@ per session under ``$JUPYTER_CODELIA_HOME`` (default ``<jupyter data dir>/codeli
 record redacted of secrets. ``read_jsonl`` reads any of those logs tolerantly.
 """
 
+from ._identity import STORE_ID_FILE, ensure_store_id, read_store_id
 from ._jsonl import read_jsonl
 from ._models import (
     InvalidSessionIdError,
@@ -15,9 +16,11 @@ from ._models import (
     SessionSummary,
 )
 from ._runlog import RunLog
-from ._store import SessionStore, default_home
+from ._store import HOME_ENV, SessionStore, default_home
 
 __all__ = [
+    "HOME_ENV",
+    "STORE_ID_FILE",
     "InvalidSessionIdError",
     "RunLog",
     "SessionConflictError",
@@ -27,5 +30,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "default_home",
+    "ensure_store_id",
     "read_jsonl",
+    "read_store_id",
 ]

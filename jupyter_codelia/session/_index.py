@@ -24,6 +24,7 @@ from typing import Protocol, TypeVar
 
 from .._private import make_private_dirs, make_private_file, open_private
 from ._models import SessionSummary
+from ._sharing import shared_between_hosts
 
 _SCHEMA_VERSION = 1
 
@@ -169,11 +170,17 @@ class SessionIndex:
                 self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
             try:
-                # WAL + NORMAL: a commit needs no fsync, and readers never block the writer.
-                db.execute("PRAGMA journal_mode = WAL")
-                db.execute("PRAGMA synchronous = NORMAL")
-                for suffix in ("-wal", "-shm"):
-                    make_private_file(self.path.with_name(self.path.name + suffix))
+                if shared_between_hosts(self.path.parent):
+                    # WAL's shared-memory index cannot span hosts: lock through the
+                    # filesystem with the rollback journal (see _sharing).
+                    db.execute("PRAGMA journal_mode = DELETE")
+                    db.execute("PRAGMA synchronous = FULL")
+                else:
+                    # WAL + NORMAL: a commit needs no fsync, and readers never block the writer.
+                    db.execute("PRAGMA journal_mode = WAL")
+                    db.execute("PRAGMA synchronous = NORMAL")
+                    for suffix in ("-wal", "-shm"):
+                        make_private_file(self.path.with_name(self.path.name + suffix))
                 version = int(db.execute("PRAGMA user_version").fetchone()[0])
                 if version not in (0, _SCHEMA_VERSION):
                     # Another release's layout: the index is derived data, so start it afresh.

@@ -1,7 +1,7 @@
 /**
  * The cache browser: the kernel's tool-output cache, like the in-notebook browser — entries,
- * page through an output, grep it, and see its images. Everything is fetched on demand over the
- * comm (`cache.list`, `cache.read`, `cache.grep`, `cache.parts`).
+ * page through an output, grep it, and see its images. Everything is fetched on demand from the
+ * kernel (`cache.list`, `cache.read`, `cache.grep`, `cache.parts`; see `CodeliaConnection.read`).
  */
 
 import { CodeliaConnection } from './connection';
@@ -74,7 +74,7 @@ export class CacheBrowser {
       return;
     }
     try {
-      const result = await connection.request('cache.list');
+      const result = await connection.read('cache.list');
       this.entries = (result.entries as CacheEntry[]) ?? [];
     } catch (error) {
       this.list.appendChild(
@@ -144,7 +144,7 @@ export class CacheBrowser {
     this.prev.disabled = this.offset === 0;
     this.next.disabled = last >= entry.line_count;
     await this.show(
-      connection.request('cache.read', {
+      connection.read('cache.read', {
         ref_id: entry.ref_id,
         offset: this.offset,
         limit: CACHE_PAGE_LINES
@@ -165,7 +165,7 @@ export class CacheBrowser {
     }
     this.pageLabel.textContent = `matches of ${JSON.stringify(pattern)}`;
     await this.show(
-      connection.request('cache.grep', {
+      connection.read('cache.grep', {
         ref_id: entry.ref_id,
         pattern,
         regex: this.regex.checked
@@ -190,7 +190,7 @@ export class CacheBrowser {
       return;
     }
     try {
-      const result = await connection.request('cache.parts', { ref_id: refId });
+      const result = await connection.read('cache.parts', { ref_id: refId });
       for (const part of (result.parts as ContentPart[]) ?? []) {
         const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
         if (

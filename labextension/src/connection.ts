@@ -217,6 +217,19 @@ export class CodeliaConnection implements IDisposable {
     return { route: 'subshell', result: this.executeControl(subshell, payload) };
   }
 
+  /**
+   * A read of the kernel's store (`sessions.list`, `session.transcript`, `cache.*`): on a
+   * subshell when the kernel has them, so history shows while a cell is busy; else the comm.
+   */
+  async read(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+    // Kernels list what control() serves; older ones served only Stop and approvals there.
+    if (!(this._hello?.control_requests ?? []).includes(type)) {
+      return this.request(type, fields);
+    }
+    const { result } = await this.control(type, fields);
+    return result;
+  }
+
   dispose(): void {
     if (this._disposed) {
       return;
@@ -292,6 +305,10 @@ export class CodeliaConnection implements IDisposable {
       }
       return;
     }
+    if (message.type === 'store.changed' && this._hello) {
+      // `%config Codelia.home` moved the kernel's store (history.ts reads hello.store).
+      this._hello = { ...this._hello, store: message.store };
+    }
     this._messageReceived.emit(message);
   }
 
@@ -357,7 +374,14 @@ export class CodeliaConnection implements IDisposable {
       },
       true
     );
-    const reply = await future.done;
+    // The answer is in the reply: do not also wait for the request's idle status, which
+    // arrives separately on iopub (and later still when a gateway relays the channels).
+    const reply = await new Promise<JupyterMessage.IExecuteReplyMsg>(
+      (resolve, reject) => {
+        future.onReply = resolve;
+        future.done.then(resolve, reject);
+      }
+    );
     const expressions = (reply.content as { user_expressions?: JSONObject })
       .user_expressions;
     const outcome = expressions?.response as

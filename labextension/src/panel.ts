@@ -12,10 +12,11 @@ import { Widget } from '@lumino/widgets';
 import { CacheBrowser } from './cache';
 import { CodeliaConnection, ConnectionState } from './connection';
 import { button, el, formatTokens } from './dom';
+import { SessionHistory } from './history';
 import { codeliaIcon } from './icon';
+import { KernelLiveness, LOST_KERNEL_MESSAGE } from './liveness';
 import { KernelMessage, PermissionDecision, SessionSummary } from './protocol';
 import { ReplayGate } from './replay';
-import { listSessions, sessionTranscript } from './rest';
 import { Change, PermissionItem, Transcript, UsageMeter } from './transcript';
 import { TranscriptView } from './view';
 
@@ -56,6 +57,11 @@ export class CodeliaPanel extends Widget {
       }
     });
     this.cache = new CacheBrowser(() => this.connection);
+    this.history = new SessionHistory(() => this.connection);
+    this.liveness = new KernelLiveness(
+      () => this._connection?.kernel ?? null,
+      lost => this.renderKernelLost(lost)
+    );
 
     const header = el('div', 'jp-codelia-header');
     const title = el('div', 'jp-codelia-title');
@@ -207,6 +213,7 @@ export class CodeliaPanel extends Widget {
 
   private async connect(context: ISessionContext): Promise<void> {
     this._connection?.dispose();
+    this.liveness.reset();
     const connection = new CodeliaConnection(context);
     this._connection = connection;
     connection.messageReceived.connect((_, message) => this.replayGate.push(message));
@@ -229,7 +236,7 @@ export class CodeliaPanel extends Widget {
     }
     try {
       await this.replayGate.replay(async () => {
-        const result = await connection.request('session.transcript', {
+        const result = await connection.read('session.transcript', {
           session_id: sessionId
         });
         return (result.events as KernelMessage[]) ?? [];
@@ -400,26 +407,13 @@ export class CodeliaPanel extends Widget {
     return !drawer.hidden;
   }
 
-  private async fetchSessions(): Promise<SessionSummary[]> {
-    try {
-      return await listSessions();
-    } catch (restError) {
-      // The server extension may be disabled; the kernel knows the same sessions.
-      if (this._connection?.state === 'ready') {
-        const result = await this._connection.request('sessions.list');
-        return (result.sessions as SessionSummary[]) ?? [];
-      }
-      throw restError;
-    }
-  }
-
   private async renderSessions(): Promise<void> {
     const drawer = this.sessionsDrawer;
     drawer.textContent = '';
     drawer.appendChild(el('div', 'jp-codelia-section-title', 'Sessions'));
     let sessions: SessionSummary[];
     try {
-      sessions = await this.fetchSessions();
+      sessions = await this.history.list();
     } catch (error) {
       drawer.appendChild(
         el('div', 'jp-mod-error', `Could not list sessions: ${errorText(error)}`)
@@ -453,21 +447,10 @@ export class CodeliaPanel extends Widget {
   private async resume(session: SessionSummary): Promise<void> {
     let events: KernelMessage[];
     try {
-      events = await sessionTranscript(session.session_id);
-    } catch (restError) {
-      if (this._connection?.state !== 'ready') {
-        this.setStatus(`Could not load the session: ${errorText(restError)}`, 'error');
-        return;
-      }
-      try {
-        const result = await this._connection.request('session.transcript', {
-          session_id: session.session_id
-        });
-        events = (result.events as KernelMessage[]) ?? [];
-      } catch (error) {
-        this.setStatus(`Could not load the session: ${errorText(error)}`, 'error');
-        return;
-      }
+      events = await this.history.transcript(session.session_id);
+    } catch (error) {
+      this.setStatus(`Could not load the session: ${errorText(error)}`, 'error');
+      return;
     }
     this.applyChanges(this.transcript.reset());
     for (const message of events) {
@@ -521,6 +504,21 @@ export class CodeliaPanel extends Widget {
     this.stopButton.hidden = !running;
     this.sendButton.disabled = running;
     this.node.dataset.running = running ? 'true' : 'false';
+    if (running) {
+      this.liveness.start();
+    } else {
+      this.liveness.stop();
+    }
+  }
+
+  /** Say when the kernel stops answering mid-run (see liveness.ts), and when it is back. */
+  private renderKernelLost(lost: boolean): void {
+    this.node.dataset.kernelLost = lost ? 'true' : 'false';
+    if (lost) {
+      this.setStatus(LOST_KERNEL_MESSAGE, 'error');
+    } else if (this.statusLine.textContent === LOST_KERNEL_MESSAGE) {
+      this.setStatus('', 'info');
+    }
   }
 
   private renderTodos(): void {
@@ -599,6 +597,7 @@ export class CodeliaPanel extends Widget {
     this.notebook?.disposed.disconnect(this.onNotebookDisposed, this);
     this._connection?.dispose();
     this._connection = null;
+    this.liveness.reset();
   }
 
   private onNotebookDisposed(): void {
@@ -630,6 +629,8 @@ export class CodeliaPanel extends Widget {
   private startNewSession = false;
   private restarting = false;
   private readonly cache: CacheBrowser;
+  private readonly history: SessionHistory;
+  private readonly liveness: KernelLiveness;
   private readonly kernelLabel = el('span');
   private readonly sessionsDrawer = el('div');
   private readonly cacheDrawer = el('div');

@@ -38,6 +38,9 @@ export type HelloMessage = wire.Hello;
 /** Everything the kernel sends on the comm (generated from jupyter_codelia/wire.py). */
 export type KernelMessage = wire.KernelMessage;
 
+/** A codelia home as a process sees it; equal `store_id`s mean the same files. */
+export type StoreInfo = wire.StoreInfo;
+
 /** A session row, as `sessions.list` and `GET /codelia/api/sessions` return it. */
 export interface SessionSummary {
   session_id: string;

@@ -1,13 +1,15 @@
 /**
  * Calls to the jupyter-server extension (`jupyter_codelia.server`): past sessions and their
- * transcripts, available without a kernel. Requests go through ServerConnection, which adds the
- * server's authentication (token / XSRF); no API key is involved.
+ * transcripts, available without a kernel, and which store the server sees (`store`), so the
+ * panel uses them only when that is its kernel's store too. Requests go through
+ * ServerConnection, which adds the server's authentication (token / XSRF); no API key is
+ * involved.
  */
 
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { KernelMessage, SessionSummary } from './protocol';
+import { KernelMessage, SessionSummary, StoreInfo } from './protocol';
 
 async function getJson<T>(path: string): Promise<T> {
   const settings = ServerConnection.makeSettings();
@@ -34,4 +36,8 @@ export async function sessionTranscript(sessionId: string): Promise<KernelMessag
     `sessions/${encodeURIComponent(sessionId)}/transcript`
   );
   return body.events;
+}
+
+export async function serverStore(): Promise<StoreInfo> {
+  return getJson<StoreInfo>('store');
 }

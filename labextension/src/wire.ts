@@ -50,6 +50,8 @@ export type Hello = {
   approval_mode?: string | null;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean | null;
+  store?: StoreInfo | null;
+  control_requests?: Array<string> | null;
   type: 'hello';
 };
 
@@ -172,6 +174,16 @@ export type StepStartEvent = {
   step_number: number;
 };
 
+export type StoreChanged = {
+  type: 'store.changed';
+  store: StoreInfo;
+};
+
+export type StoreInfo = {
+  home: string;
+  store_id?: string | null;
+};
+
 export type TextDeltaEvent = {
   seq?: number | null;
   type: 'text_delta';
@@ -248,4 +260,4 @@ export type UsageEvent = {
   web_fetch_requests?: number | null;
 };
 
-export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage;
+export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged;

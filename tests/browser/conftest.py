@@ -10,8 +10,9 @@ Reusable fixtures:
   ``artifacts/<test>.png`` after the test and the test fails if the page logged errors.
 * ``open_notebook(name, cells=...)``: writes a notebook and opens it with a ready, idle kernel.
 
-:func:`launch_lab` and :func:`launch_browser` are plain context managers, so scripts (for
-example ``bench/sidepanel.py``) can use them without pytest.
+:func:`launch_lab`, :func:`launch_gateway` and :func:`launch_browser` are plain context
+managers, so scripts (for example ``bench/sidepanel.py``) can use them without pytest.
+``launch_lab(gateway_url=...)`` starts a lab whose kernels run behind a kernel gateway.
 """
 
 from __future__ import annotations
@@ -106,9 +107,124 @@ class Lab:
         return self.log_path.read_text(errors="replace")
 
 
+def _clean_env() -> dict[str, str]:
+    """This process's environment without any Anthropic or codelia setting of the developer."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("ANTHROPIC_", "JUPYTER_CODELIA_"))
+    }
+
+
+def _wait_http_ok(url: str, process: subprocess.Popen[bytes], what: str, log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited early:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start in 90 s:\n{log.read_text(errors='replace')}")
+        time.sleep(0.25)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@dataclass
+class Gateway:
+    """A Jupyter Kernel Gateway: its kernels run in ``root`` and keep their store in ``home``."""
+
+    url: str
+    root: Path
+    home: Path
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+# Variables the gateway hands on to the kernels it starts (it passes no others but PATH): the
+# model endpoint and key live with the kernels, as on a real cluster; PYTHONPATH lets a work
+# tree's jupyter_codelia win over the installed one.
+GATEWAY_KERNEL_ENV = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "JUPYTER_CODELIA_HOME",
+    "PYTHONPATH",
+)
+
+
 @contextmanager
-def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
-    """Start JupyterLab on a free loopback port; stop it (and its kernels) on exit."""
+def launch_gateway(env_extra: dict[str, str] | None = None) -> Iterator[Gateway]:
+    """Start ``jupyter kernelgateway`` on a free loopback port; stop it (and kernels) on exit.
+
+    Its kernels get their own working directory and codelia home, apart from the lab's: the
+    side panel must reach their store through the kernel, as with a kernel on another host.
+    """
+    base = Path(tempfile.mkdtemp(prefix="codelia-gateway-"))
+    root, home, runtime = base / "root", base / "home", base / "runtime"
+    for directory in (root, home, runtime):
+        directory.mkdir(parents=True)
+    port = free_port()
+    env = _clean_env()
+    env.update(
+        {
+            "JUPYTER_RUNTIME_DIR": str(runtime),
+            "JUPYTER_CODELIA_HOME": str(home),
+            "PYTHONUNBUFFERED": "1",
+            # The gateway splits this on commas (a list option on its command line would not).
+            "KG_ENV_PROCESS_WHITELIST": ",".join(GATEWAY_KERNEL_ENV),
+        }
+    )
+    env.update(env_extra or {})
+    log_path = base / "gateway.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kernel_gateway",
+                "--KernelGatewayApp.ip=127.0.0.1",
+                f"--KernelGatewayApp.port={port}",
+                # The lab lists and reconnects to running kernels through the gateway.
+                "--JupyterWebsocketPersonality.list_kernels=True",
+            ],
+            env=env,
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    gateway = Gateway(f"http://127.0.0.1:{port}", root, home, process, log_path)
+    try:
+        _wait_http_ok(f"{gateway.url}/api/kernelspecs", process, "the kernel gateway", log_path)
+        yield gateway
+    finally:
+        _stop(process)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def launch_lab(
+    env_extra: dict[str, str] | None = None, *, gateway_url: str | None = None
+) -> Iterator[Lab]:
+    """Start JupyterLab on a free loopback port; stop it (and its kernels) on exit.
+
+    With ``gateway_url`` the lab runs its kernels on that kernel gateway (``--gateway-url``).
+    """
     if not (BUILD / "package.json").is_file():
         raise RuntimeError(
             f"the labextension is not built ({BUILD} is missing): run `pip install -e .` or "
@@ -129,11 +245,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
         json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_codelia": True}}})
     )
     port = free_port()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("ANTHROPIC_", "JUPYTER_CODELIA_"))
-    }
+    env = _clean_env()
     env.update(
         {
             "JUPYTER_CONFIG_DIR": str(config),
@@ -162,6 +274,7 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
                 "--LabApp.expose_app_in_browser=True",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                *([f"--gateway-url={gateway_url}"] if gateway_url else []),
             ],
             env=env,
             cwd=root,
@@ -170,27 +283,10 @@ def launch_lab(env_extra: dict[str, str] | None = None) -> Iterator[Lab]:
         )
     lab = Lab(f"http://127.0.0.1:{port}", root, home, process, log_path)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited early:\n{lab.log()}")
-            try:
-                with urllib.request.urlopen(f"{lab.url}/api/status", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not start in 90 s:\n{lab.log()}")
-            time.sleep(0.25)
+        _wait_http_ok(f"{lab.url}/api/status", process, "JupyterLab", log_path)
         yield lab
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        _stop(process)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -273,9 +369,10 @@ def browser() -> Iterator[Any]:
 @dataclass
 class ConsoleLog:
     errors: list[str] = field(default_factory=list)
+    benign: tuple[str, ...] = BENIGN_CONSOLE
 
     def record(self, kind: str, text: str) -> None:
-        if kind == "error" and not any(noise in text for noise in BENIGN_CONSOLE):
+        if kind == "error" and not any(noise in text for noise in self.benign):
             self.errors.append(text)
 
 
@@ -284,29 +381,40 @@ def console() -> ConsoleLog:
     return ConsoleLog()
 
 
-@pytest.fixture
-def page(
-    browser: Any, lab: Lab, console: ConsoleLog, anthropic: TurnQueue, request: Any
+@contextmanager
+def browser_page(
+    browser: Any, console: ConsoleLog, name: str, *, shutdown_kernels: bool = True
 ) -> Iterator[Any]:
+    """A fresh page recording console errors; on exit a screenshot ``artifacts/<name>.png``,
+    this page's kernels shut down (unless they are gone already) and the context closed."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(60_000)
     page = context.new_page()
     page.on("console", lambda message: console.record(message.type, message.text))
     page.on("pageerror", lambda error: console.errors.append(f"page error: {error}"))
-    anthropic.turns.clear()
     try:
         yield page
     finally:
         ARTIFACTS.mkdir(exist_ok=True)
         try:
-            page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
         except Exception as exc:  # the page may already be gone after a failure
             print(f"screenshot failed: {exc}")
-        # Shut this test's kernels down so the next test starts clean.
-        page.evaluate(
-            "async () => { await window.jupyterapp.serviceManager.sessions.shutdownAll(); }"
-        )
+        if shutdown_kernels:
+            # Shut this test's kernels down so the next test starts clean.
+            page.evaluate(
+                "async () => { await window.jupyterapp.serviceManager.sessions.shutdownAll(); }"
+            )
         context.close()
+
+
+@pytest.fixture
+def page(
+    browser: Any, lab: Lab, console: ConsoleLog, anthropic: TurnQueue, request: Any
+) -> Iterator[Any]:
+    anthropic.turns.clear()
+    with browser_page(browser, console, request.node.name) as page:
+        yield page
     assert console.errors == [], f"the page logged errors: {console.errors}"
 
 
@@ -356,12 +464,49 @@ WAIT_KERNEL_IDLE = (
 )
 
 
+def open_notebook_in(
+    page: Any, lab: Lab, name: str, cells: list[str] | None = None, kernel: str = "python3"
+) -> None:
+    """Write a notebook into ``lab`` and open it with a ready, idle kernel."""
+    write_notebook(lab.root, name, cells or [""], kernel)
+    open_lab(page, lab, name)
+    page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+
+
+# Through a gateway JupyterLab first asks for the v1 kernel websocket protocol, which the
+# server's gateway proxy refuses; Lab reconnects at once with the same session id, and on a busy
+# machine the gateway may keep the refused attempt's connection ("Replacing stale connection")
+# instead of the new one, leaving the kernel's status "unknown". Reconnecting recovers, as
+# reloading the page does for a user.
+RECONNECT_KERNEL_JS = (
+    "async () => { await (" + NOTEBOOK_JS + ").sessionContext.session.kernel.reconnect(); }"
+)
+
+
+def open_gateway_notebook(
+    page: Any, lab: Lab, gateway: Gateway, name: str, *, attempts: int = 3
+) -> None:
+    """Open a notebook on a gateway kernel (see RECONNECT_KERNEL_JS); on failure show logs."""
+    write_notebook(lab.root, name, [""])
+    open_lab(page, lab, name)
+    for attempt in range(attempts):
+        try:
+            page.wait_for_function(WAIT_KERNEL_IDLE, timeout=40_000, polling=250)
+            return
+        except Exception as exc:
+            if attempt == attempts - 1:
+                raise AssertionError(
+                    f"the notebook's gateway kernel did not become idle ({exc})\n"
+                    f"--- lab log ---\n{lab.log()[-4000:]}\n"
+                    f"--- gateway log ---\n{gateway.log()[-4000:]}"
+                ) from exc
+            page.evaluate(RECONNECT_KERNEL_JS)
+
+
 @pytest.fixture
 def open_notebook(page: Any, lab: Lab) -> Callable[..., None]:
     def open_it(name: str, cells: list[str] | None = None, kernel: str = "python3") -> None:
-        write_notebook(lab.root, name, cells or [""], kernel)
-        open_lab(page, lab, name)
-        page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
+        open_notebook_in(page, lab, name, cells, kernel)
 
     return open_it
 

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from jupyter_codelia.session import STORE_ID_FILE, SessionStore
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
 
 
@@ -238,3 +239,110 @@ def test_control_on_a_subshell_cancels_a_busy_blocking_cell(
         )
         broken = kernel.execute(f"print({control}('{{nope'))")
         assert json.loads(broken.stream_text())["error"].startswith("invalid JSON:")
+
+
+def test_hello_names_the_store_and_codelia_home_moves_it(
+    start_kernel: Any, codelia_home: Path, tmp_path: Path
+) -> None:
+    with ScriptedAnthropicServer([reply(text("Stored on the shared volume."))]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        front = FrontEnd(kernel)
+        hello = front.wait(lambda d: d.get("type") == "hello")
+        store_id = (codelia_home / STORE_ID_FILE).read_text().strip()
+        assert hello["store"] == {"home": str(codelia_home), "store_id": store_id}
+        assert "session.transcript" in hello["control_requests"]
+        assert "cache.read" in hello["control_requests"]
+        assert "run.start" not in hello["control_requests"]
+
+        shared = tmp_path / "shared-volume"
+        moved = kernel.execute(f"%config Codelia.home = {str(shared)!r}")
+        # Open panels hear of the move (they chose where to read history by hello.store).
+        notices = [
+            m["content"]["data"]
+            for m in moved.messages
+            if m["msg_type"] == "comm_msg" and m["content"].get("comm_id") == front.comm_id
+        ]
+        state = front.request({"type": "state.get"})["result"]
+        assert notices == [{"type": "store.changed", "store": state["store"]}]
+        assert state["store"]["home"] == str(shared)
+        assert state["store"]["store_id"] == (shared / STORE_ID_FILE).read_text().strip()
+        assert state["store"]["store_id"] != store_id
+
+        started = front.request({"type": "run.start", "prompt": "where do you write?"})
+        front.wait(lambda d: d.get("type") == "run.status" and d.get("status") == "completed")
+        session_id = started["result"]["session_id"]
+        assert (shared / "sessions" / "state" / f"{session_id}.json").is_file()
+        assert not (codelia_home / "sessions" / "state" / f"{session_id}.json").exists()
+        assert SessionStore(codelia_home).list_sessions() == []
+
+
+def test_control_reads_sessions_and_the_cache_while_a_cell_is_busy(
+    start_kernel: Any, tmp_path: Path
+) -> None:
+    script = [
+        reply(tool_use("python", {"code": "print('cached for the browser')"})),
+        reply(text("Ran it.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia\n%config Codelia.approval_mode = 'full-access'")
+        kernel.execute("%%codelia\nrun the probe")
+        subshell = _subshell(kernel)
+        flag = tmp_path / "release.flag"
+        answers: dict[str, Any] = {}
+
+        def read_while_busy(k: Any) -> None:
+            if answers:
+                return
+            sessions = _control_on_subshell(
+                k, subshell, {"type": "sessions.list", "request_id": "l"}, tmp_path / "l.json"
+            )
+            session_id = sessions["result"]["sessions"][0]["session_id"]
+            transcript = {"type": "session.transcript", "request_id": "t", "session_id": session_id}
+            answers["transcript"] = _control_on_subshell(k, subshell, transcript, tmp_path / "t")
+            listing = {"type": "cache.list", "request_id": "c"}
+            answers["cache"] = _control_on_subshell(k, subshell, listing, tmp_path / "c.json")
+            ref_id = answers["cache"]["result"]["entries"][0]["ref_id"]
+            read = {"type": "cache.read", "request_id": "r", "ref_id": ref_id}
+            answers["read"] = _control_on_subshell(k, subshell, read, tmp_path / "r.json")
+            flag.write_text("go")
+
+        busy = f"import os, time\nwhile not os.path.exists({str(flag)!r}):\n    time.sleep(0.05)"
+        kernel.execute(busy, during=read_while_busy)
+
+        events = answers["transcript"]["result"]["events"]
+        assert events[0] == {
+            "type": "run.started",
+            "run_id": events[0]["run_id"],
+            "session_id": answers["transcript"]["result"]["session_id"],
+            "prompt": "run the probe",
+            "source": "magic",
+        }
+        assert events[-1]["type"] == "run.status"
+        assert "cached for the browser" in answers["read"]["result"]["text"]
+
+
+def test_control_answers_a_user_expression_as_application_json(start_kernel: Any) -> None:
+    kernel = start_kernel()
+    kernel.execute("%load_ext jupyter_codelia")
+    control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+    expressions = {
+        "state": f"{control}({json.dumps(json.dumps({'type': 'state.get', 'request_id': 's'}))})",
+        "broken": f"{control}('{{nope')",
+    }
+    msg_id = kernel.kc.execute("", silent=True, store_history=False, user_expressions=expressions)
+    while True:
+        answer = kernel.kc.get_shell_msg(timeout=30)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    values = answer["content"]["user_expressions"]
+
+    state = values["state"]["data"]
+    assert state["application/json"]["ok"] is True
+    assert state["application/json"]["result"]["api_key_configured"] is True
+    # Front ends that read text/plain (a Python repr of the JSON text) keep working.
+    assert json.loads(eval(state["text/plain"])) == state["application/json"]
+    broken = values["broken"]["data"]["application/json"]
+    assert broken["ok"] is False
+    assert broken["error"].startswith("invalid JSON:")

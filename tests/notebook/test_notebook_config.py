@@ -179,6 +179,45 @@ async def test_run_handle_result_before_the_end_says_what_to_do() -> None:
     assert finished == ["run-1"]
 
 
+def test_home_from_the_trait_beats_the_environment(home: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared-volume" / "codelia"
+    (shared).mkdir(parents=True)
+    (shared / "config.json").write_text(json.dumps({"model": "claude-opus-5-5"}))
+
+    settings = resolve_settings(Codelia(home=f"{shared}/"), {})
+
+    assert settings.home == shared
+    assert settings.sources["home"] == "%config Codelia.home"
+    # The config file is the one in that home.
+    assert settings.config_path == shared / "config.json"
+    assert settings.model == "claude-opus-5-5"
+    assert f"home            {shared}" in describe_settings(settings)
+
+
+def test_home_from_the_environment(home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "env-home"
+
+    settings = resolve_settings(None, {"JUPYTER_CODELIA_HOME": f"  {other}  "})
+
+    assert settings.home == other
+    assert settings.sources["home"] == "$JUPYTER_CODELIA_HOME"
+    assert settings.config_path == other / "config.json"
+
+
+def test_home_errors_say_how_to_fix_them(home: Path, tmp_path: Path) -> None:
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("x")
+    with pytest.raises(ConfigError) as info:
+        resolve_settings(Codelia(home=str(a_file)), {})
+    assert str(info.value) == (
+        f"%config Codelia.home: the codelia home {a_file} exists but is not a directory; "
+        "point it at a directory (it is created if missing)"
+    )
+    with pytest.raises(ConfigError) as info:
+        resolve_settings(Codelia(home="  "), {})
+    assert "%config Codelia.home = None" in str(info.value)
+
+
 def test_an_unknown_model_is_refused_with_the_known_ones(home: Path) -> None:
     with pytest.raises(ConfigError) as info:
         resolve_settings(Codelia(model="nonsense"), {})

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_codelia.session import SessionStore
+from jupyter_codelia.session import STORE_ID_FILE, SessionStore, ensure_store_id
 
 from .conftest import record_run, save_session
 
@@ -165,3 +165,29 @@ async def test_endpoints_require_authentication(
     with pytest.raises(HTTPClientError) as caught:
         await jp_fetch("codelia", "api", "sessions", method="GET", headers={"Authorization": ""})
     assert caught.value.code == 403
+
+
+async def test_store_reports_no_id_until_a_kernel_created_one(
+    jp_fetch: Any, codelia_home: Any
+) -> None:
+    body = await get_json(jp_fetch, "codelia", "api", "store")
+    assert body == {"home": str(codelia_home), "store_id": None}
+    # Read-only: asking did not create the home (a server whose kernels run elsewhere).
+    assert not codelia_home.exists()
+
+
+async def test_store_reports_the_id_a_kernel_wrote(jp_fetch: Any, codelia_home: Any) -> None:
+    store_id = ensure_store_id(codelia_home)
+
+    body = await get_json(jp_fetch, "codelia", "api", "store")
+
+    assert body == {"home": str(codelia_home), "store_id": store_id}
+
+
+async def test_store_treats_a_damaged_id_file_as_none(jp_fetch: Any, codelia_home: Any) -> None:
+    codelia_home.mkdir()
+    (codelia_home / STORE_ID_FILE).write_text("not an id\n")
+
+    body = await get_json(jp_fetch, "codelia", "api", "store")
+
+    assert body["store_id"] is None
