@@ -410,7 +410,8 @@ class RunPanel:
             layout=widgets.Layout(border="1px solid #e0e0e0", margin="4px 0", padding="2px 6px"),
         )
         box.add_class("codelia-tool-card")
-        card = _ToolCard(tool=event.tool, box=box, header=header, summary=summary)
+        title = event.display_name or event.tool  # an MCP tool names its server
+        card = _ToolCard(tool=title, box=box, header=header, summary=summary)
         header.value = _card_header(card)
         self._cards[event.tool_call_id] = card
         self._append(box)

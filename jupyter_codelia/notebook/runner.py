@@ -85,6 +85,7 @@ class NotebookAgent:
         # The notebook outline last sent per session: a turn carries it only when it changed,
         # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
         self._outlines: dict[str, str] = {}
+        self._mcp: Any = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -123,6 +124,9 @@ class NotebookAgent:
             )
         key = (
             settings.model,
+            settings.provider,
+            settings.base_url,
+            self.mcp_servers().fingerprint(),
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
@@ -155,7 +159,7 @@ class NotebookAgent:
         ):
             _configure_budget(current, settings)
             return current
-        factory = _anthropic_factory(settings) if llm is None else None
+        factory = _llm_factory(settings) if llm is None else None
         agent = self._build(settings, resume, llm if factory is None else factory())
         _configure_budget(agent, settings)
         self.agent = agent
@@ -163,6 +167,30 @@ class NotebookAgent:
         self._llm_factory = factory
         self._agent_key = key if llm is None else None
         return agent
+
+    def mcp_servers(self) -> Any:
+        """The kernel's MCP servers (from the config file's ``mcpServers``; none started yet)."""
+        if self._mcp is None:
+            from ..standard_tools.mcp import McpServers, parse_mcp_servers
+            from .config import config_path, read_mcp_servers
+
+            # The configured home's file (``%config Codelia.home`` may move it).
+            path = self._settings_source().config_path or config_path()
+            self._mcp = McpServers(parse_mcp_servers(read_mcp_servers(path), f"config file {path}"))
+        return self._mcp
+
+    def close_mcp(self) -> None:
+        """Stop the MCP servers (they also stop at interpreter exit); the next run restarts."""
+        if self._mcp is not None:
+            self._mcp.close()
+            self._mcp = None
+
+    def _mcp_tools(self) -> list[Any]:
+        """Tools of every MCP server, started now if needed; a failed one is reported, skipped."""
+        tools, failures = self.mcp_servers().tools()
+        for reason in failures.values():
+            print(f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state.")
+        return list(tools)
 
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
@@ -181,14 +209,29 @@ class NotebookAgent:
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        extra = kernel_tools(
-            shell=self.shell,
-            default_timeout=settings.python_timeout,
-            jobs=self.jobs,
-            timeout_to_job=settings.python_timeout_to_job,
-            undo=self.undo,
-        )
-        extra += notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings)))
+        discover = getattr(llm, "discover_capabilities", None)
+        if discover is not None:
+            discover()
+        unsupported = getattr(llm, "unsupported", None)
+        problem = unsupported(needs_tools=True, needs_vision=False) if unsupported else None
+        if problem is not None:
+            raise ConfigError(problem)
+        if unsupported is not None and unsupported(needs_tools=False, needs_vision=True):
+            print(
+                f"Note: the model {settings.model!r} cannot read images; plots and images "
+                "reach it as [image] placeholders."
+            )
+        extra = [
+            *kernel_tools(
+                shell=self.shell,
+                default_timeout=settings.python_timeout,
+                jobs=self.jobs,
+                timeout_to_job=settings.python_timeout_to_job,
+                undo=self.undo,
+            ),
+            *notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings))),
+            *self._mcp_tools(),
+        ]
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
@@ -572,13 +615,44 @@ def parse_answer(answer: str) -> tuple[str, str | None]:
     return "deny", text
 
 
-def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
+def _llm_factory(settings: Settings) -> Callable[[], Any]:
+    if settings.provider != "anthropic":
+        return _openai_factory(settings)
     from ..llm.anthropic import AnthropicChat
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
         return AnthropicChat(
             model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+        )
+
+    return make
+
+
+def _openai_factory(settings: Settings) -> Callable[[], Any]:
+    import os
+
+    from ..llm.openai import KNOWN_ENDPOINTS, LOCAL_PLACEHOLDER_KEY, OpenAIChat
+    from .config import LOCAL_PROVIDERS
+
+    provider = settings.provider
+    default_url, key_env = KNOWN_ENDPOINTS[provider]
+
+    def make() -> Any:
+        if provider == "openai":
+            # None: the SDK reads OPENAI_API_KEY / OPENAI_BASE_URL itself.
+            api_key, base_url = None, settings.base_url
+        else:
+            api_key = os.environ.get(key_env, "").strip() or None
+            if api_key is None and provider in LOCAL_PROVIDERS:
+                api_key = LOCAL_PLACEHOLDER_KEY
+            base_url = settings.base_url or default_url
+        return OpenAIChat(
+            model=settings.model,
+            api_key=api_key,
+            base_url=base_url,
+            provider=provider,
+            max_tokens=settings.max_tokens,
         )
 
     return make
