@@ -1,9 +1,10 @@
 """Agent-side cost of one turn vs a bare SDK call to the same scripted server.
 
 For a history of N messages (N = 10 and 1,000) we time, in the same run and against the same
-``ScriptedAnthropicServer``:
+``ScriptedAnthropicServer`` (``--provider openai``: ``ScriptedOpenAIServer``):
 
-* bare: ``AsyncAnthropic.messages.stream(...)`` with the history already as request dicts;
+* bare: ``AsyncAnthropic.messages.stream(...)`` (``--provider openai``: a streamed
+  ``AsyncOpenAI.chat.completions.create(...)``) with the history already as request dicts;
 * agent: ``Agent.run(prompt)`` with that history, a session store (run log + snapshot) and the
   output cache on, i.e. serialising, event handling and session writes included.
 
@@ -21,7 +22,7 @@ an agent without a session store, interleaved, gave 0.98-1.25x for it against 1.
 the store: what remains is the session writer thread (run-log records and the snapshot saved
 after every run, about 1 ms of CPU at 1,000 messages, competing for the GIL), not the request.
 
-    python bench/agent_turn.py [--turns 30]
+    python bench/agent_turn.py [--turns 30] [--provider anthropic|openai]
 """
 
 from __future__ import annotations
@@ -39,8 +40,15 @@ from jupyter_codelia.agent import Agent
 from jupyter_codelia.cache import ToolOutputCache, ToolOutputCacheStore
 from jupyter_codelia.llm.anthropic import AnthropicChat
 from jupyter_codelia.llm.messages import AssistantMessage, UserMessage
+from jupyter_codelia.llm.openai import OpenAIChat
 from jupyter_codelia.session import SessionStore
-from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text
+from jupyter_codelia.testing import (
+    ScriptedAnthropicServer,
+    ScriptedOpenAIServer,
+    ScriptedServer,
+    reply,
+    text,
+)
 
 KEY = "bench-key-000000"
 MODEL = "claude-sonnet-5-5"
@@ -59,6 +67,13 @@ def history(n: int) -> list[Any]:
 
 async def bare_turn(client: Any, dicts: list[dict[str, Any]]) -> float:
     started = time.perf_counter()
+    if hasattr(client, "chat"):  # openai: the same streamed request OpenAIChat sends
+        stream = await client.chat.completions.create(
+            model=MODEL, max_tokens=256, messages=dicts, stream=True
+        )
+        async for _chunk in stream:
+            pass
+        return time.perf_counter() - started
     async with client.messages.stream(model=MODEL, max_tokens=256, messages=dicts) as stream:
         await stream.get_final_message()
     return time.perf_counter() - started
@@ -71,14 +86,21 @@ async def agent_turn(agent: Agent, base: list[Any]) -> float:
     return time.perf_counter() - started
 
 
-async def measure(server: ScriptedAnthropicServer, n: int, turns: int, home: Path) -> None:
+async def measure(server: ScriptedServer, n: int, turns: int, home: Path) -> None:
     import anthropic
+    import openai
 
     base = history(n)
     dicts = [{"role": m.role, "content": m.content} for m in base]
     dicts.append({"role": "user", "content": "next question"})
-    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=server.url, max_retries=0)
-    chat = AnthropicChat(model=MODEL, base_url=server.url, api_key=KEY)
+    client: Any
+    chat: Any
+    if isinstance(server, ScriptedOpenAIServer):
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=server.url, max_retries=0)
+        chat = OpenAIChat(model=MODEL, base_url=server.url, api_key=KEY)
+    else:
+        client = anthropic.AsyncAnthropic(api_key=KEY, base_url=server.url, max_retries=0)
+        chat = AnthropicChat(model=MODEL, base_url=server.url, api_key=KEY)
     store = SessionStore(home / f"n{n}")
     cache = ToolOutputCache(ToolOutputCacheStore(home / f"n{n}" / "cache"))
     agent = Agent(chat, [], session_store=store, output_cache=cache)
@@ -102,11 +124,14 @@ async def measure(server: ScriptedAnthropicServer, n: int, turns: int, home: Pat
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
     args = parser.parse_args()
-    for name in [k for k in os.environ if k.startswith("ANTHROPIC_")]:
+    for name in [k for k in os.environ if k.startswith(("ANTHROPIC_", "OPENAI_"))]:
         del os.environ[name]
+    kind = ScriptedOpenAIServer if args.provider == "openai" else ScriptedAnthropicServer
+    print(f"provider: {args.provider}")
     with (
-        ScriptedAnthropicServer(lambda request: reply(text("ok"))) as server,
+        kind(lambda request: reply(text("ok"))) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
         for n in (10, 1000):

@@ -24,9 +24,9 @@ RECORDINGS_DIR = Path(__file__).parent / "llm" / "recordings"
 
 @pytest.fixture
 def clean_anthropic_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Drop ANTHROPIC_* variables and point HOME at an empty dir (no SDK profiles on disk)."""
+    """Drop ANTHROPIC_* / OPENAI_* variables and point HOME at an empty dir (no SDK profiles)."""
     for name in list(os.environ):
-        if name.startswith("ANTHROPIC_"):
+        if name.startswith(("ANTHROPIC_", "OPENAI_")):
             monkeypatch.delenv(name)
     home = tmp_path / "home"
     home.mkdir()

@@ -45,7 +45,7 @@ from ..llm.messages import (
     load_messages,
     text_projection,
 )
-from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_call
+from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_call, find_tool
 from . import events as ev
 from ._budget import (
     BUDGET_PREFIX,
@@ -621,6 +621,7 @@ class Agent:
                 args=_event_args(call.function.arguments),
                 raw_args=call.function.arguments,
                 tool_call_id=call.id,
+                display_name=_display_name(tools, name),
             ),
         )
         started = time.monotonic()
@@ -987,6 +988,13 @@ def _redact_message(message: ToolMessage) -> ToolMessage:
             for p in content
         ]
     return message if clean == content else message.model_copy(update={"content": clean})
+
+
+def _display_name(tools: list[Tool], name: str) -> str | None:
+    """How front ends title a call: a tool's ``display_name`` (an MCP tool names its server)."""
+    tool = find_tool(tools, name)
+    label = getattr(tool, "display_name", None) if tool is not None else None
+    return label if isinstance(label, str) and label else None
 
 
 def _event_args(raw: str) -> dict[str, Any]:

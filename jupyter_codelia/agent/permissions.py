@@ -319,6 +319,11 @@ def _is_subcommand(word: str) -> bool:
     return bool(word) and word[0] != "-" and all(c.isalnum() or c in ":_-" for c in word)
 
 
+def _server_rule_matches(rule_tool: str, tool_name: str) -> bool:
+    """``github__*`` covers every tool of the MCP server ``github`` (named ``github__<tool>``)."""
+    return rule_tool.endswith("__*") and tool_name.startswith(rule_tool[:-1])
+
+
 class PermissionPolicy:
     """Decides allow / deny / confirm for each tool call."""
 
@@ -386,7 +391,9 @@ class PermissionPolicy:
     def _tool_rule_matches(
         rule: PermissionRule, tool_name: str, args: dict[str, Any] | None
     ) -> bool:
-        if rule.tool != tool_name or rule.command is not None or rule.command_glob is not None:
+        if rule.command is not None or rule.command_glob is not None:
+            return False
+        if rule.tool != tool_name and not _server_rule_matches(rule.tool, tool_name):
             return False
         if rule.skill_name is None:
             return True

@@ -8,13 +8,12 @@ wait the error body mentions; without any, ``retry_after_s`` stays None and the 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from .._text import describe_exc
+from ._http_errors import body_wait, parse_retry_after, scrub
 from .base import LlmError, LlmErrorKind, RetrySource
 
 _BODY_TYPE_KINDS: dict[str, LlmErrorKind] = {
@@ -29,33 +28,10 @@ _BODY_TYPE_KINDS: dict[str, LlmErrorKind] = {
     "permission_error": "auth",
     "billing_error": "auth",
 }
-_BODY_WAIT = re.compile(
-    r"(?:retry|try again)\s+(?:after|in)\s+(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?)\b",
-    re.IGNORECASE,
-)
-_MAX_MESSAGE_CHARS = 500
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """``Retry-After`` as seconds (``"3"``, ``"1.5"``) or an HTTP date; None if unparsable."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        return max(0.0, (when - (now or _now())).total_seconds())
-    return max(0.0, seconds) if seconds == seconds else None  # NaN check
 
 
 def _parse_instant(value: str) -> datetime | None:
@@ -90,24 +66,6 @@ def reset_header_wait(headers: Mapping[str, str], *, now: datetime | None = None
     return min(others) if others else None
 
 
-def _body_wait(body: Any) -> float | None:
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        for key in ("retry_after", "retry_after_s", "retry_after_seconds"):
-            value = error.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-                return float(value)
-        message = error.get("message")
-    else:
-        message = body if isinstance(body, str) else None
-    if isinstance(message, str):
-        match = _BODY_WAIT.search(message)
-        if match:
-            amount = float(match.group(1))
-            return amount / 1000 if match.group(2).lower().startswith("m") else amount
-    return None
-
-
 def retry_hint(
     headers: Mapping[str, str], body: Any, *, now: datetime | None = None
 ) -> tuple[float | None, RetrySource | None]:
@@ -123,19 +81,10 @@ def retry_hint(
     seconds = reset_header_wait(lowered, now=now)
     if seconds is not None:
         return seconds, "reset-header"
-    seconds = _body_wait(body)
+    seconds = body_wait(body)
     if seconds is not None:
         return seconds, "provider-body"
     return None, None
-
-
-def _scrub(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    if len(text) > _MAX_MESSAGE_CHARS:
-        text = text[: _MAX_MESSAGE_CHARS - 1] + "…"
-    return text
 
 
 def _body_error(body: Any) -> tuple[str | None, str | None]:
@@ -187,7 +136,7 @@ def classify_status(
     where = f"HTTP {status}" if status >= 400 else "error event in the response stream"
     detail = body_message or "no error message in the response"
     label = f" {body_type}" if body_type else ""
-    message = _scrub(f"Anthropic API{label} ({where}): {detail}", secrets)
+    message = scrub(f"Anthropic API{label} ({where}): {detail}", secrets)
     retry_after, source = (None, None)
     if kind in ("rate_limit", "overloaded", "provider", "timeout"):
         retry_after, source = retry_hint(headers, body, now=now)
@@ -216,18 +165,18 @@ def classify_exception(exc: BaseException, *, secrets: Iterable[str] = ()) -> Ll
         return LlmError("timeout", "Anthropic API request timed out before the reply completed")
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
-        reason = f": {_scrub(str(cause), secrets)}" if cause is not None and str(cause) else ""
+        reason = f": {scrub(str(cause), secrets)}" if cause is not None and str(cause) else ""
         return LlmError("network", f"Could not reach the Anthropic API{reason}")
     if isinstance(exc, anthropic.APIResponseValidationError):
         return LlmError(
             "provider",
-            _scrub(f"Anthropic API returned data of an unexpected shape: {exc.message}", secrets),
+            scrub(f"Anthropic API returned data of an unexpected shape: {exc.message}", secrets),
             status=exc.status_code,
         )
     if isinstance(exc, httpx2.TransportError):
         return LlmError(
             "network",
-            _scrub(f"The connection to the Anthropic API broke mid-reply: {exc}", secrets),
+            scrub(f"The connection to the Anthropic API broke mid-reply: {exc}", secrets),
         )
     if isinstance(exc, TypeError) and "authentication" in str(exc).lower():
         return LlmError(
@@ -241,7 +190,7 @@ def malformed_stream_error(exc: BaseException, *, secrets: Iterable[str] = ()) -
     """The SSE stream could not be decoded (bad JSON, events out of order)."""
     return LlmError(
         "network",
-        _scrub(f"The Anthropic response stream was malformed: {describe_exc(exc)}", secrets),
+        scrub(f"The Anthropic response stream was malformed: {describe_exc(exc)}", secrets),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._text import compact_json
+from ._request_parts import BlockCache, system_text
 from .messages import (
     AssistantMessage,
     DocumentPart,
@@ -161,42 +162,6 @@ def _replayable_reasoning(message: ReasoningMessage) -> Block | None:
 def system_cache_allowed(messages: Sequence[Any]) -> bool:
     """False when a system message opted out of prompt caching (``cache=False``)."""
     return not any(getattr(m, "role", None) == "system" and m.cache is False for m in messages)
-
-
-def system_text(messages: Sequence[Any]) -> str | None:
-    """All system messages' text joined with a blank line, or None when there is none."""
-    texts: list[str] = []
-    for message in messages:
-        if getattr(message, "role", None) == "system":
-            if isinstance(message.content, str):
-                texts.append(message.content)
-            else:
-                texts.append("".join(part.text for part in message.content))
-    return "\n\n".join(texts) if texts else None
-
-
-class BlockCache:
-    """Content blocks of each history message, converted once per message object.
-
-    History messages are immutable once appended, so on a long conversation a request costs a
-    lookup per message instead of a conversion. Callers get fresh lists: later passes edit them.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[Any, list[Block]]] = {}
-        self._seen: dict[int, tuple[Any, list[Block]]] = {}
-
-    def blocks(self, message: Any, convert: Any) -> list[Block]:
-        key = id(message)
-        hit = self._entries.get(key)
-        if hit is None or hit[0] is not message:
-            hit = (message, convert(message))
-        self._seen[key] = hit
-        return list(hit[1])
-
-    def sweep(self) -> None:
-        """Forget messages not seen since the last sweep (they left the history)."""
-        self._entries, self._seen = self._seen, {}
 
 
 def _user_blocks(message: Any) -> list[Block]:

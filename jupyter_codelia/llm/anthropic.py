@@ -32,6 +32,7 @@ from ._anthropic_stream import (
     StreamProtocolError,
     server_sent_events,
 )
+from ._sdk_calls import LoopBoundClient, run_cancellable
 from .base import LlmError, StreamCallbacks, TextDeltaCallback
 from .messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinition, Message
 
@@ -105,11 +106,10 @@ class AnthropicChat:
         self.prompt_cache = prompt_cache
         self._messages_cache = MessagesCache()
         self.timeout_s = timeout_s
-        self._given_client = client
         self._api_key = api_key
-        self._base_url = base_url
-        self._client: AsyncAnthropic | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopBoundClient(
+            lambda: self._build_client(client, api_key, base_url), owned=client is None
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicChat(model={self.model!r}, max_tokens={self.max_tokens})"
@@ -117,44 +117,20 @@ class AnthropicChat:
     @property
     def client(self) -> AsyncAnthropic:
         """The SDK client (built on first use, retries off)."""
-        return self._client_for_loop(None)
+        return self._clients.get(None)
 
-    def _client_for_loop(self, loop: asyncio.AbstractEventLoop | None) -> AsyncAnthropic:
-        # Pooled connections belong to the event loop that opened them: a second
-        # ``asyncio.run(...)`` with the same chat would fail with "Event loop is closed".
-        # A client we built is rebuilt for a new loop; a caller's client is theirs to manage.
-        moved = self._client_loop is not None and loop is not None and loop is not self._client_loop
-        if self._client is not None and moved and self._given_client is None:
-            _retire_client(self._client)
-            self._client = None
-        if self._client is None:
-            if self._given_client is not None:
-                self._client = self._given_client.with_options(max_retries=0)
-            else:
-                import anthropic
+    def _build_client(
+        self, given: AsyncAnthropic | None, api_key: str | None, base_url: str | None
+    ) -> AsyncAnthropic:
+        if given is not None:
+            return given.with_options(max_retries=0)
+        import anthropic
 
-                self._client = anthropic.AsyncAnthropic(
-                    api_key=self._api_key,
-                    base_url=self._base_url,
-                    max_retries=0,
-                    timeout=self.timeout_s,
-                )
-            self._client_loop = loop
-        elif self._client_loop is None:
-            self._client_loop = loop
-        return self._client
+        return anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout_s
+        )
 
     # --- ChatModel ---------------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this model made; the next call makes a new one.
-
-        A client passed in by the caller is theirs to close. Closing on the loop the client ran
-        on spares its sockets a "Event loop is closed" error when they are collected later.
-        """
-        client, self._client, self._client_loop = self._client, None, None
-        if client is not None and self._given_client is None:
-            await client.close()
 
     def context_limit(self, model: str | None = None) -> int | None:
         return pricing.context_limit(model or self.model, self.provider)
@@ -208,34 +184,11 @@ class AnthropicChat:
         on_reasoning_delta: TextDeltaCallback | None = None,
         signal: CancelSignal | None = None,
     ) -> ChatInvokeCompletion:
-        from .._cancellation import RunCancelled
-
         if signal is not None:
             signal.raise_if_cancelled()
         request = self.build_request(messages, tools=tools, tool_choice=tool_choice)
         callbacks = StreamCallbacks(on_text_delta, on_reasoning_delta)
-        # The stream runs in its own task so a cancel signal (possibly fired from another
-        # thread) can cancel exactly this call; cancelling it closes the HTTP response.
-        # Cancelling the caller's task cancels the awaited inner task the same way.
-        loop = asyncio.get_running_loop()
-        stream_task = loop.create_task(self._stream(request, callbacks))
-
-        def cancel_stream() -> None:
-            try:
-                loop.call_soon_threadsafe(stream_task.cancel)
-            except RuntimeError:  # the loop closed meanwhile: nothing left to cancel
-                pass
-
-        remove_callback = signal.add_callback(cancel_stream) if signal is not None else None
-        try:
-            accumulated = await stream_task
-        except asyncio.CancelledError:
-            if signal is not None and signal.is_set():
-                raise RunCancelled(signal.reason or "run cancelled") from None
-            raise
-        finally:
-            if remove_callback is not None:
-                remove_callback()
+        accumulated = await run_cancellable(self._stream(request, callbacks), signal)
         message = accumulated.message or {}
         return completion_from_anthropic(
             message, model=self.model, unfinished_inputs=accumulated.unfinished_inputs
@@ -246,7 +199,7 @@ class AnthropicChat:
     ) -> ReplyAccumulator:
         secrets = [self._api_key] if self._api_key else []
         try:
-            client = self._client_for_loop(asyncio.get_running_loop())
+            client = self._clients.get(asyncio.get_running_loop())
             reply = ReplyAccumulator(callbacks)
             async with client.messages.with_streaming_response.create(
                 **request, stream=True
@@ -320,19 +273,6 @@ def thinking_request(
         return {"type": "adaptive"}, effort if effort in capabilities.efforts else None
     budget = DEFAULT_THINKING_BUDGET if thinking == "adaptive" else int(thinking)
     return {"type": "enabled", "budget_tokens": budget}, None
-
-
-def _retire_client(client: AsyncAnthropic) -> None:
-    """Drop a client whose event loop is gone without the SDK's ``__del__`` trying to close
-    it on the current loop (that fails loudly with "Event loop is closed"). Its sockets are
-    closed when their transports are collected. Uses httpx2's client state: if that ever
-    changes, the only cost is the SDK's noisy log line."""
-    try:
-        from httpx2._client import ClientState
-
-        client._client._state = ClientState.CLOSED
-    except Exception:  # pragma: no cover - a different httpx2 layout
-        pass
 
 
 __all__ = [

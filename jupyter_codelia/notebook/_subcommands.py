@@ -1,4 +1,4 @@
-"""``%codelia sessions | todos | cache | config | provenance | stop | compact | undo | jobs``.
+"""``%codelia sessions | todos | cache | config | provenance | stop | compact | undo | jobs | mcp``.
 
 The agent's state, inspected from the notebook.
 
@@ -35,6 +35,8 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
         return None
     if name == "provenance":
         return _provenance(nb)
+    if name == "mcp":
+        return _mcp(nb, argument)
     if name == "compact":
         return _compact(nb)
     if name == "stop":
@@ -50,6 +52,42 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
     if name == "jobs":
         return _jobs(nb, argument)
     raise UsageError(f"Unknown subcommand {name!r}; see %codelia help.")
+
+
+MCP_ADD_USAGE = (
+    "Usage: %codelia mcp add NAME -- command args...  or  %codelia mcp add NAME --url URL"
+)
+
+
+def _mcp(nb: NotebookAgent, argument: str) -> None:
+    """``%codelia mcp`` lists; ``%codelia mcp add NAME -- cmd args`` / ``--url URL`` adds."""
+    import shlex
+
+    from ..standard_tools.mcp import McpConfigError, parse_mcp_servers
+
+    servers = nb.mcp_servers()
+    if not argument:
+        print(servers.describe())
+        return
+    try:
+        words = shlex.split(argument)
+    except ValueError as exc:
+        raise UsageError(f"{exc}. {MCP_ADD_USAGE}") from None
+    if len(words) < 3 or words[0] != "add" or words[2] not in ("--", "--url"):
+        raise UsageError(MCP_ADD_USAGE)
+    name, rest = words[1], words[3:]
+    if not rest or (words[2] == "--url" and len(rest) != 1):
+        raise UsageError(MCP_ADD_USAGE)
+    entry = {"url": rest[0]} if words[2] == "--url" else {"command": rest[0], "args": rest[1:]}
+    try:
+        config = parse_mcp_servers({name: entry}, "%codelia mcp add")[name]
+    except McpConfigError as exc:
+        raise UsageError(str(exc)) from None
+    servers.add(name, config)
+    print(
+        f"Added MCP server {name!r} ({config.describe()}); it starts with the next run. "
+        'To keep it, add it to "mcpServers" in the codelia config file.'
+    )
 
 
 def _compact(nb: NotebookAgent) -> None:

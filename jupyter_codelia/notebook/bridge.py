@@ -122,8 +122,12 @@ class Bridge:
         try:
             settings = self.nb.settings()
             model, mode = settings.model, settings.approval_mode
+            provider = settings.provider
+            if provider != "anthropic":  # the panel shows which service the model is on
+                model = f"{provider}:{model}"
         except ConfigError as exc:
             model, mode = f"(configuration error: {exc})", "minimal"
+            provider = "anthropic"
         active = self.nb.active
         agent = self.nb.agent
         state = KernelState(
@@ -138,7 +142,7 @@ class Bridge:
                 prompt=active.prompt,
                 source=active.source,
             ),
-            api_key_configured=api_key_configured(),
+            api_key_configured=api_key_configured(provider=provider),
             store=self.store(),
             # What control() serves, so front ends know which reads may go on a subshell.
             control_requests=sorted(_CONTROL_SAFE),
@@ -197,7 +201,7 @@ class Bridge:
         return response(request_id, result=result)
 
     def _run_start(self, data: dict[str, Any]) -> dict[str, Any]:
-        from .config import API_KEY_HELP, ConfigError, api_key_configured
+        from .config import ConfigError, api_key_configured, api_key_help
 
         prompt = _field(data, "prompt", str)
         if not prompt.strip():
@@ -206,10 +210,10 @@ class Bridge:
         new_session = bool(_field(data, "new_session", bool, required=False))
         if self.nb.active is not None:
             raise RequestError(f"a run is already active (run {self.nb.active.run_id})")
-        if not api_key_configured():
-            raise RequestError(API_KEY_HELP)
         try:
             settings = self.nb.settings()
+            if not api_key_configured(provider=settings.provider):
+                raise RequestError(api_key_help(settings.provider))
             agent = self.nb.prepare(settings, new_session=new_session, session_id=session_id)
         except ConfigError as exc:
             raise RequestError(str(exc)) from None

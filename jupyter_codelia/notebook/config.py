@@ -3,10 +3,12 @@
 Precedence, highest first: options of the magic call, ``%config Codelia.<name> = ...``,
 ``JUPYTER_CODELIA_<NAME>`` environment variables, the JSON config file
 (``$JUPYTER_CODELIA_CONFIG`` or ``<home>/config.json``, which also holds the remembered
-permission rules), then the defaults. The home (sessions, tool-output cache, config file) is
-``%config Codelia.home``, else ``$JUPYTER_CODELIA_HOME``, else ``<jupyter data dir>/codelia``;
-the config file cannot move it because it lives there. The API key and endpoint are the SDK's own
-``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` and are never stored by us.
+permission rules and the ``mcpServers`` map), then the defaults. The home (sessions,
+tool-output cache, config file) is ``%config Codelia.home``, else ``$JUPYTER_CODELIA_HOME``,
+else ``<jupyter data dir>/codelia``; the config file cannot move it because it lives there.
+API keys are the providers' usual environment variables (``ANTHROPIC_API_KEY``,
+``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``) and are never stored or shown by us. ``model`` may
+name its provider: ``ollama:qwen3-coder`` is ``provider="ollama"``, ``model="qwen3-coder"``.
 
 This module is imported by ``%load_ext``: it uses only traitlets and the standard library.
 """
@@ -27,6 +29,12 @@ from ..errors import CodeliaError
 
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
+# The providers ``Codelia.provider`` accepts (llm/openai.py KNOWN_ENDPOINTS holds their default
+# endpoints; listed here so this module stays import-free).
+PROVIDERS = ("anthropic", "openai", "ollama", "vllm", "lmstudio", "llamacpp", "openrouter")
+LOCAL_PROVIDERS = frozenset({"ollama", "vllm", "lmstudio", "llamacpp"})
+PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
+OPENAI_DEFAULT_MODEL = "gpt-5.1"  # llm/openai.py DEFAULT_MODEL, kept import-free
 THINKING_MODES = ("off", "adaptive")
 ThinkingSetting = Literal["off", "adaptive"] | int | None
 MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic.py), kept import-free
@@ -49,7 +57,15 @@ class ConfigError(CodeliaError, ValueError):
 class Codelia(Configurable):
     """``%config Codelia.<name> = value`` settings (None means: not set here)."""
 
-    model = Unicode(None, allow_none=True, help="Claude model id.").tag(config=True)
+    model = Unicode(
+        None, allow_none=True, help="Model id, optionally provider-prefixed (ollama:qwen3-coder)."
+    ).tag(config=True)
+    provider = Enum(
+        PROVIDERS, None, allow_none=True, help="Model provider (anthropic, openai, ollama, ...)."
+    ).tag(config=True)
+    base_url = Unicode(None, allow_none=True, help="Endpoint of an OpenAI-compatible server.").tag(
+        config=True
+    )
     approval_mode = Enum(
         APPROVAL_MODES, None, allow_none=True, help="Which tool calls ask for approval."
     ).tag(config=True)
@@ -126,6 +142,8 @@ class _Field:
 
 FIELDS: tuple[_Field, ...] = (
     _Field("model", str, DEFAULT_MODEL),
+    _Field("provider", str, "anthropic"),
+    _Field("base_url", str, None),
     _Field("approval_mode", str, "minimal"),
     _Field("max_iterations", int, 200),
     _Field("background", bool, False),
@@ -166,6 +184,8 @@ class Settings:
     """The resolved configuration and, per field, where its value came from."""
 
     model: str = DEFAULT_MODEL
+    provider: str = "anthropic"
+    base_url: str | None = None
     approval_mode: str = "minimal"
     max_iterations: int = 200
     background: bool = False
@@ -196,6 +216,9 @@ class Settings:
                 continue
             data[name] = _validate(name, value, "option")
             sources[name] = "magic option"
+        _split_model_shorthand(data, sources)
+        if values.get("model") is not None or values.get("provider") is not None:
+            _check_model(data, sources, "option")
         return Settings(**data, home=self.home, config_path=self.config_path, sources=sources)
 
 
@@ -249,9 +272,37 @@ def config_path(home: Path | None = None) -> Path:
     return (home if home is not None else _default_home()) / "config.json"
 
 
-def api_key_configured(environ: dict[str, str] | None = None) -> bool:
+def api_key_configured(environ: dict[str, str] | None = None, provider: str = "anthropic") -> bool:
+    """Whether ``provider`` has its key (local servers need none)."""
     env = os.environ if environ is None else environ
+    if provider in LOCAL_PROVIDERS:
+        return True
+    if provider in PROVIDER_KEY_ENV:
+        return bool(env.get(PROVIDER_KEY_ENV[provider], "").strip())
     return bool(env.get(API_KEY_ENV, "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", "").strip())
+
+
+def api_key_help(provider: str = "anthropic") -> str:
+    """What to do when ``provider``'s key is missing (names the variable, never a value)."""
+    if provider not in PROVIDER_KEY_ENV:
+        return API_KEY_HELP
+    name = PROVIDER_KEY_ENV[provider]
+    return (
+        f"No {provider} API key is configured (provider {provider!r}).\n"
+        "Set one, then run the cell again:\n"
+        f"  - in the shell that starts Jupyter:  export {name}=...\n"
+        f"  - or in this notebook:  import os, getpass; os.environ[{name!r}] = getpass.getpass()\n"
+        "Or pick another provider: %config Codelia.provider = 'anthropic' (or a local server "
+        "such as 'ollama')."
+    )
+
+
+def _split_model_shorthand(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """``ollama:qwen3-coder`` → provider ``ollama``, model ``qwen3-coder`` (in place)."""
+    prefix, colon, rest = str(values.get("model") or "").partition(":")
+    if colon and prefix in PROVIDERS and rest.strip():
+        values["provider"], values["model"] = prefix, rest
+        sources["provider"] = sources.get("model", "?") + " (model prefix)"
 
 
 def _validate_thinking(value: Any, where: str) -> ThinkingSetting:
@@ -281,11 +332,30 @@ def unknown_model_message(model: str) -> str | None:
     )
 
 
-def _validate_model(value: str, where: str) -> str:
-    problem = unknown_model_message(value)
+def model_problem(model: str, provider: str = "anthropic") -> str | None:
+    """Why ``model`` cannot be used with ``provider`` (a ``provider:`` prefix wins); None if it
+    can. Only Claude models are checked against a list: other services host open-ended sets."""
+    prefix, colon, rest = model.partition(":")
+    if colon and prefix in PROVIDERS:
+        provider, model = prefix, rest
+    return unknown_model_message(model) if provider == "anthropic" else None
+
+
+def _check_model(values: dict[str, Any], sources: dict[str, str], where: str) -> None:
+    """After the provider is known: an unknown Claude model, or no model for a provider whose
+    models we cannot guess, is refused before any run (``where`` names the setting)."""
+    provider = values.get("provider", "anthropic")
+    if provider != "anthropic" and sources.get("model") == "default":
+        if provider == "openai":
+            values["model"] = OPENAI_DEFAULT_MODEL
+            return
+        raise ConfigError(
+            f"provider {provider!r} needs a model: %config Codelia.model = '...' "
+            f"(or per cell: %%codelia --model {provider}:MODEL)."
+        )
+    problem = model_problem(values["model"], provider)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
-    return value
 
 
 def _validate(name: str, value: Any, where: str) -> Any:
@@ -314,8 +384,14 @@ def _validate(name: str, value: Any, where: str) -> Any:
     else:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: {name} must be a non-empty string, got {value!r}.")
+    if name == "provider" and value not in PROVIDERS:
+        raise ConfigError(
+            f"{where}: provider must be one of {', '.join(PROVIDERS)}, got {value!r}."
+        )
+    if name == "base_url" and not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: base_url must start with http:// or https://, got {value!r}.")
     if name == "model":
-        return _validate_model(value.strip(), where)
+        return value.strip()  # checked against its provider by _check_model
     if name == "approval_mode" and value not in APPROVAL_MODES:
         raise ConfigError(
             f"{where}: approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
@@ -337,15 +413,30 @@ def read_config_file(path: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"The codelia config file {path} must hold a JSON object.")
-    settings = {k: v for k, v in data.items() if k != "permissions"}
+    settings = {k: v for k, v in data.items() if k not in _OTHER_FILE_KEYS}
     for key in settings:
         if key not in FIELD_NAMES:
             raise ConfigError(
                 f"The codelia config file {path} has an unknown key {key!r}; "
-                f"known keys: {', '.join(FIELD_NAMES)}, permissions. "
-                "(The API key is read from ANTHROPIC_API_KEY, never from this file.)"
+                f"known keys: {', '.join((*FIELD_NAMES, *_OTHER_FILE_KEYS))}. "
+                "(API keys are read from ANTHROPIC_API_KEY, OPENAI_API_KEY and the like, "
+                "never from this file.)"
             )
     return settings
+
+
+_OTHER_FILE_KEYS = ("permissions", "mcpServers")
+
+
+def read_mcp_servers(path: Path) -> Any:
+    """The raw ``mcpServers`` map of the config file (validated by standard_tools.mcp)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # read_config_file reports these problems with the file's name
+    return data.get("mcpServers", {}) if isinstance(data, dict) else {}
 
 
 def resolve_settings(
@@ -374,6 +465,8 @@ def resolve_settings(
         else:
             values[spec.name] = spec.default
             sources[spec.name] = "default"
+    _split_model_shorthand(values, sources)
+    _check_model(values, sources, sources["model"])
     sources["home"] = home_source
     return Settings(**values, home=home, config_path=path, sources=sources)
 
@@ -386,10 +479,20 @@ def describe_settings(settings: Settings) -> str:
         if value is None and spec.name in BUDGET_FIELDS:
             continue  # an unset budget: listed only when set, to keep the table short
         lines.append(f"{spec.name:<15} {value!r:<30} ({settings.sources.get(spec.name, '?')})")
-    key_state = "set" if api_key_configured() else "NOT SET - see %codelia help"
-    lines.append(f"{'api key':<15} {key_state:<30} ($ANTHROPIC_API_KEY)")
-    base_url = os.environ.get("ANTHROPIC_BASE_URL")
-    lines.append(f"{'base url':<15} {base_url or 'Anthropic default':<30} ($ANTHROPIC_BASE_URL)")
+    provider = settings.provider
+    key_env = PROVIDER_KEY_ENV.get(provider, API_KEY_ENV)
+    if provider in LOCAL_PROVIDERS:
+        key_state, key_env = "not needed", "local server"
+    else:
+        configured = api_key_configured(provider=provider)
+        key_state = "set" if configured else "NOT SET - see %codelia help"
+    lines.append(f"{'api key':<15} {key_state:<30} (${key_env})" if key_env != "local server"
+                 else f"{'api key':<15} {key_state:<30} ({key_env})")  # fmt: skip
+    if provider == "anthropic":
+        base_url = os.environ.get("ANTHROPIC_BASE_URL")
+        lines.append(
+            f"{'base url':<15} {base_url or 'Anthropic default':<30} ($ANTHROPIC_BASE_URL)"
+        )
     lines.append(f"{'config file':<15} {settings.config_path}")
     home_source = settings.sources.get("home", "default")
     lines.append(f"{'home':<15} {settings.home!s:<30} ({home_source})")

@@ -15,20 +15,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .._approval import APPROVAL_MODES
-from .config import (
-    API_KEY_HELP,
-    Codelia,
-    ConfigError,
-    api_key_configured,
-    unknown_model_message,
-)
+from .config import Codelia, ConfigError, api_key_configured, api_key_help, model_problem
 
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
 SUBCOMMANDS = (
     *("help", "sessions", "todos", "cache", "config", "provenance"),
-    *("stop", "compact", "undo", "jobs"),
+    *("stop", "compact", "undo", "jobs", "mcp"),
 )
 
 USAGE = """\
@@ -38,7 +32,8 @@ USAGE = """\
 Options:
   --new                  start a new session
   --resume SESSION_ID    continue a saved session (see %codelia sessions)
-  --model MODEL          Claude model id for this turn (e.g. claude-sonnet-5-5)
+  --model MODEL          model for this turn (claude-sonnet-5-5, openai:gpt-5.1,
+                         ollama:qwen3-coder, vllm:..., lmstudio:..., openrouter:...)
   --approval-mode MODE   minimal | trusted | full-access
   --max-iterations N     model calls allowed in this turn
   --max-cost USD         budget of this turn in US dollars (e.g. 0.2); reaching it ends the
@@ -59,17 +54,21 @@ Subcommands:
   %codelia config        show the configuration and where each value comes from
   %codelia provenance    list the notebook's cells the agent inserted or edited
   %codelia stop          stop the active background run
+  %codelia mcp           list MCP servers, their state and tools
+  %codelia mcp add NAME -- command args...   add a stdio MCP server (this kernel)
+  %codelia mcp add NAME --url URL            add a streamable-HTTP MCP server
   %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
                          variables; says exactly what was restored and what could not be
   %codelia jobs          list background jobs; %codelia jobs stop JOB_ID stops one
   %codelia help          this text
 
-Configure with %config Codelia.<name> = value (model, approval_mode, max_iterations,
-background, python_timeout, python_timeout_to_job, max_tokens, thinking, root, system_prompt,
-and the budgets max_{cost,tokens,tool_calls,seconds}_per_{run,session}), JUPYTER_CODELIA_<NAME>
-environment variables, or <home>/config.json. %config Codelia.home (or JUPYTER_CODELIA_HOME)
-moves sessions, cache and config, e.g. to shared storage. The API key is ANTHROPIC_API_KEY.
+Configure with %config Codelia.<name> = value (model, provider, base_url, approval_mode,
+max_iterations, background, python_timeout, python_timeout_to_job, max_tokens, thinking, root,
+system_prompt, and the budgets max_{cost,tokens,tool_calls,seconds}_per_{run,session}),
+JUPYTER_CODELIA_<NAME> environment variables, or <home>/config.json (which may also hold an
+"mcpServers" map). %config Codelia.home (or JUPYTER_CODELIA_HOME) moves sessions, cache and
+config, e.g. to shared storage. API keys: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
 """
 
 _VALUE_OPTIONS = {
@@ -104,7 +103,7 @@ class MagicOptions:
     given: list[str] = field(default_factory=list)
 
 
-def parse_options(line: str) -> MagicOptions:
+def parse_options(line: str, provider: str = "anthropic") -> MagicOptions:
     """Leading ``--options`` of a magic line; everything after them is the prompt, verbatim.
 
     The prompt is not shell-split, so apostrophes and quotes in it need no escaping.
@@ -130,7 +129,7 @@ def parse_options(line: str) -> MagicOptions:
                 remainder = remainder.lstrip()
             if not value or value.startswith("--"):
                 raise UsageError(f"{name} needs a value, e.g. {name} {_example(name)}.")
-            setattr(options, _VALUE_OPTIONS[name], _convert(name, value))
+            setattr(options, _VALUE_OPTIONS[name], _convert(name, value, provider))
         else:
             known = ", ".join([*_FLAG_OPTIONS, *_VALUE_OPTIONS])
             raise UsageError(f"Unknown option {name}. Known options: {known}. See %codelia help.")
@@ -161,7 +160,7 @@ _NUMBER_OPTIONS = {"--max-cost": float, "--max-seconds": float, "--max-tool-call
                    "--max-run-tokens": int}  # fmt: skip
 
 
-def _convert(name: str, value: str) -> Any:
+def _convert(name: str, value: str, provider: str) -> Any:
     kind = _NUMBER_OPTIONS.get(name)
     if kind is not None:
         try:
@@ -182,7 +181,7 @@ def _convert(name: str, value: str) -> Any:
         return number
     if name == "--model":
         # Caught here, before a run starts, rather than as an HTTP 404 from the API mid-run.
-        problem = unknown_model_message(value)
+        problem = model_problem(value, provider)
         if problem is not None:
             raise UsageError(f"--model: {problem}")
     if name == "--approval-mode" and value not in APPROVAL_MODES:
@@ -205,10 +204,17 @@ class CodeliaMagics(Magics):
             self._notebook_agent = notebook_agent(self.shell)
         return self._notebook_agent
 
+    def _configured_provider(self) -> str:
+        """The provider ``--model`` is checked against (a broken config is reported later)."""
+        try:
+            return self.notebook_agent.settings().provider
+        except ConfigError:
+            return "anthropic"
+
     @line_cell_magic
     def codelia(self, line: str, cell: str | None = None) -> Any:
         """Run one turn of the notebook's codelia agent; ``%codelia help`` lists the options."""
-        options = parse_options(line)
+        options = parse_options(line, self._configured_provider())
         first = options.rest.split(maxsplit=1)[0] if options.rest.strip() else ""
         if cell is None and first in SUBCOMMANDS and not options.given:
             argument = options.rest[len(first) :].strip()
@@ -250,11 +256,11 @@ class CodeliaMagics(Magics):
             from .demo import run_demo
 
             return run_demo(nb, settings, prompt or None, background=background)
-        if not api_key_configured():
-            raise UsageError(API_KEY_HELP)
+        if not api_key_configured(provider=settings.provider):
+            raise UsageError(api_key_help(settings.provider))
         try:
             agent = nb.prepare(settings, new_session=options.new, session_id=options.resume)
-        except RuntimeError as exc:
+        except (RuntimeError, ConfigError) as exc:
             raise UsageError(str(exc)) from None
         except Exception as exc:
             raise UsageError(_session_error(exc, options.resume)) from None
@@ -378,6 +384,9 @@ def unregister(shell: Any) -> None:
     from .bridge import unregister_comm_target
 
     unregister_comm_target(shell)
+    nb = getattr(shell, _STATE_KEY, None)
+    if nb is not None:
+        nb.close_mcp()  # MCP server processes do not outlive the extension
     magics = shell.magics_manager.magics
     magics["line"].pop("codelia", None)
     magics["cell"].pop("codelia", None)

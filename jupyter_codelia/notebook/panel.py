@@ -513,7 +513,8 @@ class RunPanel:
             ),
         )
         box.add_class("codelia-tool-card")
-        card = _ToolCard(tool=event.tool, box=box, header=header, summary=summary)
+        title = event.display_name or event.tool  # an MCP tool names its server
+        card = _ToolCard(tool=title, box=box, header=header, summary=summary)
         header.value = _card_header(card)
         self._transcript.append(f"- **{event.tool}**" + (f" `{summary}`" if summary else ""))
         self._cards[event.tool_call_id] = card

@@ -97,6 +97,7 @@ class NotebookAgent:
         # The notebook outline last sent per session: a turn carries it only when it changed,
         # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
         self._outlines: dict[str, str] = {}
+        self._mcp: Any = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -133,7 +134,7 @@ class NotebookAgent:
                 f"a codelia run is already active (run {self.active.run_id}); wait for it or "
                 "stop it first"
             )
-        key = _agent_key(settings)
+        key = self._build_key(settings)
         current = self.agent
         if new_session:
             resume = None
@@ -161,7 +162,7 @@ class NotebookAgent:
         if prebuilt is not None and resume is None and llm is None and prebuilt[0] == key:
             _key, factory, agent = prebuilt
         else:
-            factory = _anthropic_factory(settings) if llm is None else None
+            factory = _llm_factory(settings) if llm is None else None
             agent = self._build(settings, resume, llm if factory is None else factory())
         _configure_budget(agent, settings)
         self.agent = agent
@@ -175,12 +176,58 @@ class NotebookAgent:
 
         It is only kept aside: :meth:`prepare` adopts it when the first run wants a new
         session with the same settings, so nothing (no session id, no todos) shows before.
+        Kernels with MCP servers are left alone: building would start them off-cell.
         """
         if self.agent is not None or self.active is not None or self._prebuilt is not None:
             return
+        if self.mcp_servers().names():
+            return
         settings = self.settings()
-        factory = _anthropic_factory(settings)
-        self._prebuilt = (_agent_key(settings), factory, self._build(settings, None, factory()))
+        factory = _llm_factory(settings)
+        key = self._build_key(settings)
+        self._prebuilt = (key, factory, self._build(settings, None, factory()))
+
+    def _build_key(self, settings: Settings) -> tuple[Any, ...]:
+        """What an agent is built from: a change in any of it means a new agent."""
+        return (
+            settings.model,
+            settings.provider,
+            settings.base_url,
+            self.mcp_servers().fingerprint(),
+            settings.approval_mode,
+            settings.max_iterations,
+            settings.max_tokens,
+            settings.thinking,
+            settings.root,
+            settings.system_prompt,
+            settings.python_timeout,
+            settings.home,
+            settings.python_timeout_to_job,
+        )
+
+    def mcp_servers(self) -> Any:
+        """The kernel's MCP servers (from the config file's ``mcpServers``; none started yet)."""
+        if self._mcp is None:
+            from ..standard_tools.mcp import McpServers, parse_mcp_servers
+            from .config import config_path, read_mcp_servers
+
+            # The configured home's file (``%config Codelia.home`` may move it).
+            path = self._settings_source().config_path or config_path()
+            self._mcp = McpServers(parse_mcp_servers(read_mcp_servers(path), f"config file {path}"))
+        return self._mcp
+
+    def close_mcp(self) -> None:
+        """Stop the MCP servers (they also stop at interpreter exit); the next run restarts."""
+        if self._mcp is not None:
+            self._mcp.close()
+            self._mcp = None
+
+    def _mcp_tools(self) -> list[Any]:
+        """Tools of every MCP server, started now if needed; a failed one is reported, skipped."""
+        tools, failures = self.mcp_servers().tools()
+        for reason in failures.values():
+            print(f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state.")
+        return list(tools)
 
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
@@ -210,14 +257,29 @@ class NotebookAgent:
         from .kernel_tools import kernel_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        extra = kernel_tools(
-            shell=self.shell,
-            default_timeout=settings.python_timeout,
-            jobs=self.jobs,
-            timeout_to_job=settings.python_timeout_to_job,
-            undo=self.undo,
-        )
-        extra += notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings)))
+        discover = getattr(llm, "discover_capabilities", None)
+        if discover is not None:
+            discover()
+        unsupported = getattr(llm, "unsupported", None)
+        problem = unsupported(needs_tools=True, needs_vision=False) if unsupported else None
+        if problem is not None:
+            raise ConfigError(problem)
+        if unsupported is not None and unsupported(needs_tools=False, needs_vision=True):
+            print(
+                f"Note: the model {settings.model!r} cannot read images; plots and images "
+                "reach it as [image] placeholders."
+            )
+        extra = [
+            *kernel_tools(
+                shell=self.shell,
+                default_timeout=settings.python_timeout,
+                jobs=self.jobs,
+                timeout_to_job=settings.python_timeout_to_job,
+                undo=self.undo,
+            ),
+            *notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings))),
+            *self._mcp_tools(),
+        ]
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
@@ -651,29 +713,44 @@ def parse_answer(answer: str) -> tuple[str, str | None]:
     return "deny", text
 
 
-def _agent_key(settings: Settings) -> tuple[Any, ...]:
-    """The settings an agent is built with: a change in any of them means a new agent."""
-    return (
-        settings.model,
-        settings.approval_mode,
-        settings.max_iterations,
-        settings.max_tokens,
-        settings.thinking,
-        settings.root,
-        settings.system_prompt,
-        settings.python_timeout,
-        settings.home,
-        settings.python_timeout_to_job,
-    )
-
-
-def _anthropic_factory(settings: Settings) -> Callable[[], Any]:
+def _llm_factory(settings: Settings) -> Callable[[], Any]:
+    if settings.provider != "anthropic":
+        return _openai_factory(settings)
     from ..llm.anthropic import AnthropicChat
 
     def make() -> Any:
         # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
         return AnthropicChat(
             model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+        )
+
+    return make
+
+
+def _openai_factory(settings: Settings) -> Callable[[], Any]:
+    import os
+
+    from ..llm.openai import KNOWN_ENDPOINTS, LOCAL_PLACEHOLDER_KEY, OpenAIChat
+    from .config import LOCAL_PROVIDERS
+
+    provider = settings.provider
+    default_url, key_env = KNOWN_ENDPOINTS[provider]
+
+    def make() -> Any:
+        if provider == "openai":
+            # None: the SDK reads OPENAI_API_KEY / OPENAI_BASE_URL itself.
+            api_key, base_url = None, settings.base_url
+        else:
+            api_key = os.environ.get(key_env, "").strip() or None
+            if api_key is None and provider in LOCAL_PROVIDERS:
+                api_key = LOCAL_PLACEHOLDER_KEY
+            base_url = settings.base_url or default_url
+        return OpenAIChat(
+            model=settings.model,
+            api_key=api_key,
+            base_url=base_url,
+            provider=provider,
+            max_tokens=settings.max_tokens,
         )
 
     return make

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import CodeliaError
 from . import _describe
 
 COPY_BUDGET_BYTES = 100 * 1024 * 1024
@@ -45,7 +46,7 @@ _NAN = "<NaN>"
 ChangeKind = Literal["added", "rebound", "deleted", "mutated"]
 
 
-class UndoError(LookupError):
+class UndoError(CodeliaError, LookupError):
     """There is nothing to undo under the given call or run id."""
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,11 +174,11 @@ class SessionIndex:
                 if shared_between_hosts(self.path.parent):
                     # WAL's shared-memory index cannot span hosts: lock through the
                     # filesystem with the rollback journal (see _sharing).
-                    db.execute("PRAGMA journal_mode = DELETE")
+                    _set_journal_mode(db, "delete")
                     db.execute("PRAGMA synchronous = FULL")
                 else:
                     # WAL + NORMAL: a commit needs no fsync, and readers never block the writer.
-                    db.execute("PRAGMA journal_mode = WAL")
+                    _set_journal_mode(db, "wal")
                     db.execute("PRAGMA synchronous = NORMAL")
                     for suffix in ("-wal", "-shm"):
                         make_private_file(self.path.with_name(self.path.name + suffix))
@@ -268,3 +269,24 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     # are real errors to report. The plain class is "file is not a database" / "database disk
     # image is malformed".
     return type(exc) is sqlite3.DatabaseError
+
+
+def _set_journal_mode(db: sqlite3.Connection, mode: str) -> None:
+    """Switch the journal mode, waiting out another process that is switching it too.
+
+    Changing the mode takes an exclusive lock, and SQLite answers "database is locked" at once,
+    without its busy handler, while another connection opens the same new database; so retry
+    until the busy timeout is used up.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        current = str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        if current == mode:
+            return
+        try:
+            db.execute(f"PRAGMA journal_mode = {mode.upper()}")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

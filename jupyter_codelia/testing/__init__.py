@@ -10,9 +10,13 @@
 
 ``python -m jupyter_codelia.testing --script script.json`` runs the same server in its own
 process and prints its URL (for a kernel in another process to reach).
+
+:class:`ScriptedOpenAIServer` plays the same scripts as OpenAI's Chat Completions API (pass
+``server.url`` as ``OpenAIChat(base_url=...)``).
 """
 
 from ._offline import OFFLINE_API_KEY, OFFLINE_BANNER, by_prompt, last_tool_use_id, offline_demo
+from ._openai_server import ScriptedOpenAIServer
 from ._script import (
     Fault,
     Recorded,
@@ -35,7 +39,7 @@ from ._script import (
     tool_use,
     usage,
 )
-from ._server import RecordedRequest, ScriptedAnthropicServer, wait_for
+from ._server import RecordedRequest, ScriptedAnthropicServer, ScriptedServer, wait_for
 
 __all__ = [
     "OFFLINE_API_KEY",
@@ -47,6 +51,8 @@ __all__ = [
     "ScriptError",
     "ScriptUsage",
     "ScriptedAnthropicServer",
+    "ScriptedOpenAIServer",
+    "ScriptedServer",
     "Turn",
     "by_prompt",
     "fault",

@@ -1,4 +1,8 @@
-"""``python -m jupyter_codelia.testing``: run a ScriptedAnthropicServer in its own process.
+"""``python -m jupyter_codelia.testing``: run a scripted model server in its own process.
+
+``--api anthropic`` (the default) serves the Messages API (ScriptedAnthropicServer);
+``--api openai`` serves Chat Completions and the Responses API under ``/v1``
+(ScriptedOpenAIServer).
 
 Prints the server's URL as the first line of stdout, then serves until SIGTERM / SIGINT.
 ``--record`` appends every request (secrets redacted) to a JSON-lines file as it arrives.
@@ -14,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ._openai_server import ScriptedOpenAIServer
 from ._script import ScriptError, load_script
 from ._server import RecordedRequest, ScriptedAnthropicServer
 
@@ -21,7 +26,13 @@ from ._server import RecordedRequest, ScriptedAnthropicServer
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m jupyter_codelia.testing",
-        description="Serve scripted Anthropic Messages API replies on 127.0.0.1.",
+        description="Serve scripted model replies (Anthropic or OpenAI APIs) on 127.0.0.1.",
+    )
+    parser.add_argument(
+        "--api",
+        choices=("anthropic", "openai"),
+        default="anthropic",
+        help="which API to speak (openai: its base_url is the printed URL, ending in /v1)",
     )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument(
@@ -38,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     except ScriptError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    server = ScriptedAnthropicServer(turns, port=args.port)
+    kind = ScriptedOpenAIServer if args.api == "openai" else ScriptedAnthropicServer
+    server = kind(turns, port=args.port)
     record: Path | None = args.record
     if record is not None:
         record_lock = threading.Lock()

@@ -1,9 +1,12 @@
-"""``ScriptedAnthropicServer``: a real HTTP server on 127.0.0.1 that speaks the Messages API.
+"""Scripted model servers: real HTTP servers on 127.0.0.1 that play a script of turns.
 
-It answers ``POST /v1/messages`` (JSON or SSE streaming) and ``/v1/messages/count_tokens`` from
-a script of turns (or a function of the request), records every request with its secrets
-redacted, and can act out failures (see :class:`~._script.Fault`). It runs on its own thread so
-the code under test (the real anthropic SDK) talks to it over a real socket.
+:class:`ScriptedServer` owns what every provider's fake shares: the thread and socket, the
+script (a list of turns or a function of the request), request recording with secrets redacted,
+and acting out failures (see :class:`~._script.Fault`: HTTP errors, dropped and truncated
+streams, malformed SSE, mid-stream errors). A subclass says how the API names its route,
+renders a reply (JSON and SSE) and spells an error. :class:`ScriptedAnthropicServer` speaks
+the Messages API (``POST /v1/messages``, streaming, and ``/v1/messages/count_tokens``); the
+code under test (the real SDK) talks to it over a real socket.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._text import compact_json
 from ._script import (
@@ -57,6 +60,60 @@ class RecordedRequest:
         return list(self.json.get("messages") or []) if isinstance(self.json, dict) else []
 
     @property
+    def conversation(self) -> list[dict[str, Any]]:
+        """The messages without system turns (Chat Completions sends those inline)."""
+        return [m for m in self.messages if m.get("role") != "system"]
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """Every tool call in the history, as ``{"id", "name", "arguments"}``, whichever API
+        (Anthropic ``tool_use`` blocks or Chat Completions ``tool_calls``) sent it."""
+        calls: list[dict[str, Any]] = []
+        for message in self.messages:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                calls.append(
+                    {
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments"),
+                    }
+                )
+            calls.extend(
+                {
+                    "id": b.get("id"),
+                    "name": b.get("name"),
+                    "arguments": compact_json(b.get("input")),
+                }
+                for b in _blocks(message)
+                if b.get("type") == "tool_use"
+            )
+        return calls
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every tool result in the history, as ``{"id", "text", "is_error"}``; ``text`` joins
+        text blocks, ``is_error`` is None where the API has no such flag (Chat Completions)."""
+        results: list[dict[str, Any]] = []
+        for message in self.messages:
+            if message.get("role") == "tool":
+                results.append(
+                    {
+                        "id": message.get("tool_call_id"),
+                        "text": _joined_text(message.get("content")),
+                        "is_error": None,
+                    }
+                )
+            results.extend(
+                {
+                    "id": b.get("tool_use_id"),
+                    "text": _joined_text(b.get("content")),
+                    "is_error": bool(b.get("is_error", False)),
+                }
+                for b in _blocks(message)
+                if b.get("type") == "tool_result"
+            )
+        return results
+
+    @property
     def system(self) -> Any:
         return self.json.get("system") if isinstance(self.json, dict) else None
 
@@ -83,6 +140,19 @@ class RecordedRequest:
         }
 
 
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _joined_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
 ScriptTurn = Reply | Fault | Recorded
 ScriptFunction = Callable[[RecordedRequest], ScriptTurn | dict[str, Any]]
 Script = Iterable[ScriptTurn | dict[str, Any]] | ScriptFunction | str | Path
@@ -104,17 +174,30 @@ class _ClientGoneError(Exception):
     """The client closed the connection while we were writing."""
 
 
-class ScriptedAnthropicServer:
-    """Serve scripted Messages API replies on ``http://127.0.0.1:<port>``.
-
-    >>> with ScriptedAnthropicServer([reply(text("Hi"))]) as server:      # doctest: +SKIP
-    ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
+class ScriptedServer:
+    """The provider-neutral part of a scripted model server (see the module docstring).
 
     ``script``: a list of turns (:func:`reply`, :func:`fault`, :func:`recorded` builders,
     :class:`Reply`, :class:`Fault`, :class:`Recorded` or their JSON dicts), played in order,
-    one per ``/v1/messages`` request; a path to a JSON script file; or a function
-    ``request -> turn``. When a list runs out the server answers HTTP 500 saying so.
+    one per model request; a path to a JSON script file; or a function ``request -> turn``.
+    When a list runs out the server answers HTTP 500 saying so. A :class:`Recorded` turn is
+    replayed byte for byte, so it must be a recording of the API the server speaks.
     """
+
+    model_paths: tuple[str, ...] = ("/v1/messages",)
+    """The routes that play the next turn."""
+    url_suffix = ""
+    """What the SDK's ``base_url`` adds after ``http://127.0.0.1:<port>``."""
+    tool_id_prefix = "toolu_"
+    auth_headers: tuple[str, ...] = ("x-api-key", "authorization")
+    auth_header_names = "x-api-key or Authorization"
+    required_fields: tuple[str, ...] = ("model", "messages")
+    open_paths: tuple[str, ...] = ()
+    """Routes that answer without credentials (as a local server's would)."""
+
+    def fields_required(self, path: str) -> tuple[str, ...]:
+        """The body fields a request to ``path`` must have."""
+        return self.required_fields if path in self.model_paths else ("model", "messages")
 
     def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
         self._function: ScriptFunction | None = None
@@ -124,7 +207,7 @@ class ScriptedAnthropicServer:
         elif isinstance(script, (Reply, Fault, Recorded, dict)):
             raise ScriptError(
                 "the script is a list of turns (or a function of the request): write "
-                "ScriptedAnthropicServer([reply(...)]), not ScriptedAnthropicServer(reply(...))"
+                f"{type(self).__name__}([reply(...)]), not {type(self).__name__}(reply(...))"
             )
         elif callable(script):
             self._function = script
@@ -147,7 +230,7 @@ class ScriptedAnthropicServer:
     def __repr__(self) -> str:
         where = self.url if self._httpd is not None else "stopped"
         return (
-            f"ScriptedAnthropicServer({where}, requests={len(self.requests)}, "
+            f"{type(self).__name__}({where}, requests={len(self.requests)}, "
             f"remaining={self.remaining if self._function is None else 'function'})"
         )
 
@@ -155,16 +238,22 @@ class ScriptedAnthropicServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (pass as ``base_url``); the server must be started."""
+        """The ``base_url`` to pass to the SDK; the server must be started."""
+        return self.root_url + self.url_suffix
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
         if self._httpd is None:
-            raise RuntimeError("ScriptedAnthropicServer is not running: call start() or use `with`")
+            name = type(self).__name__
+            raise RuntimeError(f"{name} is not running: call start() or use `with`")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
     def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
+        return int(self.root_url.rsplit(":", 1)[1])
 
-    def start(self) -> ScriptedAnthropicServer:
+    def start(self: ServerT) -> ServerT:
         if self._httpd is not None:
             return self
         self._stopping.clear()
@@ -175,7 +264,7 @@ class ScriptedAnthropicServer:
         self._thread = threading.Thread(
             target=httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
-            name="ScriptedAnthropicServer",
+            name=type(self).__name__,
             daemon=True,
         )
         self._thread.start()
@@ -198,7 +287,7 @@ class ScriptedAnthropicServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> ScriptedAnthropicServer:
+    def __enter__(self: ServerT) -> ServerT:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -246,12 +335,76 @@ class ScriptedAnthropicServer:
     def _new_tool_id(self) -> str:
         with self._lock:
             self._tool_ids += 1
-            return f"toolu_{self._tool_ids}"
+            return f"{self.tool_id_prefix}{self._tool_ids}"
 
     def _new_message_id(self) -> str:
         with self._lock:
             self._message_ids += 1
             return f"msg_scripted_{self._message_ids}"
+
+    # --- what a subclass says about its API --------------------------------------------------
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        """The JSON body of an error response."""
+        raise NotImplementedError
+
+    def fault_status(self, turn: Fault) -> int:
+        """The HTTP status an error fault is answered with."""
+        return turn.http_status()
+
+    def render_message(self, turn: Reply, request: RecordedRequest) -> dict[str, Any]:
+        """The non-streamed JSON reply."""
+        raise NotImplementedError
+
+    def sse_events(
+        self, turn: Reply, request: RecordedRequest
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The ``(event name, data)`` sequence of a streamed reply."""
+        raise NotImplementedError
+
+    def sse_frame(self, name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    def stream_end(self, request: RecordedRequest) -> bytes:
+        """What follows the last event of a complete stream (e.g. OpenAI's ``[DONE]``)."""
+        return b""
+
+    def error_event_frame(self, request: RecordedRequest, error_type: str, message: str) -> bytes:
+        """An error reported in the middle of a stream."""
+        return self.sse_frame("error", self.error_body(error_type, message))
+
+    def malformed_frame(self) -> bytes:
+        return b"event: content_block_delta\ndata: {not json\n\n"
+
+    def other_route(self, path: str, body: Any) -> dict[str, Any] | None:
+        """A JSON answer for a POST route besides :attr:`model_paths` (None: not found)."""
+        return None
+
+
+ServerT = TypeVar("ServerT", bound=ScriptedServer)
+
+
+class ScriptedAnthropicServer(ScriptedServer):
+    """Serve scripted Messages API replies on ``http://127.0.0.1:<port>``.
+
+    >>> with ScriptedAnthropicServer([reply(text("Hi"))]) as server:      # doctest: +SKIP
+    ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
+    """
+
+    required_fields = ("model", "max_tokens", "messages")
+
+    def error_body(self, error_type: str, message: str) -> dict[str, Any]:
+        return _api_error(error_type, message)
+
+    def fault_status(self, turn: Fault) -> int:
+        # A mid-stream error asked of a non-streamed request: the API answers it as overloaded.
+        return 529 if turn.fault == "error_event" else turn.http_status()
+
+    def other_route(self, path: str, body: Any) -> dict[str, Any] | None:
+        if path != "/v1/messages/count_tokens":
+            return None
+        prompt = [body.get("system"), body.get("tools"), body.get("messages")]
+        return {"input_tokens": estimate_tokens(prompt)}
 
     # --- reply rendering ---------------------------------------------------------------------
 
@@ -314,7 +467,6 @@ class ScriptedAnthropicServer:
     def sse_events(
         self, turn: Reply, request: RecordedRequest
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The ``(event name, data)`` sequence of a streamed reply."""
         message = self.render_message(turn, request)
         usage = message["usage"]
         start = {**message, "content": [], "stop_reason": None, "stop_details": None}
@@ -332,9 +484,10 @@ class ScriptedAnthropicServer:
         yield "message_stop", {"type": "message_stop"}
 
 
-def _chunks(text: str, pattern: re.Pattern[str] | None = None) -> list[str]:
-    if pattern is not None:
-        return pattern.findall(text) or [text]
+def chunk_text(text: str, *, by_words: bool = True) -> list[str]:
+    """How a stream splits ``text``: word by word, or (JSON) in fixed-size pieces."""
+    if by_words:
+        return _TEXT_CHUNK.findall(text) or [text]
     return [text[i : i + _JSON_CHUNK_CHARS] for i in range(0, len(text), _JSON_CHUNK_CHARS)] or [""]
 
 
@@ -357,15 +510,15 @@ def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict
 
     if kind == "text":
         yield start({"type": "text", "text": ""})
-        for piece in _chunks(block["text"], _TEXT_CHUNK):
+        for piece in chunk_text(block["text"]):
             yield delta({"type": "text_delta", "text": piece})
     elif kind == "tool_use":
         yield start({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})
-        for piece in _chunks(compact_json(block["input"])):
+        for piece in chunk_text(compact_json(block["input"]), by_words=False):
             yield delta({"type": "input_json_delta", "partial_json": piece})
     elif kind == "thinking":
         yield start({"type": "thinking", "thinking": "", "signature": ""})
-        for piece in _chunks(block["thinking"], _TEXT_CHUNK):
+        for piece in chunk_text(block["thinking"]):
             yield delta({"type": "thinking_delta", "thinking": piece})
         yield delta({"type": "signature_delta", "signature": block["signature"]})
     else:
@@ -378,7 +531,7 @@ def _api_error(error_type: str, message: str) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server_ref: ScriptedAnthropicServer
+    server_ref: ScriptedServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -435,21 +588,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._read_body()
-        self._send_json(404, _api_error("not_found_error", f"Not found: GET {self.path}"))
+        not_found = f"Not found: GET {self.path}"
+        self._send_json(404, self.server_ref.error_body("not_found_error", not_found))
 
     def do_POST(self) -> None:
         server = self.server_ref
         raw = self._read_body()
         path = self.path.split("?", 1)[0]
-        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
-            self._send_json(404, _api_error("not_found_error", f"Not found: POST {path}"))
-            return
         try:
             body = json.loads(raw.decode("utf-8") or "null")
         except ValueError:
-            self._send_json(
-                400, _api_error("invalid_request_error", "request body is not valid JSON")
-            )
+            bad_json = "request body is not valid JSON"
+            self._send_json(400, server.error_body("invalid_request_error", bad_json))
             return
         request = RecordedRequest(
             index=len(server.requests),
@@ -458,13 +608,17 @@ class _Handler(BaseHTTPRequestHandler):
             headers=redact_headers(self.headers.items()),
             json=body,
         )
-        problem = self._request_problem(body, counting=path.endswith("/count_tokens"))
+        problem = self._request_problem(body, path)
         if problem is not None:
             self._send_json(problem[0], problem[1])
             return
-        if path.endswith("/count_tokens"):
-            prompt = [body.get("system"), body.get("tools"), body.get("messages")]
-            self._send_json(200, {"input_tokens": estimate_tokens(prompt)})
+        if path not in server.model_paths:
+            answer = server.other_route(path, body)
+            if answer is None:
+                not_found = f"Not found: POST {path}"
+                self._send_json(404, server.error_body("not_found_error", not_found))
+            else:
+                self._send_json(200, answer)
             return
         with server._lock:
             request.index = len(server.requests)
@@ -477,9 +631,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             turn = server._next(request)
         except ScriptError as exc:
-            message = f"ScriptedAnthropicServer: {exc}"
+            message = f"{type(server).__name__}: {exc}"
             server.errors.append(message)
-            self._send_json(500, _api_error("api_error", message))
+            self._send_json(500, server.error_body("api_error", message))
             return
         streaming = bool(body.get("stream"))
         if isinstance(turn, Recorded):
@@ -491,19 +645,23 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, server.render_message(turn, request))
 
-    def _request_problem(self, body: Any, *, counting: bool) -> tuple[int, dict[str, Any]] | None:
-        if self.server_ref.require_auth and not (
-            self.headers.get("x-api-key") or self.headers.get("authorization")
+    def _request_problem(self, body: Any, path: str) -> tuple[int, dict[str, Any]] | None:
+        server = self.server_ref
+        authless = path in server.open_paths
+        if (
+            server.require_auth
+            and not authless
+            and not any(self.headers.get(h) for h in server.auth_headers)
         ):
-            return 401, _api_error(
-                "authentication_error", "x-api-key or Authorization header is required"
-            )
+            needed = server.auth_header_names
+            return 401, server.error_body("authentication_error", f"{needed} header is required")
         if not isinstance(body, dict):
-            return 400, _api_error("invalid_request_error", "request body must be a JSON object")
-        required = ("model", "messages") if counting else ("model", "max_tokens", "messages")
-        for name in required:
+            return 400, server.error_body(
+                "invalid_request_error", "request body must be a JSON object"
+            )
+        for name in server.fields_required(path):
             if name not in body:
-                return 400, _api_error("invalid_request_error", f"{name}: Field required")
+                return 400, server.error_body("invalid_request_error", f"{name}: Field required")
         return None
 
     def _stream(
@@ -522,18 +680,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", f"req_scripted_{request.index}")
         self.end_headers()
+        cut_short = False
         try:
             for count, (name, data) in enumerate(events):
                 if stop_after is not None and count >= stop_after:
+                    cut_short = True
                     break
                 if delay_s and server._stopping.wait(delay_s):
                     self._cut_connection()
                     return
-                self._write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                self._write_chunk(server.sse_frame(name, data))
                 request.events.append((name, data))
             if then is not None:
                 then()
                 return
+            end = b"" if cut_short else server.stream_end(request)
+            if end:
+                self._write_chunk(end)
             self._write_chunk(b"")
         except _ClientGoneError:
             request._aborted.set()
@@ -550,7 +713,9 @@ class _Handler(BaseHTTPRequestHandler):
                     else f"{turn.retry_after:g}"
                 )
             self._send_json(
-                turn.http_status(), _api_error(turn.api_error_type(), turn.api_message()), headers
+                server.fault_status(turn),
+                server.error_body(turn.api_error_type(), turn.api_message()),
+                headers,
             )
             return
         reply = turn.streamed_reply()
@@ -560,7 +725,10 @@ class _Handler(BaseHTTPRequestHandler):
             elif turn.fault == "malformed_sse":
                 self._send_raw_json(b'{"id": "msg_broken", "content": [')
             else:
-                self._send_json(529, _api_error(turn.api_error_type(), turn.api_message()))
+                self._send_json(
+                    server.fault_status(turn),
+                    server.error_body(turn.api_error_type(), turn.api_message()),
+                )
             return
         events = server.sse_events(reply, request)
         if turn.fault == "drop":
@@ -579,16 +747,16 @@ class _Handler(BaseHTTPRequestHandler):
                 request,
                 delay_s=reply.delay_s,
                 stop_after=turn.after_events,
-                then=lambda: self._finish_with(b"event: content_block_delta\ndata: {not json\n\n"),
+                then=lambda: self._finish_with(server.malformed_frame()),
             )
         else:
-            error = json.dumps(_api_error(turn.api_error_type(), turn.api_message()))
+            error = server.error_event_frame(request, turn.api_error_type(), turn.api_message())
             self._stream(
                 events,
                 request,
                 delay_s=reply.delay_s,
                 stop_after=turn.after_events,
-                then=lambda: self._finish_with(f"event: error\ndata: {error}\n\n".encode()),
+                then=lambda: self._finish_with(error),
             )
 
     def _finish_with(self, data: bytes) -> None:
@@ -630,6 +798,8 @@ __all__ = [
     "Script",
     "ScriptFunction",
     "ScriptedAnthropicServer",
+    "ScriptedServer",
+    "chunk_text",
     "estimate_tokens",
     "redact_headers",
     "wait_for",

@@ -1,9 +1,10 @@
-"""The run loop end to end: the real anthropic SDK against ScriptedAnthropicServer."""
+"""The run loop end to end: the real SDKs against scripted servers, once per provider."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 import time
 from typing import Any
 
@@ -14,10 +15,12 @@ from pydantic import BaseModel
 from jupyter_codelia.agent import Agent, AgentRunError, ConfirmResponse, RetryConfig
 from jupyter_codelia.agent import events as ev
 from jupyter_codelia.agent.permissions import PermissionPolicy
-from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm import ChatModel
 from jupyter_codelia.llm.messages import AssistantMessage, ImagePart, ToolMessage
-from jupyter_codelia.testing import ScriptedAnthropicServer, fault, reply, text, tool_use
+from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use
 from jupyter_codelia.tools import CancelSignal, RunCancelled, ToolContext, define_tool, done_tool
+
+from .conftest import OVERLOADED_STATUS
 
 
 class AddInput(BaseModel):
@@ -77,7 +80,7 @@ def types(events: list[Any]) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_multi_step_tool_run_streams_and_ends_with_final(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(text("Adding."), tool_use("add", {"a": 2, "b": 3})),
@@ -107,21 +110,13 @@ async def test_multi_step_tool_run_streams_and_ends_with_final(
     usage = [e for e in events if isinstance(e, ev.UsageEvent)]
     assert len(usage) == 3 and usage[-1].total_output_tokens > 0
     # The second request carries the first tool result back to the model.
-    second = server.requests[1].messages
-    tool_results = [
-        block
-        for message in second
-        if isinstance(message["content"], list)
-        for block in message["content"]
-        if block.get("type") == "tool_result"
-    ]
-    assert tool_results[0]["content"] == "5"
-    assert server.requests[0].system is not None
+    assert server.requests[1].tool_results()[0]["text"] == "5"
+    assert "You add numbers." in json.dumps(server.requests[0].json)
 
 
 @pytest.mark.asyncio
 async def test_done_tool_ends_the_turn_with_its_message(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(tool_use("done", {"message": "All finished."}), tool_use("add", {"a": 1, "b": 1}))
@@ -140,7 +135,7 @@ async def test_done_tool_ends_the_turn_with_its_message(
 
 @pytest.mark.asyncio
 async def test_unknown_tool_and_exceptions_reach_the_model_and_loop_continues(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(tool_use("nope", {}), tool_use("boom", {})),
@@ -159,7 +154,7 @@ async def test_unknown_tool_and_exceptions_reach_the_model_and_loop_continues(
 
 @pytest.mark.asyncio
 async def test_invalid_arguments_are_repaired_on_the_next_turn(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any, provider: str
 ) -> None:
     server.add(
         reply(tool_use("add", {"a": 1, "c": 2})),
@@ -172,15 +167,9 @@ async def test_invalid_arguments_are_repaired_on_the_next_turn(
     assert first.is_error
     assert 'Unrecognized key: "c" (accepted keys: a, b)' in first.result
     assert 'missing required field "b"' in first.result
-    blocks = [
-        b
-        for m in server.requests[1].messages
-        if isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("type") == "tool_result"
-    ]
-    assert blocks[-1]["is_error"] is True
-    assert "Tool input validation failed for add" in str(blocks[-1]["content"])
+    sent = server.requests[1].tool_results()[-1]
+    assert sent["is_error"] is (True if provider == "anthropic" else None)
+    assert "Tool input validation failed for add" in sent["text"]
     assert events[-1].content == "3"
 
 
@@ -190,7 +179,7 @@ def _write_policy() -> PermissionPolicy:
 
 @pytest.mark.asyncio
 async def test_denial_with_reason_lets_the_model_continue(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("add", {"a": 1, "b": 2})), reply(text("OK, I will not add.")))
     asked: list[ev.PermissionRequestEvent] = []
@@ -213,7 +202,7 @@ async def test_denial_with_reason_lets_the_model_continue(
 
 @pytest.mark.asyncio
 async def test_tool_duration_excludes_the_wait_for_approval(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("add", {"a": 1, "b": 2})), reply(tool_use("add", {"a": 2, "b": 2})))
     server.add(reply(text("done")))
@@ -235,7 +224,7 @@ async def test_tool_duration_excludes_the_wait_for_approval(
 
 @pytest.mark.asyncio
 async def test_denial_without_reason_stops_the_turn(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("add", {"a": 1, "b": 2})))
 
@@ -250,7 +239,7 @@ async def test_denial_without_reason_stops_the_turn(
 
 @pytest.mark.asyncio
 async def test_no_confirm_callback_means_deny(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("add", {"a": 1, "b": 2})), reply(text("denied")))
     agent = make_agent(chat, [add], permissions=_write_policy(), confirm=None)
@@ -261,7 +250,7 @@ async def test_no_confirm_callback_means_deny(
 
 @pytest.mark.asyncio
 async def test_allow_remember_persists_and_skips_the_next_confirm(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Any, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, tmp_path: Any, make_agent: Any
 ) -> None:
     server.add(
         reply(tool_use("add", {"a": 1, "b": 2})),
@@ -285,7 +274,7 @@ async def test_allow_remember_persists_and_skips_the_next_confirm(
 
 @pytest.mark.asyncio
 async def test_cancel_during_streaming_repairs_history(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(text("a long answer " * 50), delay_s=0.05),
@@ -308,7 +297,7 @@ async def test_cancel_during_streaming_repairs_history(
 
 @pytest.mark.asyncio
 async def test_cancel_during_a_tool_by_task_cancellation(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("hang", {}), tool_use("add", {"a": 1, "b": 1})), reply(text("ok")))
     agent = make_agent(chat, [hang, add])
@@ -332,7 +321,7 @@ async def test_cancel_during_a_tool_by_task_cancellation(
 
 @pytest.mark.asyncio
 async def test_rate_limit_and_overload_are_retried_with_the_providers_delay(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any, provider: str
 ) -> None:
     server.add(fault.rate_limit(retry_after=1), fault.overloaded(), reply(text("finally")))
     retry = RetryConfig(max_attempts=3, base_delay_s=0.2, jitter=0.0)
@@ -344,16 +333,17 @@ async def test_rate_limit_and_overload_are_retried_with_the_providers_delay(
         ("overloaded", "backoff", 3),
     ]
     assert retries[0].delay_ms == 1000 and retries[0].status == 429
-    assert retries[1].delay_ms == 400 and retries[1].status == 529
+    assert retries[1].delay_ms == 400
+    assert retries[1].status == OVERLOADED_STATUS[provider]
     assert events[-1].content == "finally"
     assert len(server.requests) == 3
 
 
 @pytest.mark.asyncio
 async def test_retries_exhausted_raise_a_clear_error(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
-    server.add(fault.server_error(500), fault.server_error(503))
+    server.add(fault.server_error(500), fault.server_error(502))
     agent = make_agent(chat, [], retry=RetryConfig(max_attempts=2, base_delay_s=0.01))
     with pytest.raises(AgentRunError, match="after 2 attempts") as info:
         await collect(agent, "hi")
@@ -362,7 +352,7 @@ async def test_retries_exhausted_raise_a_clear_error(
 
 @pytest.mark.asyncio
 async def test_bad_request_is_not_retried(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(fault.status(400, "invalid_request_error", "messages: bad shape"))
     agent = make_agent(chat, [])
@@ -374,7 +364,7 @@ async def test_bad_request_is_not_retried(
 
 @pytest.mark.asyncio
 async def test_dropped_stream_ends_the_run_and_the_next_request_is_valid(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     dropped = reply(text("I was saying something important"), tool_use("add", {"a": 1, "b": 2}))
     server.add(fault.drop(after_events=4, reply=dropped), reply(text("back")))
@@ -388,9 +378,10 @@ async def test_dropped_stream_ends_the_run_and_the_next_request_is_valid(
     assert "first" in str(server.requests[1].messages[0]["content"])
 
 
+@pytest.mark.provider("anthropic")  # Anthropic's wire format; OpenAI's: tests/llm
 @pytest.mark.asyncio
 async def test_image_tool_results_are_sent_as_image_blocks(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("snapshot", {})), reply(text("A red square.")))
     agent = make_agent(chat, [snapshot])
@@ -411,9 +402,10 @@ async def test_image_tool_results_are_sent_as_image_blocks(
     assert inner[1]["source"]["media_type"] == "image/png"
 
 
+@pytest.mark.provider("anthropic")  # Anthropic's wire format; OpenAI's: tests/llm
 @pytest.mark.asyncio
 async def test_prompt_cache_markers_are_present(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(tool_use("add", {"a": 1, "b": 2})), reply(text("3")))
     agent = make_agent(chat, [add], system_prompt="Be brief.")
@@ -427,7 +419,7 @@ async def test_prompt_cache_markers_are_present(
 
 @pytest.mark.asyncio
 async def test_max_iterations_ends_with_a_summary_call_without_tools(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(tool_use("add", {"a": 1, "b": 1})),
@@ -444,7 +436,7 @@ async def test_max_iterations_ends_with_a_summary_call_without_tools(
 
 @pytest.mark.asyncio
 async def test_require_done_tool_keeps_going_after_plain_text(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("thinking out loud")), reply(tool_use("done", {"message": "fin"})))
     agent = make_agent(chat, [done_tool()], require_done_tool=True)
@@ -455,7 +447,7 @@ async def test_require_done_tool_keeps_going_after_plain_text(
 
 @pytest.mark.asyncio
 async def test_a_second_concurrent_run_is_refused(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("slow " * 40), delay_s=0.02))
     agent = make_agent(chat, [])
@@ -468,6 +460,6 @@ async def test_a_second_concurrent_run_is_refused(
         pass
 
 
-def test_max_iterations_below_one_is_refused(chat: AnthropicChat) -> None:
+def test_max_iterations_below_one_is_refused(chat: ChatModel) -> None:
     with pytest.raises(ValueError, match="max_iterations must be at least 1"):
         Agent(chat, [], max_iterations=0)

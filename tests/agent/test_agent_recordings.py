@@ -21,6 +21,9 @@ from jupyter_codelia.session import SessionStore
 from jupyter_codelia.standard_tools import standard_tools
 from jupyter_codelia.testing import ScriptedAnthropicServer, recorded, reply
 
+# Recorded Messages API traffic: these play only against the Anthropic pair.
+pytestmark = pytest.mark.provider("anthropic")
+
 
 async def collect(agent: Agent, prompt: str) -> list[Any]:
     return [e async for e in agent.run_stream(prompt)]

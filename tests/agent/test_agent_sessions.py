@@ -16,12 +16,14 @@ from pydantic import BaseModel
 
 from jupyter_codelia.agent import Agent
 from jupyter_codelia.agent import events as ev
-from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm import ChatModel
 from jupyter_codelia.session import SessionNotFound, SessionStore, read_jsonl
 from jupyter_codelia.standard_tools import TodoSessionHook
 from jupyter_codelia.standard_tools.todos import TodoStore, todo_tools
-from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+from jupyter_codelia.testing import ScriptedServer, reply, text, tool_use
 from jupyter_codelia.tools import ToolContext, define_tool
+
+from .conftest import chat_source, make_chat
 
 FAKE_KEY = "sk-ant-test-0123456789abcdef-SECRET"
 
@@ -37,7 +39,7 @@ def _leak(params: NoInput, ctx: ToolContext) -> str:
 leaky = define_tool(name="leaky", description="Prints secrets", input=NoInput, execute=_leak)
 
 
-def _todo_agent(chat: AnthropicChat, store: SessionStore, session_id: str | None = None) -> Agent:
+def _todo_agent(chat: ChatModel, store: SessionStore, session_id: str | None = None) -> Agent:
     todos = TodoStore()
     hook = TodoSessionHook(todos)
     return Agent(
@@ -52,7 +54,7 @@ def _todo_agent(chat: AnthropicChat, store: SessionStore, session_id: str | None
 
 @pytest.mark.asyncio
 async def test_run_log_records_the_whole_turn(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Path
+    server: ScriptedServer, chat: ChatModel, tmp_path: Path
 ) -> None:
     store = SessionStore(tmp_path / "home")
     server.add(
@@ -91,7 +93,7 @@ async def test_run_log_records_the_whole_turn(
 
 @pytest.mark.asyncio
 async def test_resume_in_a_fresh_process_restores_history_and_todos(
-    server: ScriptedAnthropicServer, tmp_path: Path
+    server: ScriptedServer, tmp_path: Path, provider: str
 ) -> None:
     home = tmp_path / "home"
     server.add(
@@ -103,7 +105,6 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
         f"""
         import asyncio
         from jupyter_codelia.agent import Agent
-        from jupyter_codelia.llm.anthropic import AnthropicChat
         from jupyter_codelia.session import SessionStore
         from jupyter_codelia.standard_tools import TodoSessionHook
         from jupyter_codelia.standard_tools.todos import TodoStore, todo_tools
@@ -111,7 +112,7 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
         async def main():
             todos = TodoStore()
             hook = TodoSessionHook(todos)
-            chat = AnthropicChat(base_url={server.url!r}, api_key="k-test-1234")
+            chat = {chat_source(provider, server.url, "k-test-1234")}
             agent = Agent(chat, todo_tools(todos, hook.current), output_cache=None,
                           session_store=SessionStore({str(home)!r}), state_hooks=[hook])
             await agent.run("remember the number 42")
@@ -120,7 +121,7 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
         asyncio.run(main())
         """
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
     done = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-c", script],
@@ -132,10 +133,9 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
     assert done.returncode == 0, done.stderr
     session_id = done.stdout.strip().splitlines()[-1]
 
-    chat = AnthropicChat(base_url=server.url, api_key=FAKE_KEY)
-    agent = _todo_agent(chat, SessionStore(home), session_id)
+    agent = _todo_agent(make_chat(provider, server), SessionStore(home), session_id)
     assert await agent.run("what number?") == "You said 42."
-    sent = server.requests[-1].messages
+    sent = server.requests[-1].conversation
     assert sent[0] == {"role": "user", "content": "remember the number 42"}
     assert "I will remember 42." in json.dumps(sent)
     assert sent[-1]["role"] == "user"
@@ -145,9 +145,7 @@ async def test_resume_in_a_fresh_process_restores_history_and_todos(
 
 
 @pytest.mark.asyncio
-async def test_resuming_an_unknown_session_fails_clearly(
-    chat: AnthropicChat, tmp_path: Path
-) -> None:
+async def test_resuming_an_unknown_session_fails_clearly(chat: ChatModel, tmp_path: Path) -> None:
     agent = _todo_agent(
         chat, SessionStore(tmp_path / "home"), "0" * 8 + "-0000-4000-8000-" + "0" * 12
     )
@@ -157,8 +155,8 @@ async def test_resuming_an_unknown_session_fails_clearly(
 
 @pytest.mark.asyncio
 async def test_no_api_key_in_any_event_log_or_session_file(
-    server: ScriptedAnthropicServer,
-    chat: AnthropicChat,
+    server: ScriptedServer,
+    chat: ChatModel,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -183,7 +181,7 @@ async def test_no_api_key_in_any_event_log_or_session_file(
 
 @pytest.mark.asyncio
 async def test_cancelled_run_is_logged_and_saved(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Path
+    server: ScriptedServer, chat: ChatModel, tmp_path: Path
 ) -> None:
     from jupyter_codelia.tools import CancelSignal, RunCancelled
 

@@ -11,9 +11,9 @@ from pydantic import BaseModel
 from jupyter_codelia.agent import CompactionConfig
 from jupyter_codelia.agent import events as ev
 from jupyter_codelia.agent._compaction import RETAIN_MARKER, SUMMARY_MARKER, parse_reply
-from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm import ChatModel
 from jupyter_codelia.llm.messages import AssistantMessage, UserMessage, text_projection
-from jupyter_codelia.testing import ScriptedAnthropicServer, fault, reply, text, tool_use, usage
+from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use, usage
 from jupyter_codelia.tools import define_tool
 
 
@@ -37,7 +37,7 @@ def kinds(events: list[Any]) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_compaction_before_final_rebuilds_the_history(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("It is 5."), usage=FULL), SUMMARY_REPLY, reply(text("Still 5.")))
     agent = make_agent(chat, [add], system_prompt="Be brief.", compaction=SMALL)
@@ -60,14 +60,14 @@ async def test_compaction_before_final_rebuilds_the_history(
     assert text_projection(prompt.content) == "what is 2+3?"
     # The next turn sends the compacted history.
     assert await agent.run("and again?") == "Still 5."
-    sent = server.requests[2].messages
+    sent = server.requests[2].conversation
     assert RETAIN_MARKER in str(sent[0]["content"])
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
 
 
 @pytest.mark.asyncio
 async def test_compaction_mid_turn_continues_the_task(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(text("Adding."), tool_use("add", {"a": 2, "b": 3}), usage=FULL),
@@ -86,7 +86,7 @@ async def test_compaction_mid_turn_continues_the_task(
 
 @pytest.mark.asyncio
 async def test_a_failed_compaction_keeps_the_history(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(
         reply(text("It is 5."), usage=FULL),
@@ -102,7 +102,7 @@ async def test_a_failed_compaction_keeps_the_history(
 
 @pytest.mark.asyncio
 async def test_below_the_threshold_nothing_happens(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("ok"), usage=usage(100, 10)))
     agent = make_agent(chat, [], compaction=SMALL)
@@ -124,9 +124,10 @@ def test_config_rejects_bad_values() -> None:
         CompactionConfig(retain_last_turns=-1)
 
 
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
 @pytest.mark.asyncio
 async def test_force_compaction_summarises_before_the_prompt_whatever_the_size(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
 ) -> None:
     server.add(reply(text("It is 5.")), SUMMARY_REPLY, reply(text("Still 5.")))
     agent = make_agent(chat, [add], system_prompt="Be brief.", compaction=None)
@@ -143,7 +144,7 @@ async def test_force_compaction_summarises_before_the_prompt_whatever_the_size(
 
 @pytest.mark.asyncio
 async def test_compact_now_replaces_the_history_and_saves_the_session(
-    server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any, tmp_path: Any
+    server: ScriptedServer, chat: ChatModel, make_agent: Any, tmp_path: Any
 ) -> None:
     from jupyter_codelia.session import SessionStore
 

@@ -48,6 +48,7 @@ def test_adding_a_list_keeps_the_toolset_and_its_shared_state(tmp_path: Path) ->
         assert "big" in combined.names() and len(combined) == len(tools) + 1
 
 
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
 @pytest.mark.asyncio
 @pytest.mark.parametrize("build", ["plain list", "explicit store"])
 async def test_a_big_output_is_cut_only_with_a_ref_the_model_reads_back(
@@ -75,6 +76,7 @@ async def test_a_big_output_is_cut_only_with_a_ref_the_model_reads_back(
         assert BIG.splitlines()[-1] in results[-1]
 
 
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
 @pytest.mark.asyncio
 async def test_without_a_store_nothing_is_cut(
     server: ScriptedAnthropicServer, chat: AnthropicChat

@@ -46,6 +46,7 @@ def sent_text(server: ScriptedAnthropicServer) -> str:
     return json.dumps(server.requests[-1].messages)
 
 
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
 @pytest.mark.asyncio
 async def test_resume_replaces_the_stored_system_prompt_and_lists_what_changed(
     server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Path

@@ -1,7 +1,10 @@
-"""A real ipykernel driven through jupyter_client, pointed at a ScriptedAnthropicServer.
+"""A real ipykernel driven through jupyter_client, pointed at a scripted model server.
 
 The server runs in the test process; the kernel reaches it through ANTHROPIC_BASE_URL with a
 fake ANTHROPIC_API_KEY, and keeps its sessions and cache under a temporary JUPYTER_CODELIA_HOME.
+Tests about the agent take a ``provider`` argument and run once per provider: ``scripted(...)``
+makes that provider's server and ``start_kernel(url, provider=provider)`` configures the kernel
+for it (``JUPYTER_CODELIA_PROVIDER`` / ``_BASE_URL`` and ``OPENAI_API_KEY`` for OpenAI).
 """
 
 from __future__ import annotations
@@ -16,6 +19,21 @@ from typing import Any
 
 import pytest
 from jupyter_client.manager import KernelManager
+
+from jupyter_codelia.testing import ScriptedAnthropicServer, ScriptedOpenAIServer, ScriptedServer
+
+PROVIDERS = ("anthropic", "openai")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "provider" in metafunc.fixturenames:
+        metafunc.parametrize("provider", PROVIDERS)
+
+
+def scripted(provider: str, script: Any = ()) -> ScriptedServer:
+    """That provider's scripted server (not started: use it in ``with``)."""
+    kind = ScriptedOpenAIServer if provider == "openai" else ScriptedAnthropicServer
+    return kind(script)
 
 
 @dataclass
@@ -186,15 +204,29 @@ def start_kernel(codelia_home: Path, workspace: Path) -> Iterator[Callable[..., 
     started: list[Kernel] = []
 
     def start(
-        base_url: str | None = None, *, api_key: str | None = "test-key", **env: str
+        base_url: str | None = None,
+        *,
+        api_key: str | None = "test-key",
+        provider: str = "anthropic",
+        **env: str,
     ) -> Kernel:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        environ = {
+            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))
+        }
         environ = {k: v for k, v in environ.items() if not k.startswith("JUPYTER_CODELIA_")}
         environ["JUPYTER_CODELIA_HOME"] = str(codelia_home)
-        if base_url is not None:
-            environ["ANTHROPIC_BASE_URL"] = base_url
-        if api_key is not None:
-            environ["ANTHROPIC_API_KEY"] = api_key
+        if provider == "openai":
+            environ["JUPYTER_CODELIA_PROVIDER"] = "openai"
+            environ["JUPYTER_CODELIA_MODEL"] = "gpt-4o"
+            if base_url is not None:
+                environ["JUPYTER_CODELIA_BASE_URL"] = base_url
+            if api_key is not None:
+                environ["OPENAI_API_KEY"] = api_key
+        else:
+            if base_url is not None:
+                environ["ANTHROPIC_BASE_URL"] = base_url
+            if api_key is not None:
+                environ["ANTHROPIC_API_KEY"] = api_key
         environ.update(env)
         km = KernelManager(kernel_name="python3")
         km.start_kernel(env=environ, cwd=str(workspace))

@@ -83,7 +83,8 @@ def test_config_file_errors(home: Path) -> None:
     with pytest.raises(ConfigError) as info:
         resolve_settings(None, {})
     assert "unknown key 'api_key'" in str(info.value)
-    assert "read from ANTHROPIC_API_KEY, never from this file" in str(info.value)
+    assert "read from ANTHROPIC_API_KEY, OPENAI_API_KEY" in str(info.value)
+    assert "never from this file" in str(info.value)
     assert "sk-secret" not in str(info.value)
 
 

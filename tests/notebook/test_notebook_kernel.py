@@ -6,7 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jupyter_codelia.testing import ScriptedAnthropicServer, recorded, reply, text, tool_use
+from jupyter_codelia.testing import (
+    ScriptedAnthropicServer,
+    ScriptedServer,
+    recorded,
+    reply,
+    text,
+    tool_use,
+)
+
+from .conftest import scripted
 
 PLOT = (
     "import matplotlib.pyplot as plt\n"
@@ -17,22 +26,9 @@ PLOT = (
 )
 
 
-def _tool_results(server: ScriptedAnthropicServer) -> list[str]:
-    """The tool_result texts the model received, in order."""
-    found: list[str] = []
-    last = server.requests[-1]
-    for message in last.messages:
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if block.get("type") == "tool_result":
-                inner = block.get("content")
-                if isinstance(inner, list):
-                    found.append(" ".join(str(b.get("text", "")) for b in inner))
-                else:
-                    found.append(str(inner))
-    return found
+def _tool_results(server: ScriptedServer) -> list[str]:
+    """The tool result texts the model received, in order."""
+    return [result["text"] for result in server.requests[-1].tool_results()]
 
 
 def test_codelia_cell_shows_text_tool_card_image_and_diff(
@@ -89,14 +85,14 @@ def test_codelia_cell_shows_text_tool_card_image_and_diff(
         assert check.stream_text().strip() == "completed All **done**: x is 2. 42 True"
 
 
-def test_blocking_approval_answered_on_stdin(start_kernel: Any) -> None:
+def test_blocking_approval_answered_on_stdin(start_kernel: Any, provider: str) -> None:
     script = [
         reply(tool_use("python", {"code": "approved_value = 123"})),
         reply(tool_use("python", {"code": "denied_value = 1"})),
         reply(text("ok")),
     ]
-    with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, script) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         prompts: list[str] = []
         answers = iter(["y", "not now please"])
@@ -122,10 +118,10 @@ def test_blocking_approval_answered_on_stdin(start_kernel: Any) -> None:
         assert "Denied: not now please" in html
 
 
-def test_headless_blocking_run_denies_approvals(start_kernel: Any) -> None:
+def test_headless_blocking_run_denies_approvals(start_kernel: Any, provider: str) -> None:
     script = [reply(tool_use("python", {"code": "x = 1"})), reply(text("understood"))]
-    with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, script) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         run = kernel.execute("%%codelia\nset x", allow_stdin=False)
         assert run.status == "ok"
@@ -137,11 +133,11 @@ def test_headless_blocking_run_denies_approvals(start_kernel: Any) -> None:
 
 
 def test_kernel_interrupt_cancels_a_blocking_run_cleanly(
-    start_kernel: Any, codelia_home: Path
+    start_kernel: Any, codelia_home: Path, provider: str
 ) -> None:
     slow = reply(text("word " * 400), delay_s=0.02)
-    with ScriptedAnthropicServer([slow, reply(text("second turn fine"))]) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, [slow, reply(text("second turn fine"))]) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         interrupted: list[bool] = []
 
@@ -175,13 +171,13 @@ def test_kernel_interrupt_cancels_a_blocking_run_cleanly(
         assert history.stream_text().strip().endswith("'user', 'assistant']")
 
 
-def test_background_run_approval_by_button_and_handle(start_kernel: Any) -> None:
+def test_background_run_approval_by_button_and_handle(start_kernel: Any, provider: str) -> None:
     script = [
         reply(tool_use("python", {"code": "clicked_value = 7"})),
         reply(text("finished in the background")),
     ]
-    with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, script) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         started = kernel.execute("%%codelia --background\nset a value")
         assert started.status == "ok"
@@ -198,10 +194,10 @@ def test_background_run_approval_by_button_and_handle(start_kernel: Any) -> None
         assert server.remaining == 0
 
 
-def test_stop_button_cancels_a_background_run(start_kernel: Any) -> None:
+def test_stop_button_cancels_a_background_run(start_kernel: Any, provider: str) -> None:
     slow = reply(text("token " * 2000), delay_s=0.02)
-    with ScriptedAnthropicServer([slow]) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, [slow]) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         kernel.execute("%%codelia --background\nwrite forever")
         kernel.execute("handle = _")
@@ -391,17 +387,17 @@ def test_python_tool_in_a_real_kernel_captures_displays_and_rich_results(
     assert not [m for m in run.messages if m["msg_type"] == "display_data"]
 
 
-def test_new_and_resumed_sessions(start_kernel: Any) -> None:
+def test_new_and_resumed_sessions(start_kernel: Any, provider: str) -> None:
     script = [reply(text("first answer")), reply(text("fresh")), reply(text("resumed"))]
-    with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, script) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         kernel.execute("%%codelia\nremember the word pineapple")
         first = kernel.execute("print(_.session_id)").stream_text().strip()
         kernel.execute("%%codelia --new\nhello")
         second = kernel.execute("print(_.session_id)").stream_text().strip()
         assert second != first
-        assert len(server.requests[1].messages) == 1  # a new session starts empty
+        assert len(server.requests[1].conversation) == 1  # a new session starts empty
         kernel.execute(f"%%codelia --resume {first}\nwhat was the word?")
         resumed = kernel.execute("print(_.session_id)").stream_text().strip()
         assert resumed == first
@@ -416,12 +412,14 @@ def test_new_and_resumed_sessions(start_kernel: Any) -> None:
         assert stop.stream_text().strip() == "No codelia run is active."
 
 
-def test_a_failed_model_call_is_shown_plainly_and_fails_the_cell(start_kernel: Any) -> None:
+def test_a_failed_model_call_is_shown_plainly_and_fails_the_cell(
+    start_kernel: Any, provider: str
+) -> None:
     from jupyter_codelia.testing import fault
 
     bad_key = fault.status(401, "authentication_error", "invalid x-api-key")
-    with ScriptedAnthropicServer([bad_key]) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, [bad_key]) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
         run = kernel.execute("%%codelia\nhello")
         content = run.reply["content"]
@@ -440,10 +438,10 @@ def test_a_failed_model_call_is_shown_plainly_and_fails_the_cell(start_kernel: A
         assert last.stream_text().strip() == "error"
 
 
-def test_interrupt_at_the_approval_prompt_cancels_the_run(start_kernel: Any) -> None:
+def test_interrupt_at_the_approval_prompt_cancels_the_run(start_kernel: Any, provider: str) -> None:
     script = [reply(tool_use("python", {"code": "never_set = 1"})), reply(text("next turn"))]
-    with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
+    with scripted(provider, script) as server:
+        kernel = start_kernel(server.url, provider=provider)
         kernel.execute("%load_ext jupyter_codelia")
 
         def interrupt(_request: dict[str, Any]) -> None:
@@ -463,13 +461,6 @@ def test_interrupt_at_the_approval_prompt_cancels_the_run(start_kernel: Any) -> 
         assert check.stream_text().strip() == "False"
         again = kernel.execute("%%codelia\ngo on")
         assert "next turn" in again.result_text()
-        # No dangling call reached the model: every tool_use has its tool_result.
-        blocks = [
-            block
-            for message in server.requests[-1].messages
-            if isinstance(message["content"], list)
-            for block in message["content"]
-        ]
-        uses = {b["id"] for b in blocks if b["type"] == "tool_use"}
-        results = {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
-        assert uses == results
+        # No dangling call reached the model: every call has its result.
+        last = server.requests[-1]
+        assert {c["id"] for c in last.tool_calls()} == {r["id"] for r in last.tool_results()}

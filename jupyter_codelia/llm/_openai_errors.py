@@ -1,0 +1,193 @@
+"""OpenAI SDK / transport exceptions → :class:`LlmError` with a kind and a retry hint.
+
+OpenAI-compatible servers (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, OpenRouter) answer
+errors as ``{"error": {"message", "type", "code"}}``; the SDK hands us the inner object. The
+retry hint comes, in order of trust, from ``retry-after-ms`` / ``Retry-After``, then OpenAI's
+``x-ratelimit-reset-*`` durations (``"6m0s"``, ``"20ms"``), then a wait named in the message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._text import describe_exc
+from ._http_errors import body_wait, parse_retry_after, scrub
+from .base import LlmError, LlmErrorKind, RetrySource
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Error ``type`` / ``code`` values that name the failure better than the HTTP status.
+_BODY_KINDS: dict[str, LlmErrorKind] = {
+    "rate_limit_exceeded": "rate_limit",
+    "insufficient_quota": "rate_limit",
+    "server_error": "provider",
+    "overloaded_error": "overloaded",
+    "engine_overloaded": "overloaded",
+    "invalid_request_error": "bad_request",
+    "invalid_api_key": "auth",
+    "authentication_error": "auth",
+}
+
+
+def parse_duration(value: str) -> float | None:
+    """``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"`` → seconds; None when not a duration."""
+    text = value.strip()
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(a + u for a, u in parts) != text:
+        return parse_retry_after(text)  # a bare number of seconds
+    return sum(float(amount) * _DURATION_SECONDS[unit] for amount, unit in parts)
+
+
+def reset_header_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds until the exhausted ``x-ratelimit-reset-{requests,tokens}`` limit resets."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    exhausted: list[float] = []
+    others: list[float] = []
+    for limit in ("requests", "tokens"):
+        reset = lowered.get(f"x-ratelimit-reset-{limit}")
+        wait = parse_duration(reset) if reset else None
+        if wait is None:
+            continue
+        remaining = lowered.get(f"x-ratelimit-remaining-{limit}")
+        (exhausted if remaining is not None and remaining.strip() == "0" else others).append(wait)
+    if exhausted:
+        return max(exhausted)
+    return min(others) if others else None
+
+
+def retry_hint(headers: Mapping[str, str], body: Any) -> tuple[float | None, RetrySource | None]:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    milliseconds = parse_retry_after(lowered.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000, "retry-after"
+    seconds = parse_retry_after(lowered.get("retry-after"))
+    if seconds is not None:
+        return seconds, "retry-after"
+    seconds = reset_header_wait(lowered)
+    if seconds is not None:
+        return seconds, "reset-header"
+    seconds = body_wait({"error": body} if isinstance(body, dict) else body)
+    if seconds is not None:
+        return seconds, "provider-body"
+    return None, None
+
+
+def _error_fields(body: Any) -> tuple[str | None, str | None]:
+    """(type or code, message) of an OpenAI error object (or a bare string body)."""
+    if isinstance(body, str):
+        return None, body.strip() or None
+    if not isinstance(body, dict):
+        return None, None
+    label = next(
+        (body[key] for key in ("code", "type") if isinstance(body.get(key), str) and body[key]),
+        None,
+    )
+    message = body.get("message")
+    return label, message if isinstance(message, str) else None
+
+
+def _status_kind(status: int | None, label: str | None) -> LlmErrorKind:
+    if label in ("rate_limit_exceeded", "engine_overloaded", "overloaded_error"):
+        return _BODY_KINDS[label]
+    if status == 429:
+        return "rate_limit"
+    if status in (503, 529):
+        return "overloaded"
+    if status in (401, 403):
+        return "auth"
+    if status in (408, 504):
+        return "timeout"
+    if status is not None and status >= 500:
+        return "provider"
+    if status is not None and 400 <= status < 500:
+        return "bad_request"
+    # An error object inside a 200 stream: only the body says what happened.
+    return _BODY_KINDS.get(label or "", "provider")
+
+
+def classify_error_body(
+    status: int | None,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    provider_label: str,
+    secrets: Iterable[str] = (),
+) -> LlmError:
+    """An HTTP error response (or an error object mid-stream) → :class:`LlmError`."""
+    label, detail = _error_fields(body)
+    kind = _status_kind(status, label)
+    where = f"HTTP {status}" if status is not None else "error in the response stream"
+    named = f" {label}" if label else ""
+    message = scrub(
+        f"{provider_label}{named} ({where}): {detail or 'no error message in the response'}",
+        secrets,
+    )
+    retry_after, source = (None, None)
+    if kind in ("rate_limit", "overloaded", "provider", "timeout"):
+        retry_after, source = retry_hint(headers, body)
+    return LlmError(kind, message, status=status, retry_after_s=retry_after, retry_source=source)
+
+
+def classify_exception(
+    exc: BaseException, *, provider_label: str, secrets: Iterable[str] = ()
+) -> LlmError | None:
+    """An exception raised while calling or streaming → :class:`LlmError`; None if foreign."""
+    import httpx2
+    import openai
+
+    secrets = list(secrets)
+    if isinstance(exc, LlmError):
+        return exc
+    if isinstance(exc, openai.APIStatusError):
+        return classify_error_body(
+            exc.status_code,
+            dict(exc.response.headers),
+            exc.body,
+            provider_label=provider_label,
+            secrets=secrets,
+        )
+    if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+        return LlmError("timeout", f"{provider_label} request timed out before the reply completed")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        reason = f": {scrub(describe_exc(cause), secrets)}" if cause is not None else ""
+        return LlmError("network", f"The connection to {provider_label} failed{reason}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return LlmError(
+            "provider",
+            scrub(f"{provider_label} returned data of an unexpected shape: {exc.message}", secrets),
+            status=exc.status_code,
+        )
+    if isinstance(exc, openai.APIError):
+        # Raised by the SDK for an ``{"error": ...}`` object in the middle of a stream.
+        return classify_error_body(
+            None, {}, exc.body, provider_label=provider_label, secrets=secrets
+        )
+    if isinstance(exc, httpx2.TransportError):
+        return LlmError(
+            "network",
+            scrub(f"The connection to {provider_label} broke mid-reply: {exc}", secrets),
+        )
+    return None
+
+
+def malformed_stream_error(
+    exc: BaseException, *, provider_label: str, secrets: Iterable[str] = ()
+) -> LlmError:
+    """The SSE stream could not be decoded (bad JSON, chunks of the wrong shape)."""
+    return LlmError(
+        "network",
+        scrub(f"The {provider_label} response stream was malformed: {describe_exc(exc)}", secrets),
+    )
+
+
+__all__ = [
+    "classify_error_body",
+    "classify_exception",
+    "malformed_stream_error",
+    "parse_duration",
+    "reset_header_wait",
+    "retry_hint",
+]

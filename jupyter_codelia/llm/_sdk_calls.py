@@ -1,0 +1,90 @@
+"""What every SDK-backed provider needs around a call: a client per event loop, cancellation.
+
+Pooled connections belong to the event loop that opened them, so a chat used from a second
+``asyncio.run(...)`` needs a fresh client; and a cancel signal (possibly fired from another
+thread) must cancel exactly the one streaming call it was given. Both SDKs (anthropic, openai)
+sit on httpx2, so one helper serves both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from .._cancellation import CancelSignal
+
+ClientT = TypeVar("ClientT")
+ResultT = TypeVar("ResultT")
+
+
+class LoopBoundClient(Generic[ClientT]):
+    """An SDK client built on first use and rebuilt when used from another event loop.
+
+    ``build`` makes the client. ``owned=False`` means the caller gave it to us: it is kept
+    whatever the loop (it is theirs to manage).
+    """
+
+    def __init__(self, build: Callable[[], ClientT], *, owned: bool) -> None:
+        self._build = build
+        self._owned = owned
+        self._client: ClientT | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self, loop: asyncio.AbstractEventLoop | None) -> ClientT:
+        moved = self._loop is not None and loop is not None and loop is not self._loop
+        if self._client is not None and moved and self._owned:
+            retire_client(self._client)
+            self._client = None
+        if self._client is None:
+            self._client = self._build()
+            self._loop = loop
+        elif self._loop is None:
+            self._loop = loop
+        return self._client
+
+
+def retire_client(client: Any) -> None:
+    """Drop a client whose event loop is gone without the SDK's ``__del__`` trying to close
+    it on the current loop (that fails loudly with "Event loop is closed"). Its sockets are
+    closed when their transports are collected. Uses httpx2's client state: if that ever
+    changes, the only cost is the SDK's noisy log line."""
+    try:
+        from httpx2._client import ClientState
+
+        client._client._state = ClientState.CLOSED
+    except Exception:  # pragma: no cover - a different httpx2 layout
+        pass
+
+
+async def run_cancellable(
+    call: Coroutine[Any, Any, ResultT], signal: CancelSignal | None
+) -> ResultT:
+    """Await ``call`` in its own task so ``signal`` cancels exactly it (closing its HTTP
+    response); raises ``RunCancelled`` when the signal fired. Cancelling the caller's task
+    cancels the inner task the same way."""
+    from .._cancellation import RunCancelled
+
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(call)
+
+    def cancel_task() -> None:
+        try:
+            loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:  # the loop closed meanwhile: nothing left to cancel
+            pass
+
+    remove_callback = signal.add_callback(cancel_task) if signal is not None else None
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if signal is not None and signal.is_set():
+            raise RunCancelled(signal.reason or "run cancelled") from None
+        raise
+    finally:
+        if remove_callback is not None:
+            remove_callback()
+
+
+__all__ = ["LoopBoundClient", "retire_client", "run_cancellable"]

@@ -1,0 +1,190 @@
+"""Choosing the provider and MCP servers from notebook configuration (no kernel needed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+
+from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm.openai import LOCAL_PLACEHOLDER_KEY, OpenAIChat
+from jupyter_codelia.notebook import _subcommands
+from jupyter_codelia.notebook.config import (
+    Codelia,
+    ConfigError,
+    api_key_configured,
+    api_key_help,
+    describe_settings,
+    resolve_settings,
+)
+from jupyter_codelia.notebook.runner import NotebookAgent, _llm_factory
+from jupyter_codelia.testing import ScriptedOpenAIServer
+
+OPENAI_KEY = "sk-proj-SECRET-abcdef0123456789"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("JUPYTER_CODELIA_HOME", str(tmp_path))
+    monkeypatch.delenv("JUPYTER_CODELIA_CONFIG", raising=False)
+    for name in ("MODEL", "PROVIDER", "BASE_URL"):
+        monkeypatch.delenv(f"JUPYTER_CODELIA_{name}", raising=False)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def test_the_model_shorthand_names_the_provider(home: Path) -> None:
+    traits = Codelia()
+    traits.model = "ollama:qwen3-coder:30b"
+    settings = resolve_settings(traits)
+    assert (settings.provider, settings.model) == ("ollama", "qwen3-coder:30b")
+    assert "model prefix" in settings.sources["provider"]
+    per_call = resolve_settings().with_overrides(model="openai:gpt-5.1")
+    assert (per_call.provider, per_call.model) == ("openai", "gpt-5.1")
+    # A colon that is not a provider prefix stays part of the model id.
+    local = Codelia()
+    local.provider = "ollama"
+    local.model = "my-model:latest"
+    assert resolve_settings(local).model == "my-model:latest"
+    # Only Claude ids are checked against a list; other services host open-ended sets.
+    with pytest.raises(ConfigError, match=r"^option: unknown model 'gpt-5\.1'"):
+        resolve_settings().with_overrides(model="gpt-5.1")
+    with pytest.raises(ConfigError, match=r"^option: unknown model 'nonsense'"):
+        resolve_settings().with_overrides(model="anthropic:nonsense")
+
+
+def test_a_provider_without_a_model_is_refused_and_openai_gets_its_default(home: Path) -> None:
+    openai = Codelia()
+    openai.provider = "openai"
+    assert resolve_settings(openai).model == "gpt-5.1"
+    vllm = Codelia()
+    vllm.provider = "vllm"
+    with pytest.raises(ConfigError, match="provider 'vllm' needs a model"):
+        resolve_settings(vllm)
+
+
+def test_provider_and_base_url_are_validated(home: Path) -> None:
+    (home / "config.json").write_text(json.dumps({"provider": "skynet"}))
+    with pytest.raises(ConfigError, match="provider must be one of anthropic, openai, ollama"):
+        resolve_settings()
+    (home / "config.json").write_text(json.dumps({"base_url": "localhost:11434"}))
+    with pytest.raises(ConfigError, match="base_url must start with http"):
+        resolve_settings()
+
+
+def test_keys_come_from_each_providers_variable_and_are_never_shown(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not api_key_configured({}, provider="openai")
+    assert api_key_configured({"OPENAI_API_KEY": OPENAI_KEY}, provider="openai")
+    assert api_key_configured({}, provider="ollama")  # local servers need none
+    assert "OPENROUTER_API_KEY" in api_key_help("openrouter")
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    traits = Codelia()
+    traits.provider = "openai"
+    text = describe_settings(resolve_settings(traits))
+    assert "($OPENAI_API_KEY)" in text
+    assert OPENAI_KEY not in text
+
+
+def test_the_factory_builds_the_chosen_provider(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert isinstance(_llm_factory(resolve_settings())(), AnthropicChat)
+    local = _llm_factory(resolve_settings().with_overrides(model="ollama:qwen3-coder"))()
+    assert isinstance(local, OpenAIChat)
+    assert (local.provider, local.model) == ("ollama", "qwen3-coder")
+    assert local.base_url == "http://localhost:11434/v1"
+    assert local._api_key == LOCAL_PLACEHOLDER_KEY
+    traits = Codelia()
+    traits.provider = "vllm"
+    traits.model = "qwen3-coder"
+    traits.base_url = "http://127.0.0.1:9999/v1"
+    vllm = _llm_factory(resolve_settings(traits))()
+    assert vllm.base_url == "http://127.0.0.1:9999/v1"
+
+
+def test_a_model_without_tools_is_refused_before_the_run(home: Path) -> None:
+    nb = NotebookAgent(None, resolve_settings)
+    settings = resolve_settings().with_overrides(model="openai:o1-mini")
+    with pytest.raises(ConfigError, match="'o1-mini' \\(openai\\) cannot call tools"):
+        nb.prepare(settings, llm=OpenAIChat("o1-mini", api_key=OPENAI_KEY))
+
+
+def test_mcp_servers_from_the_config_file_and_the_subcommand(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / "config.json").write_text(
+        json.dumps({"mcpServers": {"files": {"command": "npx", "args": ["-y", "fs-server"]}}})
+    )
+    resolve_settings()  # the mcpServers key is accepted
+    nb = NotebookAgent(None, resolve_settings)
+    _subcommands.run(nb, "mcp", "")
+    assert "files  [stdio, not started]  npx -y fs-server" in capsys.readouterr().out
+    _subcommands.run(nb, "mcp", f"add calc -- {sys.executable} -m calc --flag")
+    assert "Added MCP server 'calc'" in capsys.readouterr().out
+    _subcommands.run(nb, "mcp", "add docs --url http://127.0.0.1:1/mcp")
+    listing = nb.mcp_servers().describe()
+    assert "calc  [stdio, not started]" in listing
+    assert "docs  [http, not started]  http://127.0.0.1:1/mcp" in listing
+    with pytest.raises(UsageError, match="Usage: %codelia mcp add NAME"):
+        _subcommands.run(nb, "mcp", "add lonely")
+    with pytest.raises(UsageError, match="must start with http"):
+        _subcommands.run(nb, "mcp", "add web --url ftp://x")
+    with pytest.raises(UsageError, match="MCP server name 'a__b'"):
+        _subcommands.run(nb, "mcp", "add a__b -- cmd")
+    nb.mcp_servers().close()
+
+
+def test_a_bad_mcp_map_in_the_config_file_names_the_file(home: Path) -> None:
+    (home / "config.json").write_text(json.dumps({"mcpServers": {"x": {"url": "nope"}}}))
+    nb = NotebookAgent(None, resolve_settings)
+    with pytest.raises(ValueError, match=r"config file .*config.json: MCP server 'x'"):
+        nb.mcp_servers()
+
+
+def test_an_ollama_model_without_tools_is_refused_before_the_run(home: Path) -> None:
+    with ScriptedOpenAIServer() as server:
+        server.model_capabilities = {"llama3": ["completion"]}
+        traits = Codelia()
+        traits.base_url = server.url
+        settings = resolve_settings(traits).with_overrides(model="ollama:llama3")
+        nb = NotebookAgent(None, resolve_settings)
+        with pytest.raises(ConfigError, match=r"'llama3' \(ollama\) cannot call tools"):
+            nb.prepare(settings)
+        assert server.requests == []  # refused before any model call
+
+
+def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(5)"]}
+    (home / "config.json").write_text(json.dumps({"mcpServers": {"broken": broken}}))
+    from IPython.core.interactiveshell import InteractiveShell
+
+    nb = NotebookAgent(InteractiveShell.instance(), resolve_settings)
+    try:
+        agent = nb.prepare(resolve_settings(), llm=AnthropicChat(api_key="sk-ant-unused-key"))
+        out = capsys.readouterr().out
+        assert "MCP server 'broken'" in out
+        assert "failed to start" in out
+        assert "The run goes on without its tools; %codelia mcp shows the state." in out
+        assert not any(t.name.startswith("broken__") for t in agent.tools)
+        assert "broken  [stdio, failed]" in nb.mcp_servers().describe()
+    finally:
+        nb.close_mcp()
+
+
+def test_a_model_without_vision_gets_a_note_before_the_run(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    nb = NotebookAgent(InteractiveShell.instance(), resolve_settings)
+    settings = resolve_settings().with_overrides(model="openai:gpt-4")
+    nb.prepare(settings, llm=OpenAIChat("gpt-4", api_key=OPENAI_KEY))
+    assert "Note: the model 'gpt-4' cannot read images" in capsys.readouterr().out
