@@ -180,7 +180,7 @@ class NotebookAgent:
         """
         if self.agent is not None or self.active is not None or self._prebuilt is not None:
             return
-        if self.mcp_servers().names():
+        if self.mcp_servers().names:
             return
         settings = self.settings()
         factory = _llm_factory(settings)
