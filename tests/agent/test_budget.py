@@ -72,6 +72,7 @@ async def test_tool_call_budget_ends_the_run_exactly_at_its_limit(
 
 
 @pytest.mark.asyncio
+@pytest.mark.provider("anthropic")  # prices a Claude model; the chat is Anthropic's
 async def test_cost_budget_stops_before_the_tools_of_the_reply_that_reached_it(
     server: ScriptedAnthropicServer, chat: AnthropicChat, make_agent: Any
 ) -> None:
@@ -149,6 +150,7 @@ async def test_wall_time_budget_never_cuts_a_tool_in_half(
 
 
 @pytest.mark.asyncio
+@pytest.mark.provider("anthropic")  # prices a Claude model; the chat is Anthropic's
 async def test_a_cost_budget_with_an_unknown_price_is_reported_not_ignored(
     server: ScriptedAnthropicServer,
 ) -> None:
