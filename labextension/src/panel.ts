@@ -141,9 +141,11 @@ export class CodeliaPanel extends Widget {
     const actions = el('div', 'jp-codelia-composer-actions');
     actions.append(this.meter, this.stopButton, this.sendButton);
     this.meter.className = 'jp-codelia-meter';
+    this.budgetLine.className = 'jp-codelia-budget';
+    this.budgetLine.hidden = true;
     this.statusLine.className = 'jp-codelia-status';
     this.statusLine.setAttribute('role', 'status');
-    composer.append(this.input, actions, this.statusLine);
+    composer.append(this.input, actions, this.budgetLine, this.statusLine);
 
     this.node.append(
       header,
@@ -268,6 +270,8 @@ export class CodeliaPanel extends Widget {
         this.renderTodos();
       } else if (change.op === 'usage') {
         this.renderMeter(change.usage);
+      } else if (change.op === 'budget') {
+        this.renderBudget(change.budget);
       } else if (change.op === 'run' || change.op === 'reset') {
         this.renderRunState();
       } else if (change.op === 'kernel') {
@@ -277,7 +281,14 @@ export class CodeliaPanel extends Widget {
     if (changes.some(change => change.op === 'reset')) {
       this.renderTodos();
       this.renderMeter(this.transcript.usage);
+      this.renderBudget(this.transcript.budget);
     }
+  }
+
+  /** Spend against the run's and the session's budget limits (hidden when none is set). */
+  private renderBudget(summary: string): void {
+    this.budgetLine.textContent = summary === '' ? '' : `budget: ${summary}`;
+    this.budgetLine.hidden = summary === '';
   }
 
   private async send(): Promise<void> {
@@ -671,6 +682,7 @@ export class CodeliaPanel extends Widget {
   private readonly resumeBanner = el('div');
   private readonly input = el('textarea');
   private readonly meter = el('span');
+  private readonly budgetLine = el('div');
   private readonly statusLine = el('div');
   private readonly sendButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;

@@ -22,6 +22,7 @@ import {
   TERMINAL_RUN_STATUSES,
   TodoItem
 } from './protocol';
+import { budgetSummary } from './budget';
 
 export type ToolStatus =
   'running' | 'awaiting_approval' | 'completed' | 'error' | 'denied' | 'cancelled';
@@ -143,6 +144,7 @@ export type Change =
   | { op: 'remove'; item: TranscriptItem }
   | { op: 'todos'; todos: TodoItem[] }
   | { op: 'usage'; usage: UsageMeter }
+  | { op: 'budget'; budget: string }
   | { op: 'run'; run: RunState }
   | { op: 'kernel'; kernel: KernelInfo }
   | { op: 'reset' };
@@ -197,6 +199,8 @@ export class Transcript {
   readonly items: TranscriptItem[] = [];
   todos: TodoItem[] = [];
   usage: UsageMeter = { ...EMPTY_USAGE };
+  /** Spend against the budget limits, as the latest `budget` event gave it ('' when none). */
+  budget = '';
   kernel: KernelInfo = {
     sessionId: null,
     model: null,
@@ -231,6 +235,7 @@ export class Transcript {
     this.items.length = 0;
     this.todos = [];
     this.usage = { ...EMPTY_USAGE };
+    this.budget = '';
     this.runs.clear();
     this.activeRunId = null;
     for (const map of [
@@ -705,16 +710,20 @@ export class Transcript {
         return this.addUsage(runId, event);
       case 'todos.updated':
         return this.setTodos(event.todos);
-      case 'budget':
+      case 'budget': {
+        this.budget = budgetSummary(event);
+        const meter: Change = { op: 'budget', budget: this.budget };
         return event.reached
           ? [
+              meter,
               this.notice(
                 runId,
                 'warning',
                 `Budget reached: ${event.reached}. Ending with a summary.`
               )
             ]
-          : [];
+          : [meter];
+      }
       default:
         return [];
     }

@@ -50,3 +50,31 @@ def test_job_card_shows_progress_and_lines_and_stops_the_job(
     stopped.wait_for()
     assert not stopped.locator(".jp-codelia-job-stop").is_visible()
     assert "· stopped ·" in stopped.locator(".jp-codelia-job-header").inner_text()
+
+
+def test_budget_meter_shows_spend_and_the_limit_that_ended_the_run(
+    page: Any, lab: Lab, anthropic: TurnQueue, open_notebook: Any
+) -> None:
+    open_notebook("budget.ipynb")
+    run_cell(
+        page,
+        "%load_ext jupyter_codelia\n"
+        "%config Codelia.approval_mode = 'full-access'\n"
+        "%config Codelia.max_tool_calls_per_run = 1",
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('codelia:open')")
+    page.wait_for_selector(f'{PANEL} .jp-codelia-kernel[data-state="ready"]')
+    # One tool call reaches the limit; the next model call is the summary.
+    anthropic.queue(
+        reply(tool_use("list_variables", {})),
+        reply("Stopped at the budget: listed the variables once."),
+    )
+    box = page.locator(f"{PANEL} .jp-codelia-input")
+    box.fill("look around")
+    box.press("Enter")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="Stopped at the budget").wait_for()
+    meter = page.locator(f"{PANEL} .jp-codelia-budget")
+    assert meter.is_visible()
+    assert meter.inner_text() == "budget: run 1 tool calls / 1 tool calls"
+    notice = page.locator(f"{PANEL} .jp-codelia-notice-warning", has_text="Budget reached")
+    assert notice.count() == 1
