@@ -452,6 +452,8 @@ class Agent:
             else {"type": "parts", "parts": [p.dump() for p in prompt]}
         )
         self._record(run, "run.start", session_id=self.session_id, input=user_input, meta=run_meta)
+        if self.output_cache is not None:
+            self.output_cache.bind_session(self.session_id)
         self._record(run, "run.status", status="running")
         if self._fork_event is not None:
             self._emit(run, self._fork_event)

@@ -10,7 +10,7 @@ exceeds the budget, and the model reads saved outputs back with the three retrie
 >>> message = cache.process(message)                         # doctest: +SKIP
 """
 
-from ._entry import CacheEntry
+from ._entry import CacheEntry, EntryOrigin
 from ._errors import (
     InvalidPatternError,
     ToolOutputCacheError,
@@ -29,6 +29,7 @@ from .protocol import OutputWriter, ToolOutputStore, normalize_ref_id
 __all__ = [
     "CacheEntry",
     "CacheLimits",
+    "EntryOrigin",
     "InvalidPatternError",
     "OutputWriter",
     "StreamingOutputWriter",

@@ -34,6 +34,12 @@ class EntryMeta(BaseModel):
     generation: str
     # Bytes dropped from the middle because the output passed the per-entry limit.
     dropped_bytes: int = 0
+    # The call id the entry was saved for: the ref id differs when another entry had it.
+    tool_call_id: str = ""
+    # Who wrote it, so the cache browser can put the current kernel's/session's entries first.
+    session_id: str | None = None
+    kernel_id: str | None = None
+    notebook: str | None = None
 
 
 class CacheEntry(BaseModel):
@@ -50,6 +56,18 @@ class CacheEntry(BaseModel):
     has_parts: bool
     is_error: bool
     disk_bytes: int
+    session_id: str | None = None
+    kernel_id: str | None = None
+    notebook: str | None = None
+
+
+@dataclass
+class EntryOrigin:
+    """Who writes into a store: recorded in every entry it commits."""
+
+    session_id: str | None = None
+    kernel_id: str | None = None
+    notebook: str | None = None
 
 
 def data_path(root: Path, ref_id: str, generation: str, suffix: str) -> Path:

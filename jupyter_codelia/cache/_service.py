@@ -111,6 +111,11 @@ class ToolOutputCache:
         self.store = store
         self.config = config if config is not None else ToolOutputCacheConfig()
 
+    def bind_session(self, session_id: str) -> None:
+        """Record ``session_id`` in the entries saved from now on (the browser groups by it)."""
+        if self.store is not None:
+            self.store.origin.session_id = session_id
+
     def process(self, message: ToolMessage) -> ToolMessage:
         """Save a fresh tool message and bound its in-context copy."""
         if not self.config.enabled:

@@ -32,7 +32,7 @@ from ..llm.messages import (
     is_content_part,
     part_placeholder,
 )
-from ._entry import CacheEntry, EntryMeta, OpenEntry, data_path
+from ._entry import CacheEntry, EntryMeta, EntryOrigin, OpenEntry, data_path
 from ._errors import (
     ToolOutputCacheError,
     ToolOutputCorruptedError,
@@ -72,6 +72,11 @@ class ToolOutputCacheStore:
     that a later commit runs removes older entries first: an output stays readable at least
     until the model's next turn. ``limits`` bound what one read or grep returns (environment
     overrides apply); ``use_ripgrep=False`` forces the pure-Python search.
+
+    Entries never overwrite each other: a ref id is the normalised tool call id, or, when that
+    name is taken (another session, notebook or kernel, or a model reusing call ids), the same
+    with a ``-2``, ``-3``... suffix. ``origin`` (session, kernel, notebook) is recorded in each
+    entry so the cache browser can list the current kernel's entries first.
     """
 
     def __init__(
@@ -83,6 +88,7 @@ class ToolOutputCacheStore:
         limits: CacheLimits | None = None,
         use_ripgrep: bool = True,
         index_stride: int = STRIDE,
+        origin: EntryOrigin | None = None,
     ) -> None:
         if max_bytes is None:
             max_bytes = env_positive_int("MAX_BYTES", DEFAULT_MAX_DISK_BYTES)
@@ -116,6 +122,9 @@ class ToolOutputCacheStore:
         self.index_stride = index_stride  # bytes between line-index checkpoints (tests shrink it)
         self._thread_lock = threading.RLock()
         self._file_lock: FileLock | None = None
+        self.origin = origin if origin is not None else EntryOrigin()
+        # Normalised call id -> ref of the entry this store streamed for it (see streamed_ref).
+        self._streamed: dict[str, ToolOutputRef] = {}
 
     def __repr__(self) -> str:
         return f"ToolOutputCacheStore({str(self.root)!r}, max_bytes={self.max_bytes})"
@@ -127,7 +136,11 @@ class ToolOutputCacheStore:
     ) -> StreamingOutputWriter:
         """A streaming writer for the output of ``tool_call_id``; ``close()`` commits it."""
         return StreamingOutputWriter(
-            self, ref_id=_checked_ref(tool_call_id), tool_name=tool_name, is_error=is_error
+            self,
+            ref_id=self._reserve_ref(tool_call_id),
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            is_error=is_error,
         )
 
     def save(
@@ -139,7 +152,6 @@ class ToolOutputCacheStore:
         is_error: bool = False,
     ) -> ToolOutputRef:
         """Save a whole result: a string, or content parts (typed parts kept for read_parts)."""
-        ref_id = _checked_ref(tool_call_id)
         if isinstance(content, str):
             text, parts = content, None
         elif isinstance(content, list):
@@ -151,7 +163,8 @@ class ToolOutputCacheStore:
         stored_parts = parts if parts is not None and has_non_text_part(parts) else None
         writer = StreamingOutputWriter(
             self,
-            ref_id=ref_id,
+            ref_id=self._reserve_ref(tool_call_id),
+            tool_call_id=tool_call_id,
             tool_name=tool_name,
             is_error=is_error,
             parts=stored_parts,
@@ -161,7 +174,32 @@ class ToolOutputCacheStore:
             writer.write(text)
             return writer.close()
 
-    def _temp_path(self, suffix: str) -> Path:
+    def _reserve_ref(self, tool_call_id: str) -> str:
+        """A ref id no entry, eviction note or pending writer (of any process) has: the
+        normalised call id, else it with the first free ``-N`` suffix. The reservation is a
+        hidden temp file, removed when the writer commits or aborts (or, if the process died,
+        by the stale-temp sweep)."""
+        base = _checked_ref(tool_call_id)
+        self._ensure_root()
+        with self._lock():
+            suffix = 1
+            while True:
+                ref_id = base if suffix == 1 else f"{base}-{suffix}"
+                taken = (
+                    self._meta_path(ref_id).exists()
+                    or (self.root / f"{ref_id}{TOMBSTONE}").exists()
+                    or self.reservation(ref_id).exists()
+                )
+                if not taken:
+                    write_private(self.reservation(ref_id), b"")
+                    return ref_id
+                suffix += 1
+
+    def reservation(self, ref_id: str) -> Path:
+        """The file holding ``ref_id`` for a writer until it commits or is discarded."""
+        return self.root / f".tmp-ref-{ref_id}"
+
+    def _ensure_root(self) -> None:
         try:
             make_private_dirs(self.root)
             tighten_once(self.root)
@@ -169,6 +207,9 @@ class ToolOutputCacheStore:
             raise ToolOutputCacheError(
                 f"Cannot create the tool output cache directory {self.root}: {exc}"
             ) from None
+
+    def _temp_path(self, suffix: str) -> Path:
+        self._ensure_root()
         return self.root / f".tmp-{uuid.uuid4().hex}.{suffix}"
 
     @contextlib.contextmanager
@@ -186,6 +227,7 @@ class ToolOutputCacheStore:
         self,
         *,
         ref_id: str,
+        tool_call_id: str,
         tool_name: str,
         is_error: bool,
         tmp_text: Path,
@@ -207,6 +249,10 @@ class ToolOutputCacheStore:
             has_crlf=index.has_crlf,
             generation=generation,
             dropped_bytes=dropped_bytes,
+            tool_call_id=tool_call_id,
+            session_id=self.origin.session_id,
+            kernel_id=self.origin.kernel_id,
+            notebook=self.origin.notebook,
         )
         tmp_index = self._temp_path("idx")
         tmp_parts = self._temp_path("parts.json") if parts is not None else None
@@ -218,19 +264,16 @@ class ToolOutputCacheStore:
             write_private(tmp_meta, meta.model_dump_json().encode("utf-8"))
             added = sum(p.stat().st_size for p in (tmp_text, tmp_index, tmp_parts, tmp_meta) if p)
             with self._lock():
-                previous, freed = previous_version(self.root, ref_id)
                 os.replace(tmp_text, data_path(self.root, ref_id, generation, "txt"))
                 os.replace(tmp_index, data_path(self.root, ref_id, generation, "idx"))
                 if tmp_parts is not None:
                     os.replace(tmp_parts, data_path(self.root, ref_id, generation, "parts.json"))
                 os.replace(tmp_meta, self._meta_path(ref_id))
-                unlink(self.root / f"{ref_id}{TOMBSTONE}")
-                for path in previous:
-                    unlink(path)
+                unlink(self.reservation(ref_id))
                 account(
                     self.root,
                     self.max_bytes,
-                    added - freed,
+                    added,
                     keep=ref_id,
                     keep_generation=generation,
                 )
@@ -238,7 +281,10 @@ class ToolOutputCacheStore:
             for leftover in (tmp_index, tmp_parts, tmp_meta):
                 if leftover is not None:
                     unlink(leftover)
-        return ToolOutputRef(id=ref_id, byte_size=meta.size_bytes, line_count=meta.line_count)
+        ref = ToolOutputRef(id=ref_id, byte_size=meta.size_bytes, line_count=meta.line_count)
+        if streamed:
+            self._streamed[normalize_ref_id(tool_call_id)] = ref
+        return ref
 
     # --- eviction --------------------------------------------------------------------------------
 
@@ -372,15 +418,9 @@ class ToolOutputCacheStore:
         return _row(meta, used, disk)
 
     def streamed_ref(self, tool_call_id: str) -> ToolOutputRef | None:
-        """The ref of an entry a tool streamed under ``tool_call_id`` with :meth:`writer`."""
-        ref_id = normalize_ref_id(tool_call_id)
-        try:
-            meta = self._load_meta(ref_id) if ref_id else None
-        except (ToolOutputNotFoundError, ToolOutputEvictedError, ToolOutputCorruptedError):
-            return None
-        if meta is None or not meta.streamed:
-            return None
-        return ToolOutputRef(id=ref_id, byte_size=meta.size_bytes, line_count=meta.line_count)
+        """The ref of the entry a tool streamed for ``tool_call_id`` with this store's
+        :meth:`writer` (never another session's entry that happens to share the call id)."""
+        return self._streamed.get(normalize_ref_id(tool_call_id))
 
     def read(self, ref_id: str, offset: int = 0, limit: int | None = None) -> str:
         """Numbered lines from 0-based ``offset`` (the ``tool_output_cache`` format)."""
@@ -501,6 +541,9 @@ def _row(meta: EntryMeta, used: float, disk_bytes: int) -> CacheEntry:
         has_parts=meta.has_parts,
         is_error=meta.is_error,
         disk_bytes=disk_bytes,
+        session_id=meta.session_id,
+        kernel_id=meta.kernel_id,
+        notebook=meta.notebook,
     )
 
 

@@ -50,6 +50,7 @@ class StreamingOutputWriter:
         store: ToolOutputCacheStore,
         *,
         ref_id: str,
+        tool_call_id: str,
         tool_name: str,
         is_error: bool = False,
         parts: list[ContentPart] | None = None,
@@ -57,6 +58,7 @@ class StreamingOutputWriter:
     ) -> None:
         self._store = store
         self._ref_id = ref_id
+        self._tool_call_id = tool_call_id
         self._tool_name = tool_name
         self._is_error = is_error
         self._parts = parts
@@ -77,7 +79,9 @@ class StreamingOutputWriter:
         self._overflowed = False
         self._dropped = 0
         # A writer dropped without close() or abort() must not leave its temp file behind.
-        self._finalizer = weakref.finalize(self, discard, self._file, self._tmp_text)
+        self._finalizer = weakref.finalize(
+            self, discard, self._file, self._tmp_text, store.reservation(ref_id)
+        )
 
     @property
     def ref_id(self) -> str:
@@ -160,6 +164,7 @@ class StreamingOutputWriter:
                 self._file.close()
                 return self._store._commit(
                     ref_id=self._ref_id,
+                    tool_call_id=self._tool_call_id,
                     tool_name=self._tool_name,
                     is_error=self._is_error,
                     tmp_text=self._tmp_text,
@@ -170,6 +175,7 @@ class StreamingOutputWriter:
                 )
             except BaseException:
                 unlink(self._tmp_text)
+                unlink(self._store.reservation(self._ref_id))
                 raise
 
     def abort(self) -> None:
@@ -179,7 +185,7 @@ class StreamingOutputWriter:
                 return
             self._closed = True
             self._finalizer.detach()
-            discard(self._file, self._tmp_text)
+            discard(self._file, self._tmp_text, self._store.reservation(self._ref_id))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -215,9 +221,10 @@ def _char_start(data: bytes, index: int, *, forward: bool = False) -> int:
     return index
 
 
-def discard(file: Any, path: Path) -> None:
+def discard(file: Any, *paths: Path) -> None:
     file.close()
-    unlink(path)
+    for path in paths:
+        unlink(path)
 
 
 def unlink(path: Path) -> None:

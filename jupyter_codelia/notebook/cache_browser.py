@@ -1,9 +1,11 @@
 """The cache browser widget (``%codelia cache``): browse the tool-output cache like the model does.
 
-Lists entries (tool, time, size, line count), pages through one entry by offset and limit, greps
-it (literal or regex, with context lines), opens a character window of one long line, and shows
-the images of entries stored as typed parts. Every view is produced by the store's own readers,
-so the person sees exactly the text the model would get.
+Lists entries (time, tool, size, line count, ref, and whose they are: this kernel's session
+first, then this kernel's other sessions, then this notebook's, then the rest), pages through
+one entry by offset and limit, greps it (literal or regex, with context lines), opens a
+character window of one long line, and shows the images of entries stored as typed parts.
+Every view is produced by the store's own readers, so the person sees exactly the text the
+model would get.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ import ipywidgets as widgets
 from . import renderers
 
 PAGE_LINES = 200
+
+# The entry list is a <select>: a monospace font lines its padded columns up (theme-aware).
+_STYLE = (
+    "<style>.codelia-cache-browser select{font-family:var(--jp-code-font-family,monospace);"
+    "font-size:var(--jp-code-font-size,12px);color:var(--jp-content-font-color1);"
+    "background:var(--jp-layout-color1)}</style>"
+)
 
 
 class CacheBrowser:
@@ -73,7 +82,7 @@ class CacheBrowser:
 
         self.widget = widgets.VBox(
             [
-                widgets.HTML(value="<b>codelia tool-output cache</b>"),
+                widgets.HTML(value=f"{_STYLE}<b>codelia tool-output cache</b>"),
                 widgets.HBox([self.entry_list, self.refresh_button]),
                 widgets.HBox(
                     [self.offset, self.limit, self.prev_button, self.next_button, self.read_button]
@@ -85,7 +94,7 @@ class CacheBrowser:
                 self.images,
                 self.output,
             ],
-            layout=widgets.Layout(border="1px solid #ddd", padding="4px"),
+            layout=widgets.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="4px"),
         )
         self.widget.add_class("codelia-cache-browser")
         self.refresh()
@@ -103,8 +112,13 @@ class CacheBrowser:
         return str(value) if value else None
 
     def refresh(self) -> None:
-        self.entries = self.store.list_entries()
-        self.entry_list.options = [(entry_label(e), e.ref_id) for e in self.entries]
+        origin = getattr(self.store, "origin", None)
+        entries = self.store.list_entries()  # newest first; the sort below keeps that order
+        self.entries = sorted(entries, key=lambda e: _kinship(e, origin)[0])
+        ref_width = max((len(e.ref_id) for e in self.entries), default=0)
+        self.entry_list.options = [
+            (entry_label(e, origin, ref_width=ref_width), e.ref_id) for e in self.entries
+        ]
         if not self.entries:
             self._show_text("The cache is empty: tool outputs appear here after a run.")
 
@@ -199,15 +213,37 @@ class CacheBrowser:
         self.images.children = tuple(images)
 
 
-def entry_label(entry: Any) -> str:
+def entry_label(entry: Any, origin: Any = None, *, ref_width: int = 0) -> str:
+    """One row of the list in fixed-width columns: time, tool, size, lines, ref, whose, flags."""
     when = entry.created_at.strftime("%Y-%m-%d %H:%M:%S")
     kind = " [images]" if entry.has_parts else ""
     error = " [error]" if entry.is_error else ""
     size = _size(entry.size_bytes)
+    lines = f"{entry.line_count} lines"
+    whose = _kinship(entry, origin)[1]
     return (
-        f"{when}  {entry.tool_name:<18} {size:>9}  {entry.line_count} lines  "
-        f"{entry.ref_id}{kind}{error}"
-    )
+        f"{when}  {entry.tool_name:<18} {size:>9}  {lines:>12}  "
+        f"{entry.ref_id:<{ref_width}}  {whose}{kind}{error}"
+    ).rstrip()
+
+
+def _kinship(entry: Any, origin: Any) -> tuple[int, str]:
+    """How close an entry is to the browsing kernel (sort rank) and the label saying so."""
+    session = getattr(entry, "session_id", None)
+    kernel = getattr(entry, "kernel_id", None)
+    notebook = getattr(entry, "notebook", None)
+    if origin is not None:
+        if session is not None and session == origin.session_id:
+            return 0, "(this session)"
+        if kernel is not None and kernel == origin.kernel_id:
+            return 1, "(this kernel)"
+        if notebook is not None and notebook == origin.notebook:
+            return 2, "(this notebook)"
+    if notebook is not None:
+        return 3, f"(other: {notebook})"
+    if session is not None:
+        return 3, f"(other session {session[:8]})"
+    return 3, "(other)"
 
 
 def _size(size: int) -> str:

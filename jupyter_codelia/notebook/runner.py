@@ -98,6 +98,11 @@ class NotebookAgent:
         # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
         self._outlines: dict[str, str] = {}
         self._mcp: Any = None
+        from ..cache import EntryOrigin
+
+        # Recorded in every cached output this kernel writes (the agent adds its session id),
+        # so the cache browser lists this kernel's entries first.
+        self.output_origin = EntryOrigin(kernel_id=_kernel_id(), notebook=_notebook_name(shell))
 
     # ------------------------------------------------------------------ configuration
 
@@ -251,6 +256,7 @@ class NotebookAgent:
     def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
         from ..agent import Agent
         from ..agent.permissions import PermissionPolicy
+        from ..cache import ToolOutputCacheStore
         from ..session import SessionStore
         from ..standard_tools import standard_tools
         from .cell_tools import NotebookContext, notebook_tools
@@ -283,7 +289,9 @@ class NotebookAgent:
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
-            cache_dir=tool_output_dir(settings.home),
+            output_store=ToolOutputCacheStore(
+                tool_output_dir(settings.home), origin=self.output_origin
+            ),
             jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
@@ -349,7 +357,7 @@ class NotebookAgent:
             return store
         from ..cache import ToolOutputCacheStore
 
-        return ToolOutputCacheStore(cache_dir)
+        return ToolOutputCacheStore(cache_dir, origin=self.output_origin)
 
     @staticmethod
     def _same_home(agent: Agent, settings: Settings) -> bool:
@@ -770,3 +778,28 @@ def _system_prompt(settings: Settings) -> str:
     if settings.system_prompt:
         return base + "\n\n" + settings.system_prompt
     return base
+
+
+def _kernel_id() -> str | None:
+    """This kernel's id, from its connection file name (``kernel-<id>.json`` under Jupyter
+    Server; another unique name when a client started it directly), if any."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        stem = Path(get_connection_file()).stem
+    except Exception:  # not in an ipykernel (a plain IPython shell)
+        return None
+    return stem.removeprefix("kernel-") or None
+
+
+def _notebook_name(shell: Any) -> str | None:
+    """The notebook file the front end told the kernel about (JupyterLab, VS Code), if any."""
+    ns = getattr(shell, "user_ns", {}) or {}
+    for candidate in (
+        ns.get("__vsc_ipynb_file__"),
+        ns.get("__session__"),
+        os.environ.get("JPY_SESSION_NAME"),
+    ):
+        if isinstance(candidate, str) and candidate:
+            return Path(candidate).name
+    return None

@@ -93,3 +93,33 @@ def test_output_cache_and_output_store_together_are_refused(
     store = ToolOutputCacheStore(tmp_path / "cache")
     with pytest.raises(ValueError, match=r"pass either output_cache=.* or output_store=store"):
         Agent(chat, [], output_cache=ToolOutputCache(store), output_store=store)
+
+
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
+@pytest.mark.asyncio
+async def test_two_sessions_reusing_call_ids_keep_their_own_outputs(
+    server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Path
+) -> None:
+    """Two agents (two sessions, as two notebooks would) share one cache directory and get
+    the same tool-call id from the model: each output gets its own ref, each session's ref
+    reads back its own output, and the entries record which session wrote them."""
+    answers = iter(["first session's table", "second session's table"])
+    table = define_tool(
+        name="table", description="A table", input=NoInput, execute=lambda p, ctx: next(answers)
+    )
+    agents = [
+        Agent(chat, [table], output_store=ToolOutputCacheStore(tmp_path / "cache"))
+        for _ in range(2)
+    ]
+    refs: list[str | None] = []
+    for agent in agents:
+        server.add(reply(tool_use("table", {}, id="toolu_1")), reply(text("done")))
+        events = [e async for e in agent.run_stream("show the table")]
+        refs += [e.output_ref for e in events if isinstance(e, ev.ToolResultEvent)]
+    assert refs == ["toolu_1", "toolu_1-2"]
+    reader = ToolOutputCacheStore(tmp_path / "cache")
+    assert reader.read("toolu_1") == "    1  first session's table"
+    assert reader.read("toolu_1-2") == "    1  second session's table"
+    sessions = {e.ref_id: e.session_id for e in reader.list_entries()}
+    assert sessions == {"toolu_1": agents[0].session_id, "toolu_1-2": agents[1].session_id}
+    assert agents[0].session_id != agents[1].session_id

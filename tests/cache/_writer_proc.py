@@ -1,6 +1,7 @@
 """Run as a subprocess by test_store.py: one "agent" writing many entries into a shared store.
 
-argv: root, agent name, entry count. Every agent also rewrites the shared ref id ``shared``.
+argv: root, agent name, entry count. Every agent also saves under the shared call id ``shared``
+(each save gets its own ref: ``shared``, ``shared-2``...).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from PIL import Image
 
 from jupyter_codelia.cache import (
     CacheLimits,
+    EntryOrigin,
     ToolOutputCacheStore,
     ToolOutputCorruptedError,
     ToolOutputEvictedError,
@@ -115,15 +116,40 @@ def test_writer_abort_and_errors_leave_nothing(store: ToolOutputCacheStore) -> N
     assert [p.name for p in store.root.iterdir() if p.name.startswith(".tmp-")] == []
 
 
-def test_overwrite_replaces_the_entry_and_its_files(store: ToolOutputCacheStore) -> None:
-    store.save(tool_call_id="o", tool_name="t", content="old\n" * 100)
-    store.save(tool_call_id="o", tool_name="t2", content="new")
-    assert store.read("o") == "    1  new"
-    assert store.get_entry("o").tool_name == "t2"
-    data_files = [
-        p for p in store.root.iterdir() if p.name.startswith("o.") and p.suffix != ".json"
-    ]
-    assert len(data_files) == 2  # one generation: text and index
+def test_a_reused_call_id_gets_a_fresh_ref_and_overwrites_nothing(
+    store: ToolOutputCacheStore,
+) -> None:
+    first = store.save(tool_call_id="o", tool_name="t", content="old\n" * 100)
+    second = store.save(tool_call_id="o", tool_name="t2", content="new")
+    third = store.writer(tool_call_id="o", tool_name="shell")
+    assert (first.id, second.id, third.ref_id) == ("o", "o-2", "o-3")
+    third.abort()  # an aborted writer frees its name for the next entry
+    assert store.save(tool_call_id="o", tool_name="t", content="x").id == "o-3"
+    assert store.read("o").startswith("    1  old\n    2  old")
+    assert store.read("o-2") == "    1  new"
+    assert store.get_entry("o-2").tool_name == "t2"
+    assert [p.name for p in store.root.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_two_sessions_reusing_call_ids_both_stay_readable(tmp_path: Path) -> None:
+    root = tmp_path / "shared"
+    one = ToolOutputCacheStore(root, origin=EntryOrigin(session_id="s1", kernel_id="k1"))
+    two = ToolOutputCacheStore(root, origin=EntryOrigin(session_id="s2", notebook="b.ipynb"))
+    ref_one = one.save(tool_call_id="toolu_1", tool_name="shell", content="from one")
+    with two.writer(tool_call_id="toolu_1", tool_name="shell") as writer:
+        writer.write("from two")
+        ref_two = writer.close()
+    assert ref_one.id == "toolu_1" and ref_two.id == "toolu_1-2"
+    # Each session finds its own streamed entry, never the other's.
+    assert two.streamed_ref("toolu_1") == ref_two
+    assert one.streamed_ref("toolu_1") is None
+    # A third process opening the same directory reads both.
+    reader = ToolOutputCacheStore(root)
+    assert reader.read("toolu_1") == "    1  from one"
+    assert reader.read("toolu_1-2") == "    1  from two"
+    rows = {e.ref_id: e for e in reader.list_entries()}
+    assert (rows["toolu_1"].session_id, rows["toolu_1"].kernel_id) == ("s1", "k1")
+    assert (rows["toolu_1-2"].session_id, rows["toolu_1-2"].notebook) == ("s2", "b.ipynb")
 
 
 def test_list_entries(store: ToolOutputCacheStore) -> None:
@@ -203,7 +229,7 @@ def test_corrupted_entries_give_clear_errors(store: ToolOutputCacheStore) -> Non
 
 
 def test_lru_eviction_of_whole_entries(tmp_path: Path) -> None:
-    store = ToolOutputCacheStore(tmp_path, max_bytes=4200)  # about 3.4 entries
+    store = ToolOutputCacheStore(tmp_path, max_bytes=4500)  # about 3.5 entries
     for name in ("a", "b", "c"):
         store.save(tool_call_id=name, tool_name="t", content=name * 900)
         time.sleep(0.02)  # distinct "last used" stamps (ordering only, nothing is timed)
@@ -214,13 +240,15 @@ def test_lru_eviction_of_whole_entries(tmp_path: Path) -> None:
         store.read("b")
     for name in ("a", "c", "d"):
         assert store.read(name).startswith("    1  ")
-    assert store.disk_usage() <= 4200 * 0.9  # evicted down to 90% of the cap
+    assert store.disk_usage() <= 4500 * 0.9  # evicted down to 90% of the cap
     assert sorted(e.ref_id for e in store.list_entries()) == ["a", "c", "d"]
     left = [p.name for p in tmp_path.iterdir() if p.name.startswith("b.")]
     assert left == ["b.evicted"]  # data and metadata are gone; a tombstone says why
-    # Saving the ref again brings it back.
-    store.save(tool_call_id="b", tool_name="t", content="again")
-    assert store.read("b") == "    1  again"
+    # Saving the call id again makes a fresh entry: an old placeholder of "b" never shows it.
+    assert store.save(tool_call_id="b", tool_name="t", content="again").id == "b-2"
+    assert store.read("b-2") == "    1  again"
+    with pytest.raises(ToolOutputEvictedError):
+        store.read("b")
 
 
 def test_newest_entry_survives_even_over_the_cap(tmp_path: Path) -> None:
@@ -254,9 +282,9 @@ def test_threads_share_one_store(store: ToolOutputCacheStore) -> None:
         try:
             for i in range(15):
                 store.save(tool_call_id=f"t{n}-{i}", tool_name="t", content=f"{n} {i}\n" * 50)
-                store.save(tool_call_id="same", tool_name="t", content=f"{n}\n" * 10)
+                same = store.save(tool_call_id="same", tool_name="t", content=f"{n}\n" * 10)
                 assert store.read(f"t{n}-{i}", 49) == f"   50  {n} {i}\n   51  "
-                assert store.read("same", 0, 1).split("\n")[0][7:].isdigit()
+                assert store.read(same.id, 0, 1).startswith(f"    1  {n}\n")
         except BaseException as exc:
             errors.append(exc)
 
@@ -266,7 +294,8 @@ def test_threads_share_one_store(store: ToolOutputCacheStore) -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    assert len(store.list_entries()) == 6 * 15 + 1
+    # Every save of the reused call id "same" got its own entry: none overwrote another.
+    assert len(store.list_entries()) == 6 * 15 * 2
 
 
 def test_two_processes_write_one_store(tmp_path: Path) -> None:
@@ -285,12 +314,15 @@ def test_two_processes_write_one_store(tmp_path: Path) -> None:
         assert proc.returncode == 0, err
         assert out.strip() == "done"
     store = ToolOutputCacheStore(tmp_path, max_bytes=400_000)
-    shared = store.read("shared", 0, 1)
-    assert shared.startswith(("    1  alpha ", "    1  beta "))
-    assert store.get_entry("shared").line_count == 201
+    # 80 saves under the call id "shared" from two processes: 80 distinct refs, each intact
+    # (or evicted whole by the size cap), none overwritten by the other process.
+    shared = {p.name.split(".")[0] for p in tmp_path.iterdir() if p.name.startswith("shared")}
+    assert shared == {"shared", *(f"shared-{n}" for n in range(2, 81))}
     readable = 0
     for entry in store.list_entries():
-        if entry.ref_id == "shared":
+        if entry.ref_id.startswith("shared"):
+            assert entry.line_count == 201
+            assert store.read(entry.ref_id, 0, 1).startswith(("    1  alpha ", "    1  beta "))
             continue
         name, i = entry.ref_id.rsplit("-", 1)
         assert store.grep(entry.ref_id, "line 49") == (

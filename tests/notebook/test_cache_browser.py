@@ -8,7 +8,7 @@ from pathlib import Path
 import ipywidgets as widgets
 from PIL import Image
 
-from jupyter_codelia.cache import ToolOutputCacheStore
+from jupyter_codelia.cache import EntryOrigin, ToolOutputCacheStore
 from jupyter_codelia.llm.messages import ImagePart, TextPart
 from jupyter_codelia.notebook.cache_browser import CacheBrowser
 
@@ -106,3 +106,44 @@ def test_empty_cache_and_no_selection(tmp_path: Path) -> None:
     assert "The cache is empty" in browser.output.value
     browser.read()
     assert "Select an entry first." in browser.output.value
+
+
+def test_this_sessions_entries_come_first_and_the_rest_are_labelled(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+
+    def save(origin: EntryOrigin | None, text: str) -> str:
+        store = ToolOutputCacheStore(root, origin=origin)
+        # Every writer reuses the same call id, as the scripted server (and some models) do.
+        return store.save(tool_call_id="toolu_1", tool_name="shell", content=text).id
+
+    legacy = save(None, "written before entries recorded their origin")
+    other_notebook = save(EntryOrigin("s9", "k9", "b.ipynb"), "another notebook")
+    earlier_session = save(EntryOrigin("s1", "k1", "a.ipynb"), "this kernel, earlier session")
+    same_notebook = save(EntryOrigin("s3", "k3", "a.ipynb"), "this notebook, older kernel")
+    current = save(EntryOrigin("s2", "k1", "a.ipynb"), "this session")
+    anonymous = save(EntryOrigin("s7abcdef99"), "an agent outside any notebook")
+    browser = CacheBrowser(ToolOutputCacheStore(root, origin=EntryOrigin("s2", "k1", "a.ipynb")))
+    assert [e.ref_id for e in browser.entries] == [
+        current,
+        earlier_session,
+        same_notebook,
+        anonymous,
+        other_notebook,
+        legacy,
+    ]
+    labels = [label for label, _ in browser.entry_list.options]
+    assert labels[0].endswith("(this session)")
+    assert labels[1].endswith("(this kernel)")
+    assert labels[2].endswith("(this notebook)")
+    assert labels[3].endswith("(other session s7abcdef)")
+    assert labels[4].endswith("(other: b.ipynb)")
+    assert labels[5].endswith("(other)")
+    # Six entries under one call id, none overwritten: each reads back its own text.
+    browser.select(other_notebook)
+    assert "another notebook" in browser.output.value
+    browser.select(current)
+    assert "this session" in browser.output.value
+    # Fixed-width columns: every ref and every origin label starts at the same offset.
+    starts = {label.index(e.ref_id) for label, e in zip(labels, browser.entries, strict=True)}
+    assert len(starts) == 1
+    assert len({label.index("(") for label in labels}) == 1

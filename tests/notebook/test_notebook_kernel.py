@@ -344,10 +344,13 @@ def test_subcommands_list_sessions_todos_and_cache(start_kernel: Any) -> None:
             "print('y = 3' in browser.output.value)\n"
             "browser.line_number.value = 2; browser.char_offset.value = 2; browser.line_window()\n"
             "print(browser.output.value.count('= 3') > 0)\n"
+            # Entries record the kernel and session that wrote them; the list says whose.
+            "print(all(o[0].endswith('(this session)') for o in browser.entry_list.options))\n"
+            "print(bool(browser.store.list_entries()[0].kernel_id))\n"
         )
         lines = listing.stream_text().splitlines()
         assert "read" in lines[0]
-        assert lines[1:] == ["True", "True", "True"]
+        assert lines[1:] == ["True", "True", "True", "True", "True"]
         missing = kernel.execute("%codelia cache nope")
         assert "No cached output 'nope'" in missing.reply["content"]["evalue"]
 
