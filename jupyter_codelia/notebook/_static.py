@@ -51,6 +51,9 @@ def _box_style(widget: widgets.Widget) -> str:
     ]
     if isinstance(widget, widgets.HBox):
         styles.append("display:flex;flex-wrap:wrap;gap:4px;align-items:center")
+    # A full-width box counts its padding and border in its width, so the output area never
+    # scrolls sideways by a few pixels.
+    styles.append("box-sizing:border-box")
     return ";".join(styles)
 
 

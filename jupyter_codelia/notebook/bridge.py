@@ -274,11 +274,14 @@ class Bridge:
             raise RequestError(str(exc).strip("'\"")) from None
 
     def _cache_list(self, _data: dict[str, Any]) -> dict[str, Any]:
-        entries = self.nb.output_store().list_entries()
+        from .cache_browser import ordered_entries, whose
+
+        store = self.nb.output_store()
         keys = ("ref_id", "tool_name", "created_at", "size_bytes", "line_count")
         rows = []
-        for entry in entries:
+        for entry in ordered_entries(store):  # this kernel's entries first
             row = entry.model_dump(mode="json", include=set(keys) | {"has_parts", "is_error"})
+            row["whose"] = whose(entry, store)
             rows.append(row)
         return {"entries": rows}
 

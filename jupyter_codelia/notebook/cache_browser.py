@@ -113,8 +113,7 @@ class CacheBrowser:
 
     def refresh(self) -> None:
         origin = getattr(self.store, "origin", None)
-        entries = self.store.list_entries()  # newest first; the sort below keeps that order
-        self.entries = sorted(entries, key=lambda e: _kinship(e, origin)[0])
+        self.entries = ordered_entries(self.store)
         ref_width = max((len(e.ref_id) for e in self.entries), default=0)
         self.entry_list.options = [
             (entry_label(e, origin, ref_width=ref_width), e.ref_id) for e in self.entries
@@ -211,6 +210,17 @@ class CacheBrowser:
                 )
             )
         self.images.children = tuple(images)
+
+
+def ordered_entries(store: Any) -> list[Any]:
+    """The store's entries, the browsing kernel's own first (newest first within each group)."""
+    origin = getattr(store, "origin", None)
+    return sorted(store.list_entries(), key=lambda e: _kinship(e, origin)[0])
+
+
+def whose(entry: Any, store: Any) -> str:
+    """ "(this session)", "(this kernel)", "(this notebook)" or "(other: ...)"."""
+    return _kinship(entry, getattr(store, "origin", None))[1]
 
 
 def entry_label(entry: Any, origin: Any = None, *, ref_width: int = 0) -> str:

@@ -736,8 +736,9 @@ def _budget_html(event: ev.BudgetEvent) -> str:
 
 def _image_layout() -> widgets.Layout:
     # Natural size, never wider than the card: a flex column would otherwise stretch a small
-    # plot to the full width.
-    return widgets.Layout(max_width="100%", align_self="flex-start", height="auto")
+    # plot to the full width. No margin: the widgets' default 2 px on each side on top of a
+    # full-width image would overflow the card and show a horizontal scrollbar.
+    return widgets.Layout(max_width="100%", align_self="flex-start", height="auto", margin="0")
 
 
 def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:

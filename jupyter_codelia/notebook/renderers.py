@@ -35,9 +35,14 @@ def _markdown() -> Any:
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
+# An ipywidgets HTML widget sets the inline-widget height (28 px) as its line height so labels
+# line up with buttons; prose inside it would look double-spaced without its own line height.
+PROSE_STYLE = "line-height:var(--jp-content-line-height,1.6)"
+
+
 def markdown_to_html(text: str) -> str:
-    """CommonMark (plus tables) to HTML with raw HTML escaped."""
-    return str(_markdown().render(text))
+    """CommonMark (plus tables) to HTML with raw HTML escaped, spaced as prose."""
+    return f'<div class="codelia-prose" style="{PROSE_STYLE}">{_markdown().render(text)}</div>'
 
 
 def escape(text: str) -> str:

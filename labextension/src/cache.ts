@@ -86,10 +86,18 @@ export class CacheBrowser {
       this.list.textContent = 'No cached tool outputs yet.';
     }
     for (const entry of this.entries) {
+      // One cell per column so the CSS grid lines the columns up across rows.
       const row = button(
-        `${entry.ref_id} · ${entry.tool_name} · ${entry.line_count} lines · ${formatBytes(entry.size_bytes)}`,
+        '',
         'jp-codelia-cache-entry' + (entry.is_error ? ' jp-mod-error' : ''),
         () => void this.open(entry.ref_id)
+      );
+      row.append(
+        el('span', 'jp-codelia-cache-ref', entry.ref_id),
+        el('span', 'jp-codelia-cache-tool', entry.tool_name),
+        el('span', 'jp-codelia-cache-lines', `${entry.line_count} lines`),
+        el('span', 'jp-codelia-cache-size', formatBytes(entry.size_bytes)),
+        el('span', 'jp-codelia-cache-whose', entry.whose ?? '')
       );
       row.setAttribute('role', 'option');
       row.dataset.refId = entry.ref_id;

@@ -62,6 +62,8 @@ export interface CacheEntry {
   line_count: number;
   has_parts: boolean;
   is_error: boolean;
+  /** "(this session)", "(this kernel)", "(this notebook)" or "(other: ...)"; own ones first. */
+  whose?: string;
 }
 
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>([

@@ -100,3 +100,37 @@ def test_background_run_allow_button_and_stop_button(
         }""",
         timeout=60_000,
     )
+
+
+def test_live_panel_prose_is_not_double_spaced_and_images_do_not_scroll_sideways(
+    page: Any, lab: Lab, open_notebook: Any
+) -> None:
+    """The panel's own prose and image widgets, live: ipywidgets gives an HTML widget the
+    28 px inline-widget line height and every widget a 2 px margin, which would double-space
+    prose and push a full-width image past its card (a horizontal scrollbar)."""
+    open_notebook("live.ipynb")
+    run_cell(
+        page,
+        "import base64, io, ipywidgets as w\n"
+        "from PIL import Image\n"
+        "from jupyter_codelia.notebook import renderers\n"
+        "from jupyter_codelia.notebook.panel import _images_of\n"
+        "buf = io.BytesIO(); Image.new('RGB', (900, 60), 'navy').save(buf, 'PNG')\n"
+        "url = 'data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode()\n"
+        "prose = w.HTML(renderers.markdown_to_html('word ' * 200))\n"
+        "card = w.VBox([prose, *_images_of([{'type': 'image_url', 'image_url': {'url': url}}])],\n"
+        "              layout=w.Layout(width='320px', overflow='auto'))\n"
+        "card.add_class('live-card')\n"
+        "card",
+    )
+    card = page.locator(".live-card").last
+    card.locator("img").wait_for()
+    page.wait_for_function(
+        "el => el.querySelector('img').getBoundingClientRect().width > 0",
+        arg=card.element_handle(),
+    )
+    assert card.evaluate("el => el.scrollWidth <= el.clientWidth")
+    assert card.locator(".codelia-prose").evaluate(
+        "el => parseFloat(getComputedStyle(el).lineHeight)"
+        " < 1.8 * parseFloat(getComputedStyle(el).fontSize)"
+    )

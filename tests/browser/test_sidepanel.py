@@ -397,6 +397,18 @@ def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
     image.wait_for()
     assert image.get_attribute("src").startswith("data:image/")
 
+    # Columns line up across rows; this session's entries come first, labelled as such.
+    rows = page.evaluate(
+        "() => [...document.querySelectorAll('#jp-codelia-panel .jp-codelia-cache-entry')]"
+        ".map(r => [r.querySelector('.jp-codelia-cache-size').getBoundingClientRect().right,"
+        " r.querySelector('.jp-codelia-cache-lines').getBoundingClientRect().left,"
+        " r.querySelector('.jp-codelia-cache-whose').textContent])"
+    )
+    assert len(rows) >= 2
+    assert len({round(right) for right, _, _ in rows}) == 1
+    assert len({round(left) for _, left, _ in rows}) == 1
+    assert [whose for _, _, whose in rows[:2]] == ["(this session)", "(this session)"]
+
     # Colours come from JupyterLab's theme variables: switching theme restyles the panel.
     light = page.evaluate(
         "() => getComputedStyle(document.querySelector('#jp-codelia-panel')).backgroundColor"

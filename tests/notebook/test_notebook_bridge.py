@@ -158,6 +158,7 @@ def test_bridge_hello_errors_and_a_full_panel_run(start_kernel: Any) -> None:
         assert unknown["error"] == "session not found: nope"
         entries = front.request({"type": "cache.list"})["result"]["entries"]
         python_entry = next(e for e in entries if e["tool_name"] == "python")
+        assert python_entry["whose"] == "(this session)"  # the kernel's own entries, labelled
         ref_id = python_entry["ref_id"]
         read = front.request({"type": "cache.read", "ref_id": ref_id})["result"]["text"]
         assert "side panel ran me" in read
