@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import functools
 import os
 import queue
 import threading
@@ -39,6 +40,7 @@ from .undo import NamespaceUndo
 
 if TYPE_CHECKING:
     from ..agent import Agent, ConfirmResponse
+    from ..cache import EntryOrigin
     from .panel import RunPanel
 
 __all__ = ["NotebookAgent", "RunHandle", "RunNotFinishedError", "RunResult", "parse_answer"]
@@ -98,11 +100,6 @@ class NotebookAgent:
         # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
         self._outlines: dict[str, str] = {}
         self._mcp: Any = None
-        from ..cache import EntryOrigin
-
-        # Recorded in every cached output this kernel writes (the agent adds its session id),
-        # so the cache browser lists this kernel's entries first.
-        self.output_origin = EntryOrigin(kernel_id=_kernel_id(), notebook=_notebook_name(shell))
 
     # ------------------------------------------------------------------ configuration
 
@@ -348,6 +345,15 @@ class NotebookAgent:
         if store is not None and Path(store.home) == home:
             return store
         return SessionStore(home)
+
+    @functools.cached_property
+    def output_origin(self) -> EntryOrigin:
+        """Recorded in every cached output this kernel writes (the agent adds its session
+        id), so the cache browser lists this kernel's entries first. Made on first use: the
+        cache package is not imported by ``%load_ext``."""
+        from ..cache import EntryOrigin
+
+        return EntryOrigin(kernel_id=_kernel_id(), notebook=_notebook_name(self.shell))
 
     def output_store(self) -> Any:
         """The tool-output cache the agent writes, or the configured home's before a run."""
