@@ -167,7 +167,8 @@ def run_session(runs: int) -> Session:
 
 def first_run_only(repeat: int) -> None:
     """The first run against the warm ones (runs 6-15), in ``repeat`` fresh kernels."""
-    wall, cpu = [], []
+    wall: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
         session = run_session(15)
         wall.append(session.times[0] / statistics.median(session.times[5:15]))
