@@ -2,10 +2,11 @@
 
 ``%load_ext`` must stay fast, so it imports nothing heavy; but a person then spends seconds
 typing the first prompt, and without this the first ``%%codelia`` would pay for the Anthropic
-SDK, the pydantic models, the widgets, markdown and pygments inside the run. :func:`start`
-loads them on a daemon thread right after the extension is loaded; :func:`wait` is called
-before a run, so a run never imports concurrently with the warm-up (no half-initialised
-modules seen from two threads).
+SDK, the pydantic models, the widgets, markdown, pygments, the price table and the first
+agent inside the run. :func:`start` loads them on a daemon thread right after the extension is
+loaded, sending nothing and showing nothing (invalid settings just end it early: the run reports
+them); :func:`wait` is called before a run, so a run never imports concurrently with the
+warm-up (no half-initialised modules seen from two threads).
 """
 
 from __future__ import annotations
