@@ -15,6 +15,7 @@ executed cell by cell with nbclient as a front end would. It prints, from the sa
 * the agent's history (messages and JSON size) after runs 60 and 150.
 
     python bench/long_session.py [--runs 150]
+    python bench/long_session.py --first-run [--repeat 5]   # only first vs warm, ~10 s a kernel
 
 To measure another checkout, put it first on PYTHONPATH (the kernel inherits it).
 """
@@ -26,6 +27,7 @@ import json
 import os
 import statistics
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -101,11 +103,19 @@ def probe_of(cell: Any) -> dict[str, int]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=150)
-    args = parser.parse_args()
-    runs = args.runs
+@dataclass
+class Session:
+    """What one kernel's runs left: probes by run number, wall and CPU seconds per run, sizes."""
+
+    probes: dict[int, dict[str, int]]
+    times: list[float]
+    cpu: list[float]
+    live_bytes: int
+    every_bytes: int
+
+
+def run_session(runs: int) -> Session:
+    """``runs`` ``%%codelia`` runs in a fresh kernel after ``%load_ext`` and a 3 s pause."""
     checkpoints = {1, 60, runs}
     with (
         tempfile.TemporaryDirectory(prefix="codelia-long-") as tmp,
@@ -152,6 +162,40 @@ def main() -> None:
     per_cell = json.loads(cpu_out.strip().splitlines()[-1])
     # The clock starts with the cell after the one that registers it: cell i is entry i - 3.
     cpu = [per_cell[index - 3] for index in run_cells]
+    return Session(probes, times, cpu, live_bytes, every_bytes)
+
+
+def first_run_only(repeat: int) -> None:
+    """The first run against the warm ones (runs 6-15), in ``repeat`` fresh kernels."""
+    wall: list[float] = []
+    cpu: list[float] = []
+    for _ in range(repeat):
+        session = run_session(15)
+        wall.append(session.times[0] / statistics.median(session.times[5:15]))
+        cpu.append(session.cpu[0] / statistics.median(session.cpu[5:15]))
+        print(f"first run {session.times[0] * 1000:.0f} ms, ratio first / warm: ", end="")
+        print(f"wall {wall[-1]:.2f}x, CPU {cpu[-1]:.2f}x")
+    print(f"median of {repeat}: wall {statistics.median(wall):.2f}x, ", end="")
+    print(f"CPU {statistics.median(cpu):.2f}x (target <= 1.5x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=150)
+    parser.add_argument(
+        "--first-run",
+        action="store_true",
+        help="only the first run against warm ones: 15 runs in a fresh kernel, --repeat times",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="kernels, with --first-run")
+    args = parser.parse_args()
+    if args.first_run:
+        first_run_only(args.repeat)
+        return
+    runs = args.runs
+    session = run_session(runs)
+    probes, times, cpu = session.probes, session.times, session.cpu
+    live_bytes, every_bytes = session.live_bytes, session.every_bytes
     early = statistics.median(times[5:15])
     late = statistics.median(times[-10:])
     first = times[0]

@@ -2,10 +2,11 @@
 
 ``%load_ext`` must stay fast, so it imports nothing heavy; but a person then spends seconds
 typing the first prompt, and without this the first ``%%codelia`` would pay for the Anthropic
-SDK, the pydantic models, the widgets, markdown and pygments inside the run. :func:`start`
-loads them on a daemon thread right after the extension is loaded; :func:`wait` is called
-before a run, so a run never imports concurrently with the warm-up (no half-initialised
-modules seen from two threads).
+SDK, the pydantic models, the widgets, markdown, pygments, the price table and the first
+agent inside the run. :func:`start` loads them on a daemon thread right after the extension is
+loaded, sending nothing and showing nothing (invalid settings just end it early: the run reports
+them); :func:`wait` is called before a run, so a run never imports concurrently with the
+warm-up (no half-initialised modules seen from two threads).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ WARM_MODULES = (
     "pygments.lexers.python",
     "pygments.lexers.shell",
     "pygments.formatters.html",
+    "jupyter_codelia.testing",  # the run asks whether the offline demo is in charge
+    "anyio._backends._asyncio",  # the SDK's HTTP pool picks its async backend on first send
+    "opentelemetry.propagate",  # the SDK's tracing loads the propagators on first send
 )
 
 _lock = threading.Lock()
@@ -65,7 +69,6 @@ def _warm(shell: Any) -> None:
             importlib.import_module(name)
         except Exception:  # a broken optional import shows up, with its message, in the run
             log.debug("warm-up import of %s failed", name, exc_info=True)
-            return
     try:
         from . import renderers
 
@@ -77,9 +80,24 @@ def _warm(shell: Any) -> None:
         _warm_tool_schemas()
         from .magics import notebook_agent
 
-        notebook_agent(shell).prebuild()  # settings errors are reported by the first run
+        agent = notebook_agent(shell)
+        agent.prebuild()  # settings errors are reported by the first run
+        settings = agent.settings()
+        _warm_pricing(settings.model, settings.provider)
+        from .._redact import redact_secrets
+
+        redact_secrets("warm")  # builds the redactor from the environment's secrets
     except Exception:
         log.debug("warm-up of the renderers, the SDK or the agent failed", exc_info=True)
+
+
+def _warm_pricing(model: str, provider: str) -> None:
+    """Look the model up once: loading the price database (~3,000 entries) costs ~0.2 s CPU."""
+    from ..llm import pricing
+    from ..llm.messages import ChatInvokeUsage
+
+    pricing.context_limit(model, provider)
+    pricing.cost_usd(ChatInvokeUsage(model=model, input_tokens=1, output_tokens=1), provider)
 
 
 def _warm_tool_schemas() -> None:

@@ -567,7 +567,13 @@ class RunPanel:
             outcome.value = renderers.pre("\n".join(lines), max_height="10em")
 
         button.on_click(clicked)
-        box = widgets.VBox([button, outcome])
+        # The button lives only while the run does (a finished run becomes static output), so
+        # the card also names the command that undoes this call afterwards.
+        later = widgets.HTML(
+            value=f'<span style="font-size:11px;color:{renderers.MUTED}">Undo later with '
+            f"<code>%codelia undo {renderers.escape(tool_call_id)}</code></span>"
+        )
+        box = widgets.VBox([button, outcome, later])
         box.add_class("codelia-undo")
         return box
 

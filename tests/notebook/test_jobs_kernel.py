@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -198,21 +199,24 @@ def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any
         again = kernel.execute("%codelia undo")
         assert again.status == "error"
         assert "Nothing to undo for the last run" in again.reply["content"]["evalue"]
-        # The Undo button on a tool card restores that call.
+        # A finished run is static output: each python card names the command that undoes
+        # its call (its live Undo button closed with the run).
         second = kernel.execute("%%codelia --approval-mode full-access\nchange keep")
         assert second.status == "ok"
         kernel.drain()
         assert kernel.execute("print(keep)").stream_text().strip() == "button"
-        buttons = [
-            comm_id
-            for comm_id, state in kernel.widgets_of("ButtonModel").items()
-            if state.get("description") == "Undo"
-        ]
-        assert len(buttons) == 2  # one per python card; the newest is the second run's
-        kernel.click(buttons[0])
-        kernel.wait_for(lambda k: "Nothing to undo for call or run" in k.html_text())
-        kernel.click(buttons[1])
-        kernel.wait_for(lambda k: "restored: keep = str len 3" in k.html_text())
+        static = "".join(
+            str(m["content"].get("data", {}).get("text/html", ""))
+            for m in kernel.iopub
+            if m["msg_type"] in ("display_data", "update_display_data")
+        )
+        named = re.findall(r"%codelia undo ([\w-]+)", static)
+        assert len(set(named)) == 2, named  # one per python card of the two runs
+        first_call, second_call = sorted(set(named), key=named.index)
+        done_before = kernel.execute(f"%codelia undo {first_call}")
+        assert "Nothing to undo for call or run" in done_before.reply["content"].get("evalue", "")
+        restored = kernel.execute(f"%codelia undo {second_call}")
+        assert "restored: keep = str len 3" in restored.stream_text()
         assert kernel.execute("print(keep)").stream_text().strip() == "old"
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
@@ -24,6 +27,21 @@ from jupyter_codelia.notebook.runner import NotebookAgent, _llm_factory
 from jupyter_codelia.testing import ScriptedOpenAIServer
 
 OPENAI_KEY = "sk-proj-SECRET-abcdef0123456789"
+
+
+def _no_kernel_shell() -> Any:
+    """The little of an IPython shell these checks touch: a namespace (they never run code)."""
+    return SimpleNamespace(user_ns={}, user_ns_hidden={})
+
+
+@pytest.fixture
+def shell() -> Iterator[Any]:
+    """An IPython shell for these in-process checks, cleared after (it is a process singleton,
+    and later tests expect plain Python)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    yield InteractiveShell.instance()
+    InteractiveShell.clear_instance()
 
 
 @pytest.fixture
@@ -109,7 +127,7 @@ def test_the_factory_builds_the_chosen_provider(
 
 
 def test_a_model_without_tools_is_refused_before_the_run(home: Path) -> None:
-    nb = NotebookAgent(None, resolve_settings)
+    nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
     settings = resolve_settings().with_overrides(model="openai:o1-mini")
     with pytest.raises(ConfigError, match="'o1-mini' \\(openai\\) cannot call tools"):
         nb.prepare(settings, llm=OpenAIChat("o1-mini", api_key=OPENAI_KEY))
@@ -122,7 +140,7 @@ def test_mcp_servers_from_the_config_file_and_the_subcommand(
         json.dumps({"mcpServers": {"files": {"command": "npx", "args": ["-y", "fs-server"]}}})
     )
     resolve_settings()  # the mcpServers key is accepted
-    nb = NotebookAgent(None, resolve_settings)
+    nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
     _subcommands.run(nb, "mcp", "")
     assert "files  [stdio, not started]  npx -y fs-server" in capsys.readouterr().out
     _subcommands.run(nb, "mcp", f"add calc -- {sys.executable} -m calc --flag")
@@ -142,7 +160,7 @@ def test_mcp_servers_from_the_config_file_and_the_subcommand(
 
 def test_a_bad_mcp_map_in_the_config_file_names_the_file(home: Path) -> None:
     (home / "config.json").write_text(json.dumps({"mcpServers": {"x": {"url": "nope"}}}))
-    nb = NotebookAgent(None, resolve_settings)
+    nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
     with pytest.raises(ValueError, match=r"config file .*config.json: MCP server 'x'"):
         nb.mcp_servers()
 
@@ -153,20 +171,18 @@ def test_an_ollama_model_without_tools_is_refused_before_the_run(home: Path) -> 
         traits = Codelia()
         traits.base_url = server.url
         settings = resolve_settings(traits).with_overrides(model="ollama:llama3")
-        nb = NotebookAgent(None, resolve_settings)
+        nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
         with pytest.raises(ConfigError, match=r"'llama3' \(ollama\) cannot call tools"):
             nb.prepare(settings)
         assert server.requests == []  # refused before any model call
 
 
 def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
-    home: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, shell: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(5)"]}
     (home / "config.json").write_text(json.dumps({"mcpServers": {"broken": broken}}))
-    from IPython.core.interactiveshell import InteractiveShell
-
-    nb = NotebookAgent(InteractiveShell.instance(), resolve_settings)
+    nb = NotebookAgent(shell, resolve_settings)
     try:
         agent = nb.prepare(resolve_settings(), llm=AnthropicChat(api_key="sk-ant-unused-key"))
         out = capsys.readouterr().out
@@ -180,11 +196,9 @@ def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
 
 
 def test_a_model_without_vision_gets_a_note_before_the_run(
-    home: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, shell: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    nb = NotebookAgent(InteractiveShell.instance(), resolve_settings)
+    nb = NotebookAgent(shell, resolve_settings)
     settings = resolve_settings().with_overrides(model="openai:gpt-4")
     nb.prepare(settings, llm=OpenAIChat("gpt-4", api_key=OPENAI_KEY))
     assert "Note: the model 'gpt-4' cannot read images" in capsys.readouterr().out

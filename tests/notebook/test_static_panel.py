@@ -130,6 +130,65 @@ def test_side_panel_loading_leaves_no_already_loaded_line(start_kernel: Any) -> 
     assert "--demo" in again.stream_text()
 
 
+WARMED = (
+    "from jupyter_codelia.notebook import _warmup\n_warmup.wait()\n"
+    "from jupyter_codelia import _redact\n"
+    "from jupyter_codelia.llm import pricing\n"
+    "nb = get_ipython()._codelia_notebook_agent\n"
+    "mods = ('genai_prices.data', 'jupyter_codelia.testing', 'anyio._backends._asyncio',\n"
+    "        'opentelemetry.propagate', 'pygments.lexers.python')\n"
+    "print(json.dumps({'modules': [m for m in mods if m in sys.modules],\n"
+    "    'prices_looked_up': pricing._model_info.cache_info().currsize,\n"
+    "    'redactor_built': _redact._cache is not None,\n"
+    "    'prebuilt': nb._prebuilt is not None}))"
+)
+
+
+def test_warm_up_loads_what_the_first_run_would_pay_for_without_output_or_requests(
+    start_kernel: Any,
+) -> None:
+    with ScriptedAnthropicServer(_script()) as server:
+        kernel = start_kernel(server.url)
+        loaded = kernel.execute("import json, sys\n%load_ext jupyter_codelia")
+        warmed = kernel.execute(WARMED)
+        assert loaded.stream_text() == "" and loaded.status == "ok"
+        assert json.loads(warmed.stream_text()) == {
+            "modules": [
+                "genai_prices.data",
+                "jupyter_codelia.testing",
+                "anyio._backends._asyncio",
+                "opentelemetry.propagate",
+                "pygments.lexers.python",
+            ],
+            "prices_looked_up": 1,
+            "redactor_built": True,
+            "prebuilt": True,
+        }
+        # Warming talks to nobody and shows nothing: no request, no widget, no display.
+        assert server.requests == []
+        kernel.drain()
+        kinds = {m["msg_type"] for m in kernel.iopub}
+        assert not kinds & {"comm_open", "display_data", "error"}, kinds
+
+
+def test_warm_up_with_invalid_settings_stops_quietly_and_the_run_reports_them(
+    start_kernel: Any,
+) -> None:
+    with ScriptedAnthropicServer(_script()) as server:
+        kernel = start_kernel(server.url, JUPYTER_CODELIA_MAX_ITERATIONS="many")
+        loaded = kernel.execute("import json, sys\n%load_ext jupyter_codelia")
+        warmed = kernel.execute(WARMED)
+        assert loaded.stream_text() == "" and loaded.status == "ok"
+        state = json.loads(warmed.stream_text())
+        assert state["prebuilt"] is False and state["prices_looked_up"] == 0
+        kernel.drain()
+        assert "error" not in {m["msg_type"] for m in kernel.iopub}
+        run = kernel.execute("%%codelia\nwhat is 40 + 2?")
+        shown = json.dumps([m["content"] for m in run.messages], default=str)
+        assert "max_iterations must be a number, got 'many'" in shown
+        assert server.requests == []
+
+
 def test_load_ext_warms_imports_and_the_first_agent_in_the_background(
     start_kernel: Any,
 ) -> None:

@@ -100,6 +100,7 @@ async def test_transcript_replays_runs_as_comm_envelopes(
         "session_id": "s-1",
         "prompt": "plot revenue",
         "source": "magic",
+        "demo": False,
     }
     agent_events = [e for e in envelopes if e["type"] == "agent.event"]
     assert [e["event"] for e in agent_events] == events
