@@ -246,11 +246,14 @@ class Agent:
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
         force_compaction: bool = False,
+        context: Sequence[str] = (),
     ) -> AsyncIterator[ev.AgentEvent]:
         """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end.
 
         ``force_compaction`` summarises the history before the prompt is added, whatever its
-        size (the compaction events come first).
+        size (the compaction events come first). ``context``: text blocks the model reads after
+        the prompt in the same user message (a notebook outline, news of background jobs); the
+        run log records them apart, so front ends and transcripts show the prompt as typed.
         """
         if self._running:
             raise RunAlreadyActiveError
@@ -271,6 +274,7 @@ class Agent:
                     tool_choice,
                     run_meta or {},
                     force_compaction=force_compaction,
+                    context=tuple(context),
                 )
             )
             loop = asyncio.get_running_loop()
@@ -445,13 +449,17 @@ class Agent:
         run_meta: dict[str, Any],
         *,
         force_compaction: bool = False,
+        context: tuple[str, ...] = (),
     ) -> None:
         user_input = (
             {"type": "text", "text": prompt}
             if isinstance(prompt, str)
             else {"type": "parts", "parts": [p.dump() for p in prompt]}
         )
-        self._record(run, "run.start", session_id=self.session_id, input=user_input, meta=run_meta)
+        started: dict[str, Any] = {"input": user_input, "meta": run_meta}
+        if context:
+            started["context"] = list(context)
+        self._record(run, "run.start", session_id=self.session_id, **started)
         if self.output_cache is not None:
             self.output_cache.bind_session(self.session_id)
         self._record(run, "run.status", status="running")
@@ -476,7 +484,7 @@ class Agent:
                 self.history.append(UserMessage(content=self._resume_reminder))
                 self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
-            self.history = repair_history([*self.history, UserMessage(content=prompt)])
+            self.history = repair_history([*self.history, _user_message(prompt, context)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
             final = await self._loop(run, tools, tool_choice)
         except asyncio.CancelledError:
@@ -977,6 +985,15 @@ class _DeltaStream:
         rest = self._redactor.flush()
         if rest:
             self._emit(rest)
+
+
+def _user_message(prompt: str | list[ContentPart], context: tuple[str, ...]) -> UserMessage:
+    """The turn's user message: the prompt, then each context block as a text part of its own."""
+    if not context:
+        return UserMessage(content=prompt)
+    parts: list[ContentPart] = [TextPart(text=prompt)] if isinstance(prompt, str) else [*prompt]
+    parts.extend(TextPart(text=block) for block in context)
+    return UserMessage(content=parts)
 
 
 def _redact_message(message: ToolMessage) -> ToolMessage:

@@ -462,10 +462,12 @@ class NotebookAgent:
 
         final = ""
         try:
-            turn_input = _with_job_notice(
-                await self._with_outline(agent, prompt), self.jobs.turn_notice()
-            )
-            async for event in agent.run_stream(turn_input, signal=run.signal, run_id=run.run_id):
+            outline = await self._changed_outline(agent)
+            notice = self.jobs.turn_notice()
+            context = [block for block in (outline, notice) if block is not None]
+            async for event in agent.run_stream(
+                prompt, signal=run.signal, run_id=run.run_id, context=context
+            ):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
                 deliver(event)
@@ -482,15 +484,15 @@ class NotebookAgent:
             return "cancelled", final, None
         return "completed", final, None
 
-    async def _with_outline(self, agent: Agent, prompt: str) -> str:
-        """``prompt`` plus the live notebook outline when a tab answers and it changed."""
+    async def _changed_outline(self, agent: Agent) -> str | None:
+        """The live notebook outline block, when a tab answers and it changed since last turn."""
         from .cell_tools import NotebookContext, outline_for_turn
 
         outline = await outline_for_turn(NotebookContext(self.shell))
         if outline is None or self._outlines.get(agent.session_id) == outline:
-            return prompt
+            return None
         self._outlines[agent.session_id] = outline
-        return f"{prompt}\n\n<notebook_outline>\n{outline}\n</notebook_outline>"
+        return f"<notebook_outline>\n{outline}\n</notebook_outline>"
 
     def _deny_leftovers(self, run_id: str) -> None:
         with self._lock:
@@ -703,15 +705,6 @@ def _configure_budget(agent: Agent, settings: Settings) -> None:
         run=BudgetLimits(**budget_limits(settings, "run")),
         session=BudgetLimits(**budget_limits(settings, "session")),
     )
-
-
-def _with_job_notice(prompt: str, notice: str | None) -> Any:
-    """The user's prompt, plus a second text block on background jobs when there is news."""
-    if notice is None:
-        return prompt
-    from ..llm.messages import TextPart
-
-    return [TextPart(text=prompt), TextPart(text=notice)]
 
 
 def parse_answer(answer: str) -> tuple[str, str | None]:

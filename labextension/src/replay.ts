@@ -18,18 +18,25 @@ export class ReplayGate<T> {
     }
   }
 
-  /** Deliver what `load` returns, then every live message that arrived meanwhile. */
+  /**
+   * Deliver what `load` returns, then every live message that arrived meanwhile. A replay that
+   * starts while another is loading delivers its own messages and leaves the held ones to the
+   * first, which delivers them when it ends.
+   */
   async replay(load: () => Promise<T[]>): Promise<void> {
-    this.held = [];
+    const outer = this.held === null;
+    const held: T[] = this.held ?? [];
+    this.held = held;
     try {
       for (const message of await load()) {
         this.deliver(message);
       }
     } finally {
-      const held = this.held;
-      this.held = null;
-      for (const message of held) {
-        this.deliver(message);
+      if (outer) {
+        this.held = null;
+        for (const message of held) {
+          this.deliver(message);
+        }
       }
     }
   }

@@ -60,4 +60,20 @@ describe('ReplayGate', () => {
     await expect(loading).rejects.toThrow('kernel busy');
     expect(seen).toEqual(['live']);
   });
+
+  it('survives a second replay started while the first still loads', async () => {
+    const seen: string[] = [];
+    const gate = new ReplayGate<string>(m => seen.push(m));
+    let finishFirst: (messages: string[]) => void = () => undefined;
+    const first = gate.replay(() => new Promise<string[]>(r => (finishFirst = r)));
+    gate.push('live-1');
+    const second = gate.replay(async () => ['second-replay']);
+    await second;
+    gate.push('live-2');
+    finishFirst(['first-replay']);
+    await first;
+    expect(seen).toEqual(['second-replay', 'first-replay', 'live-1', 'live-2']);
+    gate.push('live-3');
+    expect(seen.at(-1)).toBe('live-3');
+  });
 });

@@ -236,7 +236,11 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
         second_prompt = json.dumps(server.requests[-2].messages[-1]["content"])
         third_prompt = json.dumps(server.requests[-1].messages[-1]["content"])
 
-    assert "tidy the notebook\\n\\n<notebook_outline>\\nNotebook analysis.ipynb" in first_prompt
+    # The outline is a text block of its own after the prompt (front ends show the prompt alone).
+    assert '"text": "tidy the notebook"}, {"type": "text", "text": "<notebook_outline>' in (
+        first_prompt
+    )
+    assert "<notebook_outline>\\nNotebook analysis.ipynb" in first_prompt
     assert "Stale (source changed after it ran): #2" in first_prompt
     assert "<notebook_outline>" in second_prompt and "Agent-edited: #2-3" in second_prompt
     assert "<notebook_outline>" not in third_prompt and "once more" in third_prompt

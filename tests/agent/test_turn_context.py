@@ -1,0 +1,39 @@
+"""Context blocks for one turn: the model reads them after the prompt, the logs keep them apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_codelia.session import SessionStore, read_jsonl
+from jupyter_codelia.testing import ScriptedServer, reply, text
+
+
+@pytest.mark.asyncio
+async def test_context_follows_the_prompt_for_the_model_and_the_log_keeps_the_prompt_alone(
+    server: ScriptedServer, chat: Any, make_agent: Any, tmp_path: Path
+) -> None:
+    server.add(reply(text("Seen.")), reply(text("Again.")))
+    store = SessionStore(tmp_path / "home")
+    agent = make_agent(chat, session_store=store)
+    outline = "<notebook_outline>\n3 cells\n</notebook_outline>"
+    await agent.run("tidy the notebook", context=[outline, "Job job-1 finished."])
+    await agent.run("once more")
+    await agent.flush()
+
+    sent = json.dumps(server.requests[0].conversation[-1]["content"])
+    assert sent.index("tidy the notebook") < sent.index("3 cells") < sent.index("job-1 finished")
+    later = json.dumps(server.requests[1].conversation[-1]["content"])
+    assert "once more" in later and "3 cells" not in later
+    starts = [
+        record
+        for path in store.run_log_paths(agent.session_id)
+        for record in read_jsonl(path)
+        if record["type"] == "run.start"
+    ]
+    assert starts[0]["input"] == {"type": "text", "text": "tidy the notebook"}
+    assert starts[0]["context"] == [outline, "Job job-1 finished."]
+    assert "context" not in starts[1]
