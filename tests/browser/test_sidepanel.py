@@ -5,6 +5,7 @@ magic runs and resuming a past session."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -425,6 +426,9 @@ def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
     )
     page.wait_for_selector("#jupyterlab-splash", state="detached")
     page.screenshot(path=str(ARTIFACTS / "cache-browser-dark-theme.png"))
+    # A diff's context lines stay readable in dark: light text on the dark panel.
+    text, back = page.evaluate(DIFF_CONTEXT_COLOURS_JS)
+    assert _luminance(text) - _luminance(back) > 0.4, (text, back)
     # The theme is a user setting shared by the lab of this test run: put it back.
     page.evaluate(
         "() => window.jupyterapp.commands.execute('apputils:change-theme',"
@@ -432,6 +436,29 @@ def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
     )
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
     page.wait_for_selector("#jupyterlab-splash", state="detached")
+
+
+DIFF_CONTEXT_COLOURS_JS = """() => {
+  const panel = Array.from(window.jupyterapp.shell.widgets('right'))
+    .find(w => w.id === 'jp-codelia-panel');
+  const send = (seq, event) =>
+    panel.ingest({ type: 'agent.event', run_id: 'dark', seq, event });
+  panel.ingest({ type: 'run.started', run_id: 'dark', session_id: null, prompt: 'dark',
+                 source: 'panel', demo: false });
+  send(0, { type: 'tool_call', tool: 'edit', args: { file_path: 'a.py' }, tool_call_id: 'd1' });
+  const diff = '--- a.py\\n+++ a.py\\n@@ -1,2 +1,2 @@\\n keep this\\n-old\\n+new\\n';
+  send(1, { type: 'tool_result', tool: 'edit', tool_call_id: 'd1',
+            result: JSON.stringify({ diff, summary: 'a.py: 1 line changed' }) });
+  const line = document.querySelector('#jp-codelia-panel .jp-codelia-diff-context');
+  const panelNode = document.querySelector('#jp-codelia-panel');
+  return [getComputedStyle(line).color, getComputedStyle(panelNode).backgroundColor];
+}"""
+
+
+def _luminance(css_colour: str) -> float:
+    """Relative luminance (0 black .. 1 white) of an ``rgb(...)``/``rgba(...)`` colour."""
+    red, green, blue = (float(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
 
 
 def test_the_panel_follows_the_active_notebook(
