@@ -141,13 +141,16 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     page.locator(BADGE).nth(1).wait_for()
     assert page.locator(BADGE).count() == 2
 
-    # Revert the edit of cell 3 from the %%codelia cell's panel (kernel -> front end).
+    # The finished run's panel is static output now; the edited cell's badge reverts the edit.
     magic_cell = page.locator(".jp-Notebook .jp-Cell").nth(4)
-    magic_cell.locator("button", has_text="Revert").nth(1).click()
+    assert magic_cell.locator("button", has_text="Revert").count() == 0
+    edited_cell = page.locator(".jp-Notebook .jp-Cell").nth(3)
+    edited_cell.locator(BADGE).click()
+    edit_card = edited_cell.locator(".jp-codelia-edit-card")
+    edit_card.get_by_role("button", name="Revert", exact=True).click()
     page.wait_for_function(
         f"() => ({NOTEBOOK_JS}).model.cells.get(3).sharedModel.getSource() === \"print('hello')\""
     )
-    magic_cell.get_by_text("Reverted.").wait_for()
     assert cells(page)[3]["codelia"] is None
     page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 1")
 
