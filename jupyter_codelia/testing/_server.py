@@ -11,6 +11,7 @@ code under test (the real SDK) talks to it over a real socket.
 
 from __future__ import annotations
 
+import abc
 import json
 import re
 import socket
@@ -174,7 +175,7 @@ class _ClientGoneError(Exception):
     """The client closed the connection while we were writing."""
 
 
-class ScriptedServer:
+class ScriptedServer(abc.ABC):
     """The provider-neutral part of a scripted model server (see the module docstring).
 
     ``script``: a list of turns (:func:`reply`, :func:`fault`, :func:`recorded` builders,
@@ -344,23 +345,23 @@ class ScriptedServer:
 
     # --- what a subclass says about its API --------------------------------------------------
 
+    @abc.abstractmethod
     def error_body(self, error_type: str, message: str) -> dict[str, Any]:
         """The JSON body of an error response."""
-        raise NotImplementedError
 
     def fault_status(self, turn: Fault) -> int:
         """The HTTP status an error fault is answered with."""
         return turn.http_status()
 
+    @abc.abstractmethod
     def render_message(self, turn: Reply, request: RecordedRequest) -> dict[str, Any]:
         """The non-streamed JSON reply."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def sse_events(
         self, turn: Reply, request: RecordedRequest
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """The ``(event name, data)`` sequence of a streamed reply."""
-        raise NotImplementedError
 
     def sse_frame(self, name: str, data: dict[str, Any]) -> bytes:
         return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
