@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sidepanel import _load_browser_fixtures  # the sibling bench script
+from _browser import load_browser_fixtures
 
 TARGET_RATIO = 2.0
 PANEL_JS = (
@@ -103,7 +103,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=9, help="measurements per lab (median)")
     parser.add_argument("--events", type=int, default=200, help="agent events in the transcript")
     args = parser.parse_args()
-    fixtures = _load_browser_fixtures()
+    fixtures = load_browser_fixtures()
     kernel_env = {"ANTHROPIC_API_KEY": "unused"}
     if os.environ.get("PYTHONPATH"):
         kernel_env["PYTHONPATH"] = os.environ["PYTHONPATH"]

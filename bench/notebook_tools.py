@@ -14,13 +14,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _browser import load_browser_fixtures  # bench/ is on sys.path when a bench runs
 
 from jupyter_codelia.notebook import cells as nbcells
 
@@ -113,19 +113,8 @@ _codelia_bench_task = asyncio.ensure_future(_codelia_bench(ROUNDS, OUT))
 """
 
 
-def _load_browser_fixtures() -> Any:
-    path = REPO / "tests" / "browser" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("codelia_browser_fixtures", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load the browser fixtures from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def bench_edit_round_trip(rounds: int) -> bool:
-    fixtures = _load_browser_fixtures()
+    fixtures = load_browser_fixtures()
     with fixtures.launch_lab() as lab, fixtures.launch_browser() as browser:
         out = lab.root / "bench-result.json"
         code = KERNEL_BENCH.replace("ROUNDS", str(rounds)).replace("OUT", repr(str(out)))

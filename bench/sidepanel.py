@@ -12,13 +12,10 @@ ratio of at most 1.5 (the view appends and patches nodes, it never re-renders th
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
-from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from _browser import load_browser_fixtures  # bench/ is on sys.path when a bench runs
+
 TARGET_RATIO = 1.5
 LARGE = 10_000
 
@@ -60,23 +57,12 @@ MEASURE_JS = """async ({ size, appends }) => {
 }"""
 
 
-def _load_browser_fixtures() -> Any:
-    path = REPO / "tests" / "browser" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("codelia_browser_fixtures", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load the browser fixtures from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="measurements per size (median)")
     parser.add_argument("--appends", type=int, default=300, help="events timed per measurement")
     args = parser.parse_args()
-    fixtures = _load_browser_fixtures()
+    fixtures = load_browser_fixtures()
     with (
         fixtures.launch_lab() as lab,
         fixtures.launch_browser(["--js-flags=--expose-gc"]) as browser,

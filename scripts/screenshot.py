@@ -10,25 +10,12 @@ and saves a screenshot of the whole window, so the README always shows the curre
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _browser_fixtures() -> Any:
-    path = REPO / "tests" / "browser" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("codelia_browser_fixtures", path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load the browser fixtures from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> int:
@@ -37,7 +24,10 @@ def main() -> int:
     args = parser.parse_args()
     for name in [k for k in os.environ if k.startswith(("ANTHROPIC_", "OPENAI_"))]:
         del os.environ[name]  # the offline demo, never a real service
-    fixtures = _browser_fixtures()
+    sys.path.insert(0, str(REPO / "bench"))
+    from _browser import load_browser_fixtures
+
+    fixtures = load_browser_fixtures()
     with fixtures.launch_lab() as lab, fixtures.launch_browser() as browser:
         shutil.copytree(REPO / "notebooks" / "data", lab.root / "data")
         shutil.copy(REPO / "notebooks" / "data-analysis.ipynb", lab.root / "data-analysis.ipynb")
