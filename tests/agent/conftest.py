@@ -13,14 +13,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from jupyter_codelia.agent import Agent
 from jupyter_codelia.llm.anthropic import AnthropicChat
 from jupyter_codelia.llm.openai import OpenAIChat
 from jupyter_codelia.testing import ScriptedAnthropicServer, ScriptedOpenAIServer, ScriptedServer
+from jupyter_codelia.tools import define_tool
 
 FAKE_KEY = "sk-ant-test-0123456789abcdef-SECRET"
 PROVIDERS = ("anthropic", "openai")
+
+
+# Tools shared by the agent tests.
+class AddInput(BaseModel):
+    a: int
+    b: int
+
+
+add = define_tool(
+    name="add", description="Add two integers", input=AddInput, execute=lambda p, ctx: p.a + p.b
+)
+
+
+class NoInput(BaseModel):
+    pass
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from pydantic import BaseModel
 
 from jupyter_codelia.agent import Agent, AgentRunError, ConfirmResponse, RetryConfig
 from jupyter_codelia.agent import events as ev
@@ -20,21 +19,7 @@ from jupyter_codelia.llm.messages import AssistantMessage, ImagePart, ToolMessag
 from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use
 from jupyter_codelia.tools import CancelSignal, RunCancelled, ToolContext, define_tool, done_tool
 
-from .conftest import OVERLOADED_STATUS
-
-
-class AddInput(BaseModel):
-    a: int
-    b: int
-
-
-add = define_tool(
-    name="add", description="Add two integers", input=AddInput, execute=lambda p, ctx: p.a + p.b
-)
-
-
-class NoInput(BaseModel):
-    pass
+from .conftest import OVERLOADED_STATUS, NoInput, add
 
 
 def _boom(params: NoInput, ctx: ToolContext) -> str:

@@ -6,7 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from jupyter_codelia.agent import Agent, BudgetLimits
 from jupyter_codelia.agent import events as ev
@@ -16,22 +15,7 @@ from jupyter_codelia.llm.pricing import cost_usd
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use, usage
 from jupyter_codelia.tools import ToolContext, define_tool
 
-from .conftest import FAKE_KEY
-
-
-class AddInput(BaseModel):
-    a: int
-    b: int
-
-
-add = define_tool(
-    name="add", description="Add two integers", input=AddInput, execute=lambda p, ctx: p.a + p.b
-)
-
-
-class NoInput(BaseModel):
-    pass
-
+from .conftest import FAKE_KEY, NoInput, add
 
 SUMMARY = "Summary: added some numbers."
 
