@@ -47,7 +47,12 @@ def ensure_store_id(home: Path) -> str:
     home.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR)
     target = home / STORE_ID_FILE
     if target.exists():
-        # Present but unreadable as an id: replace it, or every kernel would make its own.
+        # Another process may have linked its complete id in since the first read: use it.
+        # Only a file that still reads as no id is damaged, and replaced, or every kernel
+        # would make its own.
+        again = read_store_id(home)
+        if again is not None:
+            return again
         with suppress(FileNotFoundError):
             target.unlink()
     fd, tmp_name = tempfile.mkstemp(dir=home, prefix=".store-id.", suffix=".tmp")
