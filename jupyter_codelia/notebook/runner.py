@@ -479,7 +479,6 @@ class NotebookAgent:
             return "error", final, describe_exc(exc)
         finally:
             self._deny_leftovers(run.run_id)
-            await _close_llm(agent.llm)
         if run.signal.is_set():
             return "cancelled", final, None
         return "completed", final, None
@@ -680,19 +679,6 @@ def _read_unless_answered(
             if state["injected"]:
                 # Withdraw it if it has not been raised yet; if it has, it is propagating.
                 raise_in_thread(ident, None)
-
-
-async def _close_llm(llm: Any) -> None:
-    """Close the model's HTTP client on the loop it ran on (each turn makes a new one)."""
-    close = getattr(llm, "aclose", None)
-    if close is None:
-        return
-    try:
-        await close()
-    except Exception:  # closing is tidying up; the run's outcome is already decided
-        import logging
-
-        logging.getLogger("jupyter_codelia.notebook").debug("closing the model client failed")
 
 
 def _configure_budget(agent: Agent, settings: Settings) -> None:
