@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import overload
 
+from ._patch_lines import DiffMaterial, UpdateResult
 from ._patch_parse import Chunk
-from .diff import Block
+from .diff import Block, merge_blocks
 
 
 class TextLines(Sequence[str]):
@@ -100,13 +100,8 @@ class TextLines(Sequence[str]):
         return out
 
 
-@dataclass
-class FastResult:
-    text: str
-    blocks: list[Block]
-    old_view: TextLines
-    new_view: TextLines
-    hunks: str | None = None  # the diff's hunks when they could be read off the chunks
+Found = tuple[int, int, Chunk, int, int]
+"""Where a chunk matched: (line, old line count, chunk, start offset, end offset)."""
 
 
 class _NoExactMatchError(Exception):
@@ -175,7 +170,7 @@ class _Cursor:
         self.offset = end + 1 if end < self.size else self.size
 
 
-def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
+def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
     """The line algorithm's result for chunks that all match exactly; None when it is needed.
 
     Every matched line is followed by a newline here (changes touching a last line without one
@@ -185,7 +180,7 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
         return None
     cursor = _Cursor(before)
     text, size = before, len(before)
-    found: list[tuple[int, int, Chunk, int, int]] = []  # (line, old count, chunk, start, end)
+    found: list[Found] = []
     append = found.append
     try:
         for chunk in chunks:
@@ -228,58 +223,81 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> FastResult | None:
     return _assemble(cursor, found)
 
 
-def _assemble(cursor: _Cursor, found: list[tuple[int, int, Chunk, int, int]]) -> FastResult:
+def _replacement(found: Found) -> tuple[int, str]:
+    """(offset where the original resumes, the text put in place of ``start`` .. it)."""
+    _, count, chunk, start, end = found
+    new = chunk.new
+    if count == 0:
+        return start, "".join([item + "\n" for item in new])
+    if new:
+        return end, "\n".join(new)
+    return end + 1, ""
+
+
+def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
+    """The new text and its diff hunks; the blocks and line views are built only if the hunks
+    cannot be read off the chunks (or someone asks for them)."""
     text = cursor.text
     pieces: list[str] = []
-    written = 0  # length of the output so far
     position = 0
     delta = 0  # new line number - old line number
-    blocks: list[Block] = []
-    old_anchors: list[tuple[int, int]] = [(0, 0)]
-    new_anchors: list[tuple[int, int]] = [(0, 0)]
-    old_segments: list[tuple[int, list[str]]] = []
-    new_segments: list[tuple[int, list[str]]] = []
     placed: list[tuple[int, int, Chunk]] = []  # (old line, new line, chunk)
-    for line, count, chunk, start, end in found:
-        new = chunk.new
-        new_count = len(new)
-        new_line = line + delta
-        placed.append((line, new_line, chunk))
-        if count == 0:
-            cut = start
-            insert = "".join([item + "\n" for item in new])
-            blocks.append((line, line, new_line, new_line + new_count))
-        else:
-            if new_count:
-                cut, insert = end, "\n".join(new)
-            else:
-                cut, insert = end + 1, ""
-            for o, oc, n, nc in chunk.changes:
-                blocks.append((line + o, line + o + oc, new_line + n, new_line + n + nc))
-            old_anchors.append((line, start))
-            old_segments.append((line, chunk.old))
-        if new_count:
-            new_segments.append((new_line, new))
-        piece = text[position:start]
-        pieces.append(piece)
-        written += len(piece)
-        new_anchors.append((new_line, written))
+    for match in found:
+        line, count, chunk, start, _ = match
+        placed.append((line, line + delta, chunk))
+        cut, insert = _replacement(match)
+        pieces.append(text[position:start])
         pieces.append(insert)
-        written += len(insert)
         position = cut
-        delta += new_count - count
+        delta += len(chunk.new) - count
     pieces.append(text[position:])
     result = "".join(pieces)
     if cursor.had_newline and result == "\n":
         result = ""  # the line algorithm's "empty result" rule
     # Every line before the cursor ends with a newline, so only the rest needs counting.
     old_length = cursor.line + text.count("\n", cursor.offset) + 1
-    return FastResult(
-        result,
-        blocks,
+
+    def build() -> DiffMaterial:
+        return _diff_material(text, result, found, old_length, old_length + delta)
+
+    return UpdateResult.deferred(result, _hunks_from_chunks(placed), build)
+
+
+def _diff_material(
+    text: str, result: str, found: list[Found], old_length: int, new_length: int
+) -> DiffMaterial:
+    """The change blocks and line views of the old and new text, from where chunks matched."""
+    blocks: list[Block] = []
+    old_anchors: list[tuple[int, int]] = [(0, 0)]
+    new_anchors: list[tuple[int, int]] = [(0, 0)]
+    old_segments: list[tuple[int, list[str]]] = []
+    new_segments: list[tuple[int, list[str]]] = []
+    written = 0  # length of the new text up to the current chunk
+    position = 0
+    delta = 0
+    for match in found:
+        line, count, chunk, start, _ = match
+        new = chunk.new
+        new_line = line + delta
+        if count == 0:
+            blocks.append((line, line, new_line, new_line + len(new)))
+        else:
+            for o, oc, n, nc in chunk.changes:
+                blocks.append((line + o, line + o + oc, new_line + n, new_line + n + nc))
+            old_anchors.append((line, start))
+            old_segments.append((line, chunk.old))
+        if new:
+            new_segments.append((new_line, new))
+        cut, insert = _replacement(match)
+        written += start - position
+        new_anchors.append((new_line, written))
+        written += len(insert)
+        position = cut
+        delta += len(new) - count
+    return (
+        merge_blocks(blocks),
         TextLines(text, old_anchors, old_length, old_segments),
-        TextLines(result, new_anchors, old_length + delta, new_segments),
-        _hunks_from_chunks(placed),
+        TextLines(result, new_anchors, new_length, new_segments),
     )
 
 
@@ -294,26 +312,21 @@ def _hunks_from_chunks(placed: list[tuple[int, int, Chunk]], context: int = 3) -
     """
     if not placed:
         return None
-    shapes: list[tuple[int, int, int, int, int]] = []  # (first, after, at, removed, added)
-    for line, _, chunk in placed:
-        marks = chunk.marks
-        run = marks.strip(" ")
-        if not run or " " in run or "+-" in run:
-            return None
-        at = len(marks) - len(marks.lstrip(" "))
-        removed = run.count("-")
-        if at < context or len(marks) - at - len(run) < context:
-            return None
-        shapes.append((line + at, line + at + removed, at, removed, len(run) - removed))
-    for k in range(1, len(shapes)):
-        if shapes[k][0] - shapes[k - 1][1] <= 2 * context:
-            return None
     out: list[str] = []
-    for (line, new_line, chunk), (_, _, at, removed, added) in zip(placed, shapes, strict=True):
-        old_start = line + at - context
-        new_start = new_line + at - context
+    previous_end = -1 - 2 * context  # old line just past the previous chunk's change
+    for line, new_line, chunk in placed:
+        run = chunk.single_run
+        if run is None:
+            return None
+        at, removed, added = run
+        if not removed + added or at < context or len(chunk.lines) - at - removed - added < context:
+            return None
+        if line + at - previous_end <= 2 * context:
+            return None
+        previous_end = line + at + removed
         out.append(
-            f"@@ -{old_start + 1},{removed + 2 * context} +{new_start + 1},{added + 2 * context} @@"
+            f"@@ -{line + at - context + 1},{removed + 2 * context} "
+            f"+{new_line + at - context + 1},{added + 2 * context} @@"
         )
         out.append("\n".join(chunk.lines[at - context : at + removed + added + context]))
     return "\n".join(out)

@@ -21,15 +21,56 @@ class PatchApplyError(CodeliaError, ValueError):
     """A section cannot be applied to the files as they are (nothing was written)."""
 
 
-@dataclass
-class UpdateResult:
-    """The new text of an updated file, the change blocks and line views for the diff."""
+DiffMaterial = tuple[list[Block], Sequence[str], Sequence[str]]
+"""The change blocks and the line views of the old and new text that ``render_hunks`` uses."""
 
-    text: str
-    blocks: list[Block]
-    old_view: Sequence[str]
-    new_view: Sequence[str]
-    hunks: str | None = None  # pre-rendered diff hunks (the fast path), or None
+
+class UpdateResult:
+    """The new text of an updated file, and what its diff is made from: the change ``blocks``
+    with line views of both versions, and ``hunks`` when they are already rendered.
+
+    The fast path renders the hunks from the chunks themselves; its blocks and views are then
+    rarely needed, so :meth:`deferred` builds them only when first asked for.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        blocks: list[Block],
+        old_view: Sequence[str],
+        new_view: Sequence[str],
+        hunks: str | None = None,
+    ) -> None:
+        self.text = text
+        self.hunks = hunks  # pre-rendered diff hunks (the fast path), or None
+        self._material: DiffMaterial = (blocks, old_view, new_view)
+        self._build: Callable[[], DiffMaterial] | None = None
+
+    @classmethod
+    def deferred(
+        cls, text: str, hunks: str | None, build: Callable[[], DiffMaterial]
+    ) -> UpdateResult:
+        """A result whose blocks and views ``build`` makes on first use."""
+        result = cls(text, [], (), (), hunks)
+        result._build = build
+        return result
+
+    def _diff_material(self) -> DiffMaterial:
+        if self._build is not None:
+            self._material, self._build = self._build(), None
+        return self._material
+
+    @property
+    def blocks(self) -> list[Block]:
+        return self._diff_material()[0]
+
+    @property
+    def old_view(self) -> Sequence[str]:
+        return self._diff_material()[1]
+
+    @property
+    def new_view(self) -> Sequence[str]:
+        return self._diff_material()[2]
 
 
 _PUNCTUATION = str.maketrans(

@@ -20,6 +20,7 @@ empty context line. Every failure raises :class:`PatchParseError` whose message 
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -42,6 +43,8 @@ _CHANGE_RUN = re.compile(r"[-+]+")
 _STARS = re.compile(r"\*\*\*")
 _NOT_BODY = re.compile(r"[^ +\-\0]")
 _NOT_ADDED = re.compile(r"[^+]")
+_AFTER_MARKER = operator.itemgetter(slice(1, None))  # a body line without its first character
+_UNKNOWN_RUN = (-1, 0, 0)  # Chunk.single_run not computed yet
 
 
 class PatchParseError(CodeliaError, ValueError):
@@ -57,11 +60,21 @@ class Chunk:
 
     ``old``/``new`` are the chunk's lines before/after; ``changes`` lists its runs of ``-``/``+``
     lines as (old offset, old count, new offset, new count) relative to the chunk start. They are
-    computed once, with comprehensions and regexes rather than a Python step per line (a patch
-    may have tens of thousands of lines).
+    computed once, with slices, comprehensions and regexes rather than a Python step per line (a
+    patch may have tens of thousands of lines).
     """
 
-    __slots__ = ("_changes", "_marks", "_new", "_old", "anchor", "eof", "lines")
+    __slots__ = (
+        "_changes",
+        "_marks",
+        "_new",
+        "_old",
+        "_run",
+        "_texts",
+        "anchor",
+        "eof",
+        "lines",
+    )
 
     def __init__(
         self,
@@ -74,39 +87,72 @@ class Chunk:
         self.lines: list[str] = lines if lines is not None else []
         self.eof = eof
         self._marks = marks  # the first character of every line, when the parser has it
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop everything computed from the lines (they changed)."""
         self._old: list[str] | None = None
         self._new: list[str] | None = None
         self._changes: list[tuple[int, int, int, int]] | None = None
+        self._texts: list[str] | None = None
+        self._run: tuple[int, int, int] | None = _UNKNOWN_RUN
 
     def __repr__(self) -> str:
         return f"Chunk(anchor={self.anchor!r}, lines={self.lines!r}, eof={self.eof!r})"
 
     def add(self, marker: str, text: str) -> None:
         self.lines.append(marker + text)
-        self._old = self._new = self._changes = self._marks = None
+        self._marks = None
+        self._forget()
 
     @property
     def body(self) -> list[tuple[str, str]]:
         return [(line[0], line[1:]) for line in self.lines]
 
     @property
+    def texts(self) -> list[str]:
+        """Every body line without its marker."""
+        if self._texts is None:
+            self._texts = list(map(_AFTER_MARKER, self.lines))
+        return self._texts
+
+    @property
+    def single_run(self) -> tuple[int, int, int] | None:
+        """(offset, removed, added) when the changes are one run of ``-`` lines followed by
+        ``+`` lines (the usual chunk; empty when there is no change), else None."""
+        if self._run is _UNKNOWN_RUN:
+            marks = self.marks
+            at = len(marks) - len(marks.lstrip(" "))
+            changed = marks[at:].rstrip(" ")
+            if " " in changed or "+-" in changed:
+                self._run = None
+            else:
+                removed = changed.count("-")
+                self._run = (at, removed, len(changed) - removed)
+        return self._run
+
+    @property
     def old(self) -> list[str]:
         if self._old is None:
-            marks = self.marks
-            if "+" not in marks:
-                self._old = [line[1:] for line in self.lines]
-            else:
+            run = self.single_run
+            if run is None:
                 self._old = [line[1:] for line in self.lines if line[0] != "+"]
+            else:
+                at, removed, added = run
+                cut, texts = at + removed, self.texts
+                self._old = texts[:cut] + texts[cut + added :] if added else texts
         return self._old
 
     @property
     def new(self) -> list[str]:
         if self._new is None:
-            marks = self.marks
-            if "-" not in marks:
-                self._new = [line[1:] for line in self.lines]
-            else:
+            run = self.single_run
+            if run is None:
                 self._new = [line[1:] for line in self.lines if line[0] != "-"]
+            else:
+                at, removed, _ = run
+                texts = self.texts
+                self._new = texts[:at] + texts[at + removed :] if removed else texts
         return self._new
 
     @property

@@ -33,7 +33,7 @@ from ._patch_write import (
     write_planned,
 )
 from ._sandbox import Sandbox
-from .diff import diff_payload, merge_blocks, render_hunks, unified_diff
+from .diff import diff_payload, render_hunks, unified_diff
 
 __all__ = [
     "PatchApplyError",
@@ -58,12 +58,8 @@ def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResul
     """
     crlf = "\r" in before and is_crlf_text(before)
     text = before.replace("\r\n", "\n") if crlf else before
-    fast = apply_exact(text, chunks)
-    if fast is not None:
-        result = UpdateResult(
-            fast.text, merge_blocks(fast.blocks), fast.old_view, fast.new_view, fast.hunks
-        )
-    else:
+    result = apply_exact(text, chunks)
+    if result is None:
         result = apply_update_lines(text, chunks, path)
     if crlf:
         result.text = result.text.replace("\n", "\r\n")
