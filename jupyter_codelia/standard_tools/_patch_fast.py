@@ -141,14 +141,14 @@ class _Cursor:
             position = start - 1
         return start
 
-    def find(self, lines: list[str], eof: bool) -> tuple[int, int, int]:
-        """(line, start offset, end offset) of the first exact match at/after the cursor."""
-        joined = "\n".join(lines)
+    def find(self, joined: str, count: int, eof: bool) -> tuple[int, int, int]:
+        """(line, start offset, end offset) of the first exact match at/after the cursor of the
+        ``count`` lines ``joined`` with newlines."""
         if not joined:
             raise _NoExactMatchError
         text = self.text
         if eof:
-            candidate = self.line_count - len(lines)
+            candidate = self.line_count - count
             if candidate >= self.line:
                 start = self._start_of(candidate)
                 end = start + len(joined)
@@ -185,10 +185,10 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
     try:
         for chunk in chunks:
             if chunk.anchor is not None:
-                line, _, end = cursor.find([chunk.anchor], False)
+                line, _, end = cursor.find(chunk.anchor, 1, False)
                 cursor.advance(line + 1, end)
-            old = chunk.old
-            if not old:
+            count = chunk.old_count
+            if not count:
                 if chunk.eof or chunk.anchor is None:
                     at, offset = cursor.line_count, size
                 else:
@@ -197,7 +197,7 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
                 cursor.line, cursor.offset = at, offset
                 continue
             # The common case inline: not EOF-anchored, found at the first candidate.
-            joined = "\n".join(old)
+            joined = chunk.old_text
             offset = cursor.offset
             start = text.find(joined, offset) if joined and not chunk.eof else -1
             end = start + len(joined)
@@ -209,8 +209,7 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
             ):
                 line = cursor.line + text.count("\n", offset, start)
             else:
-                line, start, end = cursor.find(old, chunk.eof)
-            count = len(old)
+                line, start, end = cursor.find(joined, count, chunk.eof)
             append((line, count, chunk, start, end))
             cursor.line = line + count
             cursor.offset = end + 1 if end < size else size
@@ -226,11 +225,10 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
 def _replacement(found: Found) -> tuple[int, str]:
     """(offset where the original resumes, the text put in place of ``start`` .. it)."""
     _, count, chunk, start, end = found
-    new = chunk.new
     if count == 0:
-        return start, "".join([item + "\n" for item in new])
-    if new:
-        return end, "\n".join(new)
+        return start, chunk.new_text + "\n" if chunk.new_count else ""
+    if chunk.new_count:
+        return end, chunk.new_text
     return end + 1, ""
 
 
@@ -249,7 +247,7 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
         pieces.append(text[position:start])
         pieces.append(insert)
         position = cut
-        delta += len(chunk.new) - count
+        delta += chunk.new_count - count
     pieces.append(text[position:])
     result = "".join(pieces)
     if cursor.had_newline and result == "\n":

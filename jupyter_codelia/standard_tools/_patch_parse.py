@@ -58,19 +58,21 @@ class Chunk:
     """One ``@@`` chunk: its anchor, raw body lines (each starting with ``' '``, ``'-'`` or
     ``'+'``) and EOF anchoring.
 
-    ``old``/``new`` are the chunk's lines before/after; ``changes`` lists its runs of ``-``/``+``
-    lines as (old offset, old count, new offset, new count) relative to the chunk start. They are
-    computed once, with slices, comprehensions and regexes rather than a Python step per line (a
-    patch may have tens of thousands of lines).
+    ``old``/``new`` are the chunk's lines before/after (``old_text``/``new_text`` the same
+    joined with newlines, which is what the fast path needs); ``changes`` lists its runs of
+    ``-``/``+`` lines as (old offset, old count, new offset, new count) relative to the chunk
+    start. They are computed once, with slices, joins and regexes rather than a Python step per
+    line (a patch may have tens of thousands of lines), and the joined texts are kept as
+    strings, not lists: a big patch makes thousands of chunks, and every list that lives as
+    long as the patch adds to the garbage collector's work.
     """
 
     __slots__ = (
         "_changes",
         "_marks",
-        "_new",
-        "_old",
+        "_new_text",
+        "_old_text",
         "_run",
-        "_texts",
         "anchor",
         "eof",
         "lines",
@@ -91,10 +93,9 @@ class Chunk:
 
     def _forget(self) -> None:
         """Drop everything computed from the lines (they changed)."""
-        self._old: list[str] | None = None
-        self._new: list[str] | None = None
+        self._old_text: str | None = None
+        self._new_text: str | None = None
         self._changes: list[tuple[int, int, int, int]] | None = None
-        self._texts: list[str] | None = None
         self._run: tuple[int, int, int] | None = _UNKNOWN_RUN
 
     def __repr__(self) -> str:
@@ -108,13 +109,6 @@ class Chunk:
     @property
     def body(self) -> list[tuple[str, str]]:
         return [(line[0], line[1:]) for line in self.lines]
-
-    @property
-    def texts(self) -> list[str]:
-        """Every body line without its marker."""
-        if self._texts is None:
-            self._texts = list(map(_AFTER_MARKER, self.lines))
-        return self._texts
 
     @property
     def single_run(self) -> tuple[int, int, int] | None:
@@ -131,29 +125,46 @@ class Chunk:
                 self._run = (at, removed, len(changed) - removed)
         return self._run
 
+    def _joined(self, left_out: str) -> str:
+        """The body lines not marked ``left_out``, without their markers, joined."""
+        lines = self.lines
+        run = self.single_run
+        if run is None:
+            kept = [line for line in lines if line[0] != left_out]
+        else:
+            at, removed, added = run
+            cut, skipped = (at + removed, added) if left_out == "+" else (at, removed)
+            kept = lines[:cut] + lines[cut + skipped :] if skipped else lines
+        return "\n".join(map(_AFTER_MARKER, kept))
+
+    @property
+    def old_count(self) -> int:
+        return len(self.marks) - self.marks.count("+")
+
+    @property
+    def new_count(self) -> int:
+        return len(self.marks) - self.marks.count("-")
+
+    @property
+    def old_text(self) -> str:
+        if self._old_text is None:
+            self._old_text = self._joined("+")
+        return self._old_text
+
+    @property
+    def new_text(self) -> str:
+        if self._new_text is None:
+            self._new_text = self._joined("-")
+        return self._new_text
+
     @property
     def old(self) -> list[str]:
-        if self._old is None:
-            run = self.single_run
-            if run is None:
-                self._old = [line[1:] for line in self.lines if line[0] != "+"]
-            else:
-                at, removed, added = run
-                cut, texts = at + removed, self.texts
-                self._old = texts[:cut] + texts[cut + added :] if added else texts
-        return self._old
+        # A line holds no newline, so splitting undoes the join.
+        return self.old_text.split("\n") if self.old_count else []
 
     @property
     def new(self) -> list[str]:
-        if self._new is None:
-            run = self.single_run
-            if run is None:
-                self._new = [line[1:] for line in self.lines if line[0] != "-"]
-            else:
-                at, removed, _ = run
-                texts = self.texts
-                self._new = texts[:at] + texts[at + removed :] if removed else texts
-        return self._new
+        return self.new_text.split("\n") if self.new_count else []
 
     @property
     def marks(self) -> str:
