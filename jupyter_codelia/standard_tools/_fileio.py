@@ -155,7 +155,11 @@ def locate(
         raise SandboxPathError(f"Security error: {describe_exc(exc)}") from None
 
 
-def is_crlf_text(text: str) -> bool:
-    """True when ``text`` has line breaks and every one of them is ``\\r\\n``."""
-    crlf = text.count("\r\n")
-    return crlf > 0 and crlf == text.count("\n")
+def is_crlf_text(text: str | bytes) -> bool:
+    """True when ``text`` (or its UTF-8 bytes) has line breaks and every one of them is
+    ``\\r\\n``."""
+    if isinstance(text, bytes):
+        crlf, lf = text.count(b"\r\n"), text.count(b"\n")
+    else:
+        crlf, lf = text.count("\r\n"), text.count("\n")
+    return crlf > 0 and crlf == lf

@@ -1,12 +1,14 @@
-"""The fast path of applying an Update section: exact matches found with ``str.find``.
+"""The fast path of applying an Update section: exact matches found with ``bytes.find``.
 
 Splitting a 100,000-line file into a list, splicing it and joining it again costs more than
 everything else in apply_patch. When every chunk (and anchor) matches exactly - the common case for
 a model that just read the file - the result is the same as the line algorithm's (``_patch_lines``)
-and can be computed on the text itself: each chunk's old lines are searched as one string aligned on
-line boundaries, the line numbers come from counting newlines between matches, and the output is the
-untouched stretches of the original joined with the new lines. Anything else (a lenient match, CRLF
-text, an empty pattern) returns ``None`` and the caller runs the line algorithm.
+and can be computed on the file's bytes themselves: each chunk's old lines are searched as one
+UTF-8 string aligned on line boundaries, the line numbers come from counting newlines between
+matches, and the output is the untouched stretches of the original (views, not copies) joined with
+the new lines. Working on the bytes spares decoding the file, copying its stretches and encoding
+the result again: each is a fresh copy of a big file. Anything else (a lenient match, CRLF text,
+an empty pattern) returns ``None`` and the caller runs the line algorithm.
 
 The diff only needs lines near the changes, so :class:`TextLines` is a read-only line view of a
 text that locates a line from the nearest known line start instead of splitting everything.
@@ -24,7 +26,8 @@ from .diff import Block, merge_blocks
 
 
 class TextLines(Sequence[str]):
-    """The lines of ``text`` (split on ``\\n``), found from known (line, offset) anchors.
+    """The lines of the UTF-8 ``text`` (split on ``\\n``), decoded one by one as they are asked
+    for and found from known (line, byte offset) anchors.
 
     ``anchors`` must be sorted by line and start with ``(0, 0)``; ``segments`` are runs of
     lines already known, sorted by their first line.
@@ -32,13 +35,13 @@ class TextLines(Sequence[str]):
 
     def __init__(
         self,
-        text: str,
+        text: bytes,
         anchors: Sequence[tuple[int, int]],
         length: int | None = None,
         segments: Sequence[tuple[int, list[str]]] = (),
     ) -> None:
         self._text = text
-        self._len = text.count("\n") + 1 if length is None else length
+        self._len = text.count(b"\n") + 1 if length is None else length
         # ``anchors`` are sorted by line and include (0, 0).
         self._lines = [line for line, _ in anchors]
         self._offsets = [offset for _, offset in anchors]
@@ -72,10 +75,10 @@ class TextLines(Sequence[str]):
         if k + 1 < len(self._lines) and self._lines[k + 1] - line < line - below_line:
             offset = self._offsets[k + 1]
             for _ in range(self._lines[k + 1] - line):
-                offset = text.rfind("\n", 0, offset - 1) + 1
+                offset = text.rfind(b"\n", 0, offset - 1) + 1
             return offset
         for _ in range(line - below_line):
-            offset = text.index("\n", offset) + 1
+            offset = text.index(b"\n", offset) + 1
         return offset
 
     def _take(self, start: int, count: int) -> list[str]:
@@ -91,17 +94,26 @@ class TextLines(Sequence[str]):
         offset = self._offset(start)
         out: list[str] = []
         for _ in range(count):
-            end = text.find("\n", offset)
+            end = text.find(b"\n", offset)
             if end == -1:
-                out.append(text[offset:])
+                out.append(_decode(text[offset:]))
                 break
-            out.append(text[offset:end])
+            out.append(_decode(text[offset:end]))
             offset = end + 1
         return out
 
 
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="surrogatepass")
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogatepass")
+
+
 Found = tuple[int, int, Chunk, int, int]
 """Where a chunk matched: (line, old line count, chunk, start offset, end offset)."""
+_NEWLINE = ord("\n")
 
 
 class _NoExactMatchError(Exception):
@@ -109,12 +121,13 @@ class _NoExactMatchError(Exception):
 
 
 class _Cursor:
-    """Search state over the original text: the current line and its start offset."""
+    """Search state over the original text (UTF-8 bytes): the current line and its start
+    offset."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: bytes) -> None:
         self.text = text
         self.size = len(text)
-        self.had_newline = text.endswith("\n")
+        self.had_newline = text.endswith(b"\n")
         self.line = 0
         self.offset = 0
         self._line_count: int | None = None
@@ -123,12 +136,12 @@ class _Cursor:
     def line_count(self) -> int:
         """Number of lines (a final newline does not start one); counted on first use."""
         if self._line_count is None:
-            self._line_count = self.text.count("\n") + (0 if self.had_newline else 1)
+            self._line_count = self.text.count(b"\n") + (0 if self.had_newline else 1)
         return self._line_count
 
     def _ends_line(self, end: int) -> bool:
         if end < self.size:
-            return self.text[end] == "\n"
+            return self.text[end] == _NEWLINE
         return not self.had_newline
 
     def _start_of(self, line: int) -> int:
@@ -137,11 +150,11 @@ class _Cursor:
         position = self.size - 1 if self.had_newline else self.size
         start = 0
         for _ in range(self.line_count - line):
-            start = text.rfind("\n", 0, position) + 1
+            start = text.rfind(b"\n", 0, position) + 1
             position = start - 1
         return start
 
-    def find(self, joined: str, count: int, eof: bool) -> tuple[int, int, int]:
+    def find(self, joined: bytes, count: int, eof: bool) -> tuple[int, int, int]:
         """(line, start offset, end offset) of the first exact match at/after the cursor of the
         ``count`` lines ``joined`` with newlines."""
         if not joined:
@@ -156,10 +169,10 @@ class _Cursor:
                     return candidate, start, end
         position = text.find(joined, self.offset)
         while position != -1:
-            if position == 0 or text[position - 1] == "\n":
+            if position == 0 or text[position - 1] == _NEWLINE:
                 end = position + len(joined)
                 if self._ends_line(end):
-                    line = self.line + text.count("\n", self.offset, position)
+                    line = self.line + text.count(b"\n", self.offset, position)
                     return line, position, end
             position = text.find(joined, position + 1)
         raise _NoExactMatchError
@@ -170,13 +183,17 @@ class _Cursor:
         self.offset = end + 1 if end < self.size else self.size
 
 
-def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
+def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
     """The line algorithm's result for chunks that all match exactly; None when it is needed.
+
+    ``before`` is the file's UTF-8 text (matching bytes finds what matching the decoded text
+    would: UTF-8 keeps character boundaries and a newline byte is always a newline), and so is
+    the result's ``data``.
 
     Every matched line is followed by a newline here (changes touching a last line without one
     go to the line algorithm), so regions and insertions are whole ``line\\n`` units.
     """
-    if not before or "\r" in before:
+    if not before or b"\r" in before:
         return None
     cursor = _Cursor(before)
     text, size = before, len(before)
@@ -185,7 +202,7 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
     try:
         for chunk in chunks:
             if chunk.anchor is not None:
-                line, _, end = cursor.find(chunk.anchor, 1, False)
+                line, _, end = cursor.find(_encode(chunk.anchor), 1, False)
                 cursor.advance(line + 1, end)
             count = chunk.old_count
             if not count:
@@ -197,17 +214,17 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
                 cursor.line, cursor.offset = at, offset
                 continue
             # The common case inline: not EOF-anchored, found at the first candidate.
-            joined = chunk.old_text
+            joined = _encode(chunk.old_text)
             offset = cursor.offset
             start = text.find(joined, offset) if joined and not chunk.eof else -1
             end = start + len(joined)
             if (
                 start >= 0
-                and (start == 0 or text[start - 1] == "\n")
+                and (start == 0 or text[start - 1] == _NEWLINE)
                 and end < size
-                and text[end] == "\n"
+                and text[end] == _NEWLINE
             ):
-                line = cursor.line + text.count("\n", offset, start)
+                line = cursor.line + text.count(b"\n", offset, start)
             else:
                 line, start, end = cursor.find(joined, count, chunk.eof)
             append((line, count, chunk, start, end))
@@ -222,21 +239,22 @@ def apply_exact(before: str, chunks: Sequence[Chunk]) -> UpdateResult | None:
     return _assemble(cursor, found)
 
 
-def _replacement(found: Found) -> tuple[int, str]:
-    """(offset where the original resumes, the text put in place of ``start`` .. it)."""
+def _replacement(found: Found) -> tuple[int, bytes]:
+    """(offset where the original resumes, the bytes put in place of ``start`` .. it)."""
     _, count, chunk, start, end = found
     if count == 0:
-        return start, chunk.new_text + "\n" if chunk.new_count else ""
+        return start, _encode(chunk.new_text) + b"\n" if chunk.new_count else b""
     if chunk.new_count:
-        return end, chunk.new_text
-    return end + 1, ""
+        return end, _encode(chunk.new_text)
+    return end + 1, b""
 
 
 def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
     """The new text and its diff hunks; the blocks and line views are built only if the hunks
     cannot be read off the chunks (or someone asks for them)."""
     text = cursor.text
-    pieces: list[str] = []
+    view = memoryview(text)  # slices of a view are not copies
+    pieces: list[bytes | memoryview] = []
     position = 0
     delta = 0  # new line number - old line number
     placed: list[tuple[int, int, Chunk]] = []  # (old line, new line, chunk)
@@ -244,16 +262,16 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
         line, count, chunk, start, _ = match
         placed.append((line, line + delta, chunk))
         cut, insert = _replacement(match)
-        pieces.append(text[position:start])
+        pieces.append(view[position:start])
         pieces.append(insert)
         position = cut
         delta += chunk.new_count - count
-    pieces.append(text[position:])
-    result = "".join(pieces)
-    if cursor.had_newline and result == "\n":
-        result = ""  # the line algorithm's "empty result" rule
+    pieces.append(view[position:])
+    result = b"".join(pieces)
+    if cursor.had_newline and result == b"\n":
+        result = b""  # the line algorithm's "empty result" rule
     # Every line before the cursor ends with a newline, so only the rest needs counting.
-    old_length = cursor.line + text.count("\n", cursor.offset) + 1
+    old_length = cursor.line + text.count(b"\n", cursor.offset) + 1
 
     def build() -> DiffMaterial:
         return _diff_material(text, result, found, old_length, old_length + delta)
@@ -262,7 +280,7 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
 
 
 def _diff_material(
-    text: str, result: str, found: list[Found], old_length: int, new_length: int
+    text: bytes, result: bytes, found: list[Found], old_length: int, new_length: int
 ) -> DiffMaterial:
     """The change blocks and line views of the old and new text, from where chunks matched."""
     blocks: list[Block] = []

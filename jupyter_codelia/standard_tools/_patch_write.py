@@ -63,7 +63,7 @@ class Planned:
     source: Path
     target: Path | None = None
     move_to: str | None = None
-    content: str | None = None
+    content: bytes | None = None  # UTF-8
     diff: str = ""
     identity: Identity | None = None  # of the source, for update/delete/move
 
@@ -289,7 +289,7 @@ def _commit(
                     mode = stat.S_IMODE(os.stat(source.name, dir_fd=source.dir_fd).st_mode)
                 fd = os.open(step.temp, _NEW_FILE, 0o666, dir_fd=target.dir_fd)
                 with os.fdopen(fd, "wb") as handle:
-                    handle.write(item.content.encode("utf-8", errors="surrogatepass"))
+                    handle.write(item.content)
                     if mode is not None:
                         os.fchmod(handle.fileno(), mode)
                     handle.flush()

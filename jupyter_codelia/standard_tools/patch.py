@@ -47,27 +47,36 @@ __all__ = [
 # --- applying an Update section ---------------------------------------------------
 
 
-def apply_update(before: str, chunks: Sequence[Chunk], path: str) -> UpdateResult:
-    """Apply ``chunks`` to ``before``; raises :class:`PatchApplyError`.
+def apply_update(before: str | bytes, chunks: Sequence[Chunk], path: str) -> UpdateResult:
+    """Apply ``chunks`` to ``before`` (a file's text, or its UTF-8 bytes); raises
+    :class:`PatchApplyError`.
 
     A consistently CRLF file is patched as LF text and turned back into CRLF, so every line of
     the result - added lines and a line that gained a successor after being the unterminated
     last one included - ends in CRLF (the mapping is exact both ways because every ``\\n`` of
     such a file follows a ``\\r``). When every chunk matches exactly the work is done on the
-    text itself (``_patch_fast``), with the same result as the line algorithm.
+    bytes themselves (``_patch_fast``), with the same result as the line algorithm.
     """
-    crlf = "\r" in before and is_crlf_text(before)
-    text = before.replace("\r\n", "\n") if crlf else before
-    result = apply_exact(text, chunks)
+    data = before if isinstance(before, bytes) else before.encode("utf-8", errors="surrogatepass")
+    crlf = b"\r" in data and is_crlf_text(data)
+    if crlf:
+        data = data.replace(b"\r\n", b"\n")
+    result = apply_exact(data, chunks)
     if result is None:
+        if isinstance(before, str) and not crlf:
+            text = before
+        else:
+            text = data.decode("utf-8", errors="surrogatepass")
         result = apply_update_lines(text, chunks, path)
     if crlf:
-        result.text = result.text.replace("\n", "\r\n")
+        result.to_crlf()
     return result
 
 
-def update_diff(old_path: str, new_path: str, before: str, update: UpdateResult) -> str:
-    if before == "" or update.text == "":
+def update_diff(old_path: str, new_path: str, before: str | bytes, update: UpdateResult) -> str:
+    if not before or update.empty:
+        if isinstance(before, bytes):
+            before = before.decode("utf-8", errors="surrogatepass")
         return unified_diff(old_path, before, update.text, new_path=new_path)
     if update.hunks is not None:
         return f"--- {old_path}\n+++ {new_path}\n{update.hunks}"
@@ -85,8 +94,8 @@ def _exists(walker: Walker, path: Path, shown: str) -> bool:
         return False
 
 
-def _read_source(walker: Walker, path: Path, shown: str, *, strict: bool) -> tuple[str, Identity]:
-    """The text of an existing source file and its identity; ``strict`` refuses non-UTF-8."""
+def _read_source(walker: Walker, path: Path, shown: str) -> tuple[bytes, Identity]:
+    """The bytes of an existing source file and its identity."""
     try:
         fd = walker.locate(path, shown, follow=True).open_read()
     except (FileNotFoundError, NotADirectoryError):
@@ -95,13 +104,17 @@ def _read_source(walker: Walker, path: Path, shown: str, *, strict: bool) -> tup
         raise PatchApplyError(f"Path is a directory: {shown}") from None
     with os.fdopen(fd, "rb") as handle:
         data = handle.read()
-        identity = identity_of(handle.fileno(), data)
-    try:
-        return data.decode("utf-8"), identity
-    except UnicodeDecodeError as exc:
-        if strict:
+        return data, identity_of(handle.fileno(), data)
+
+
+def _check_utf8(data: bytes, shown: str) -> None:
+    """Refuse a file that is not UTF-8 (rewriting it would destroy its other bytes); an ASCII
+    file is checked without decoding it."""
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise NotUtf8Error(shown, exc.start) from None
-        return data.decode("utf-8", errors="replace"), identity
 
 
 def plan_patch(sections: Sequence[Section], sandbox: Sandbox) -> list[Planned]:
@@ -128,19 +141,18 @@ def _plan(sections: Sequence[Section], sandbox: Sandbox, walker: Walker) -> list
             targets.add(source)
             content = section.add_text
             diff = unified_diff(section.path, "", content)
-            planned.append(Planned("add", section.path, source, source, None, content, diff))
+            data = content.encode("utf-8", errors="surrogatepass")
+            planned.append(Planned("add", section.path, source, source, None, data, diff))
             continue
-        # A deleted file is not rewritten, so it may be in any encoding.
-        before, identity = _read_source(
-            walker, source, section.path, strict=section.kind != "delete"
-        )
-        if section.kind == "delete":
+        before, identity = _read_source(walker, source, section.path)
+        if section.kind == "delete":  # not rewritten, so it may be in any encoding
             vacated.add(source)
-            diff = unified_diff(section.path, before, "")
+            diff = unified_diff(section.path, before.decode("utf-8", errors="replace"), "")
             planned.append(
                 Planned("delete", section.path, source, None, None, None, diff, identity)
             )
             continue
+        _check_utf8(before, section.path)
         update = apply_update(before, section.chunks, section.path)
         target = source
         action: Action = "update"
@@ -160,7 +172,7 @@ def _plan(sections: Sequence[Section], sandbox: Sandbox, walker: Walker) -> list
         diff = update_diff(section.path, shown, before, update)
         planned.append(
             Planned(
-                action, section.path, source, target, section.move_to, update.text, diff, identity
+                action, section.path, source, target, section.move_to, update.data, diff, identity
             )
         )
     return planned

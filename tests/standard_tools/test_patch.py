@@ -578,7 +578,7 @@ def test_fast_path_equals_the_line_algorithm() -> None:
             slow = apply_update_lines(text, chunks, "f")
         except PatchApplyError:
             slow = None
-        fast = apply_exact(text, chunks)
+        fast = apply_exact(text.encode(), chunks)
         if fast is None:
             continue
         assert slow is not None, (text, chunks)
