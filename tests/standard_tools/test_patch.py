@@ -248,6 +248,56 @@ async def test_update_of_a_crlf_file_keeps_crlf(patch_tools: FileTools) -> None:
 
 
 @pytest.mark.asyncio
+async def test_multibyte_crlf_file_through_the_fast_path_and_its_line_views(
+    patch_tools: FileTools,
+) -> None:
+    """Exact matches in a CRLF file of multi-byte characters: the fast path works on the bytes,
+    and its hunks with one context line need the line views (byte offsets, decoded lines)."""
+    root = patch_tools.root
+    lines = [f"{i} \u00e9t\u00e9 \u65e5\u672c \U0001f600" for i in range(40)]
+    (root / "wide.txt").write_bytes("".join(line + "\r\n" for line in lines).encode())
+    patch = wrap(
+        "*** Update File: wide.txt",
+        "@@",
+        " " + lines[4],
+        "-" + lines[5],
+        "+cinq \u00e9",
+        "@@",
+        " " + lines[20],
+        "+\u00e0 part",
+        " " + lines[21],
+        "@@",
+        "-" + lines[39],
+        "+fin \U0001f600",
+        "*** End of File",
+    )
+    value = await patch_tools.json("apply_patch", patch=patch)
+    expected = [*lines[:5], "cinq \u00e9", *lines[6:21], "\u00e0 part", *lines[21:39]]
+    expected.append("fin \U0001f600")
+    assert (root / "wide.txt").read_bytes() == "".join(line + "\r\n" for line in expected).encode()
+    assert value["diff"] == "\n".join(
+        [
+            "--- wide.txt",
+            "+++ wide.txt",
+            "@@ -3,7 +3,7 @@",
+            *(" " + line for line in lines[2:5]),
+            "-" + lines[5],
+            "+cinq \u00e9",
+            *(" " + line for line in lines[6:9]),
+            "@@ -19,6 +19,7 @@",
+            *(" " + line for line in lines[18:21]),
+            "+\u00e0 part",
+            *(" " + line for line in lines[21:24]),
+            "@@ -37,5 +38,5 @@",
+            *(" " + line for line in lines[36:39]),
+            "-" + lines[39],
+            "+fin \U0001f600",
+            " ",
+        ]
+    )
+
+
+@pytest.mark.asyncio
 async def test_crlf_patch_text_is_normalized(patch_tools: FileTools) -> None:
     patch = "*** Begin Patch\r\n*** Update File: notes.txt\r\n@@\r\n-two\r\n+2\r\n*** End Patch\r\n"
     await patch_tools.json("apply_patch", patch=patch)
@@ -531,9 +581,16 @@ def test_apply_update_blocks_describe_the_change() -> None:
     assert empty.text == "x\n"
 
 
-def random_patch_case(rng: random.Random) -> tuple[str, list[Chunk]]:
+ASCII_WORDS = ["a", "b", "c", "", "dd", "e e"]
+# Multi-byte UTF-8 (2, 3 and 4 bytes): the fast path matches bytes, so its byte offsets and
+# line views must still give the line algorithm's characters.
+WIDE_WORDS = ["\u00e9", "b", "\u65e5\u672c", "", "\U0001f600x", "e \u00e9"]
+
+
+def random_patch_case(
+    rng: random.Random, words: list[str] = ASCII_WORDS
+) -> tuple[str, list[Chunk]]:
     """A random file and random chunks that usually (not always) match it exactly."""
-    words = ["a", "b", "c", "", "dd", "e e"]
     lines = [rng.choice(words) for _ in range(rng.randint(1, 30))]
     text = "\n".join(lines) + rng.choice(["", "\n"])
     file_lines = text.split("\n")
@@ -568,12 +625,13 @@ def random_patch_case(rng: random.Random) -> tuple[str, list[Chunk]]:
     return text, chunks
 
 
-def test_fast_path_equals_the_line_algorithm() -> None:
-    """The str.find fast path gives the line algorithm's text and diff on random cases."""
+@pytest.mark.parametrize("words", [ASCII_WORDS, WIDE_WORDS], ids=["ascii", "multibyte"])
+def test_fast_path_equals_the_line_algorithm(words: list[str]) -> None:
+    """The bytes.find fast path gives the line algorithm's text and diff on random cases."""
     rng = random.Random(11)
     compared = 0
     for _ in range(3000):
-        text, chunks = random_patch_case(rng)
+        text, chunks = random_patch_case(rng, words)
         try:
             slow = apply_update_lines(text, chunks, "f")
         except PatchApplyError:
