@@ -204,7 +204,7 @@ def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
             if chunk.anchor is not None:
                 line, _, end = cursor.find(_encode(chunk.anchor), 1, False)
                 cursor.advance(line + 1, end)
-            count = chunk.old_count
+            count = chunk.shape[0]
             if not count:
                 if chunk.eof or chunk.anchor is None:
                     at, offset = cursor.line_count, size
@@ -242,11 +242,10 @@ def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
 def _replacement(found: Found) -> tuple[int, bytes]:
     """(offset where the original resumes, the bytes put in place of ``start`` .. it)."""
     _, count, chunk, start, end = found
-    if count == 0:
-        return start, _encode(chunk.new_text) + b"\n" if chunk.new_count else b""
-    if chunk.new_count:
-        return end, _encode(chunk.new_text)
-    return end + 1, b""
+    if not chunk.shape[1]:
+        return (end + 1, b"") if count else (start, b"")
+    new = _encode(chunk.new_text)
+    return (end, new) if count else (start, new + b"\n")
 
 
 def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
@@ -265,7 +264,7 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
         pieces.append(view[position:start])
         pieces.append(insert)
         position = cut
-        delta += chunk.new_count - count
+        delta += chunk.shape[1] - count
     pieces.append(view[position:])
     result = b"".join(pieces)
     if cursor.had_newline and result == b"\n":
@@ -331,7 +330,7 @@ def _hunks_from_chunks(placed: list[tuple[int, int, Chunk]], context: int = 3) -
     out: list[str] = []
     previous_end = -1 - 2 * context  # old line just past the previous chunk's change
     for line, new_line, chunk in placed:
-        run = chunk.single_run
+        run = chunk.shape[2]
         if run is None:
             return None
         at, removed, added = run

@@ -44,7 +44,8 @@ _STARS = re.compile(r"\*\*\*")
 _NOT_BODY = re.compile(r"[^ +\-\0]")
 _NOT_ADDED = re.compile(r"[^+]")
 _AFTER_MARKER = operator.itemgetter(slice(1, None))  # a body line without its first character
-_UNKNOWN_RUN = (-1, 0, 0)  # Chunk.single_run not computed yet
+ChunkShape = tuple[int, int, tuple[int, int, int] | None]
+"""A chunk's old and new line counts and its single run of changes (see ``Chunk.shape``)."""
 
 
 class PatchParseError(CodeliaError, ValueError):
@@ -72,7 +73,7 @@ class Chunk:
         "_marks",
         "_new_text",
         "_old_text",
-        "_run",
+        "_shape",
         "anchor",
         "eof",
         "lines",
@@ -96,7 +97,7 @@ class Chunk:
         self._old_text: str | None = None
         self._new_text: str | None = None
         self._changes: list[tuple[int, int, int, int]] | None = None
-        self._run: tuple[int, int, int] | None = _UNKNOWN_RUN
+        self._shape: ChunkShape | None = None
 
     def __repr__(self) -> str:
         return f"Chunk(anchor={self.anchor!r}, lines={self.lines!r}, eof={self.eof!r})"
@@ -111,24 +112,25 @@ class Chunk:
         return [(line[0], line[1:]) for line in self.lines]
 
     @property
-    def single_run(self) -> tuple[int, int, int] | None:
-        """(offset, removed, added) when the changes are one run of ``-`` lines followed by
-        ``+`` lines (the usual chunk; empty when there is no change), else None."""
-        if self._run is _UNKNOWN_RUN:
+    def shape(self) -> ChunkShape:
+        """(old line count, new line count, run): the run is (offset, removed, added) when the
+        changes are one run of ``-`` lines followed by ``+`` lines (the usual chunk; with no
+        change at all it is ``(len, 0, 0)``), else None. One call gives the fast path all it
+        needs to know."""
+        shape = self._shape
+        if shape is None:
             marks = self.marks
+            removed, added = marks.count("-"), marks.count("+")
             at = len(marks) - len(marks.lstrip(" "))
             changed = marks[at:].rstrip(" ")
-            if " " in changed or "+-" in changed:
-                self._run = None
-            else:
-                removed = changed.count("-")
-                self._run = (at, removed, len(changed) - removed)
-        return self._run
+            run = None if " " in changed or "+-" in changed else (at, removed, added)
+            shape = self._shape = (len(marks) - added, len(marks) - removed, run)
+        return shape
 
     def _joined(self, left_out: str) -> str:
         """The body lines not marked ``left_out``, without their markers, joined."""
         lines = self.lines
-        run = self.single_run
+        run = self.shape[2]
         if run is None:
             kept = [line for line in lines if line[0] != left_out]
         else:
@@ -136,14 +138,6 @@ class Chunk:
             cut, skipped = (at + removed, added) if left_out == "+" else (at, removed)
             kept = lines[:cut] + lines[cut + skipped :] if skipped else lines
         return "\n".join(map(_AFTER_MARKER, kept))
-
-    @property
-    def old_count(self) -> int:
-        return len(self.marks) - self.marks.count("+")
-
-    @property
-    def new_count(self) -> int:
-        return len(self.marks) - self.marks.count("-")
 
     @property
     def old_text(self) -> str:
@@ -160,11 +154,11 @@ class Chunk:
     @property
     def old(self) -> list[str]:
         # A line holds no newline, so splitting undoes the join.
-        return self.old_text.split("\n") if self.old_count else []
+        return self.old_text.split("\n") if self.shape[0] else []
 
     @property
     def new(self) -> list[str]:
-        return self.new_text.split("\n") if self.new_count else []
+        return self.new_text.split("\n") if self.shape[1] else []
 
     @property
     def marks(self) -> str:
@@ -296,7 +290,8 @@ def _unwrap(lines: list[str]) -> tuple[int, int]:
 
 def parse_patch(text: str) -> list[Section]:
     """The sections of ``text``; raises :class:`PatchParseError`."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\r" in text:  # a scan, not two copies of a big patch, when there is nothing to do
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     first, last = _unwrap(lines)
     markers = _Markers(text, lines, first, last)
