@@ -20,7 +20,7 @@ import bisect
 from collections.abc import Sequence
 from typing import overload
 
-from ._patch_lines import DiffMaterial, UpdateResult
+from ._patch_lines import Buffer, DiffMaterial, UpdateResult
 from ._patch_parse import Chunk
 from .diff import Block, merge_blocks
 
@@ -187,8 +187,8 @@ def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
     """The line algorithm's result for chunks that all match exactly; None when it is needed.
 
     ``before`` is the file's UTF-8 text (matching bytes finds what matching the decoded text
-    would: UTF-8 keeps character boundaries and a newline byte is always a newline), and so is
-    the result's ``data``.
+    would: UTF-8 keeps character boundaries and a newline byte is always a newline), and so are
+    the result's ``pieces``.
 
     Every matched line is followed by a newline here (changes touching a last line without one
     go to the line algorithm), so regions and insertions are whole ``line\\n`` units.
@@ -253,7 +253,7 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
     cannot be read off the chunks (or someone asks for them)."""
     text = cursor.text
     view = memoryview(text)  # slices of a view are not copies
-    pieces: list[bytes | memoryview] = []
+    pieces: list[Buffer] = []
     position = 0
     delta = 0  # new line number - old line number
     placed: list[tuple[int, int, Chunk]] = []  # (old line, new line, chunk)
@@ -266,16 +266,16 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
         position = cut
         delta += chunk.shape[1] - count
     pieces.append(view[position:])
-    result = b"".join(pieces)
-    if cursor.had_newline and result == b"\n":
-        result = b""  # the line algorithm's "empty result" rule
+    if cursor.had_newline and sum(map(len, pieces)) == 1 and b"".join(pieces) == b"\n":
+        pieces = []  # the line algorithm's "empty result" rule
     # Every line before the cursor ends with a newline, so only the rest needs counting.
     old_length = cursor.line + text.count(b"\n", cursor.offset) + 1
 
     def build() -> DiffMaterial:
+        result = b"".join(pieces)
         return _diff_material(text, result, found, old_length, old_length + delta)
 
-    return UpdateResult.deferred(result, _hunks_from_chunks(placed), build)
+    return UpdateResult.deferred(pieces, _hunks_from_chunks(placed), build)
 
 
 def _diff_material(

@@ -25,55 +25,67 @@ DiffMaterial = tuple[list[Block], Sequence[str], Sequence[str]]
 """The change blocks and the line views of the old and new text that ``render_hunks`` uses."""
 
 
+Buffer = bytes | memoryview
+
+
 class UpdateResult:
     """The new text of an updated file, and what its diff is made from: the change ``blocks``
     with line views of both versions, and ``hunks`` when they are already rendered.
 
-    The fast path works on the file's UTF-8 bytes and gives its result as bytes (``data``),
-    decoded only if someone asks for ``text``: a big file is then never copied into a ``str``
-    and back. It renders the hunks from the chunks themselves, so its blocks and views are
-    rarely needed, and :meth:`deferred` builds them only when first asked for.
+    The fast path works on the file's UTF-8 bytes and gives its result as ``pieces`` to write
+    in order (views of the old file's bytes between the new lines), decoded or joined only if
+    someone asks for ``text`` or ``data``: a big file is then never copied into a ``str``, back,
+    and into one ``bytes`` (each a fresh allocation the kernel must fault in). It renders the
+    hunks from the chunks themselves, so its blocks and views are rarely needed, and
+    :meth:`deferred` builds them only when first asked for.
     """
 
     def __init__(
         self,
-        text: str | bytes,
+        text: str | list[Buffer],
         blocks: list[Block],
         old_view: Sequence[str],
         new_view: Sequence[str],
         hunks: str | None = None,
     ) -> None:
-        self._text = text
+        self._text = text if isinstance(text, str) else None
+        self._pieces = None if isinstance(text, str) else text
         self.hunks = hunks  # pre-rendered diff hunks (the fast path), or None
         self._material: DiffMaterial = (blocks, old_view, new_view)
         self._build: Callable[[], DiffMaterial] | None = None
 
     @property
     def text(self) -> str:
-        if isinstance(self._text, bytes):
-            self._text = self._text.decode("utf-8", errors="surrogatepass")
+        if self._text is None:
+            self._text = self.data.decode("utf-8", errors="surrogatepass")
         return self._text
 
     @property
+    def pieces(self) -> list[Buffer]:
+        """The new text as UTF-8 (lone surrogates from the patch kept), in pieces."""
+        if self._pieces is None:
+            assert self._text is not None
+            self._pieces = [self._text.encode("utf-8", errors="surrogatepass")]
+        return self._pieces
+
+    @property
     def data(self) -> bytes:
-        """The new text as UTF-8 (lone surrogates from the patch kept as they are)."""
-        text = self._text
-        return text if isinstance(text, bytes) else text.encode("utf-8", errors="surrogatepass")
+        return b"".join(self.pieces)
 
     @property
     def empty(self) -> bool:
-        return not self._text
+        return not self._text if self._pieces is None else not any(self._pieces)
 
     def to_crlf(self) -> None:
         """End every line with CRLF (the result was computed on the LF form of a CRLF file)."""
-        text = self._text
-        self._text = (
-            text.replace(b"\n", b"\r\n") if isinstance(text, bytes) else text.replace("\n", "\r\n")
-        )
+        if self._pieces is not None:
+            self._pieces = [self.data.replace(b"\n", b"\r\n")]
+        if self._text is not None:
+            self._text = self._text.replace("\n", "\r\n")
 
     @classmethod
     def deferred(
-        cls, text: str | bytes, hunks: str | None, build: Callable[[], DiffMaterial]
+        cls, text: str | list[Buffer], hunks: str | None, build: Callable[[], DiffMaterial]
     ) -> UpdateResult:
         """A result whose blocks and views ``build`` makes on first use."""
         result = cls(text, [], (), (), hunks)

@@ -31,6 +31,7 @@ from .._text import describe_exc
 from ..errors import CodeliaError
 from ._fdpath import Entry, Walker
 from ._fileio import temp_name
+from ._patch_lines import Buffer
 from ._sandbox import Sandbox
 
 Action = Literal["add", "delete", "update", "move"]
@@ -38,6 +39,7 @@ JOURNAL_DIR = ".codelia-journal"
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _JOURNAL_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16  # buffers per writev
 
 
 class PatchConflictError(CodeliaError):
@@ -63,7 +65,7 @@ class Planned:
     source: Path
     target: Path | None = None
     move_to: str | None = None
-    content: bytes | None = None  # UTF-8
+    content: Sequence[Buffer] | None = None  # UTF-8, in pieces written in order
     diff: str = ""
     identity: Identity | None = None  # of the source, for update/delete/move
 
@@ -288,12 +290,13 @@ def _commit(
                     assert source is not None
                     mode = stat.S_IMODE(os.stat(source.name, dir_fd=source.dir_fd).st_mode)
                 fd = os.open(step.temp, _NEW_FILE, 0o666, dir_fd=target.dir_fd)
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(item.content)
+                try:
+                    _write_pieces(fd, item.content)
                     if mode is not None:
-                        os.fchmod(handle.fileno(), mode)
-                    handle.flush()
-                    step.temp_inode = os.fstat(handle.fileno()).st_ino
+                        os.fchmod(fd, mode)
+                    step.temp_inode = os.fstat(fd).st_ino
+                finally:
+                    os.close(fd)
         staged.append((item, source, target, mine))
     journal.state = "committing"
     journal_file.save()
@@ -323,6 +326,24 @@ def _commit(
                 os.rename(step.temp, step.name, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
     journal.state = "committed"
     journal_file.save()
+
+
+def _write_pieces(fd: int, pieces: Sequence[Buffer]) -> None:
+    """Write ``pieces`` in order with ``writev``: a big file patched in a few places is mostly
+    views of its old bytes, and joining them first would copy all of it."""
+    views = [memoryview(piece) for piece in pieces if len(piece)]
+    done = 0
+    while done < len(views):
+        written = os.writev(fd, views[done : done + _IOV_MAX])
+        if not written:  # a regular file takes bytes or raises; never loop on nothing
+            raise OSError(errno.EIO, "writev wrote nothing")
+        while written:  # a short write resumes inside the piece it stopped in
+            size = len(views[done])
+            if written < size:
+                views[done] = views[done][written:]
+                break
+            written -= size
+            done += 1
 
 
 def _link_new(entry: Entry, temp: str) -> None:

@@ -141,7 +141,7 @@ def _plan(sections: Sequence[Section], sandbox: Sandbox, walker: Walker) -> list
             targets.add(source)
             content = section.add_text
             diff = unified_diff(section.path, "", content)
-            data = content.encode("utf-8", errors="surrogatepass")
+            data = [content.encode("utf-8", errors="surrogatepass")]
             planned.append(Planned("add", section.path, source, source, None, data, diff))
             continue
         before, identity = _read_source(walker, source, section.path)
@@ -172,7 +172,7 @@ def _plan(sections: Sequence[Section], sandbox: Sandbox, walker: Walker) -> list
         diff = update_diff(section.path, shown, before, update)
         planned.append(
             Planned(
-                action, section.path, source, target, section.move_to, update.data, diff, identity
+                action, section.path, source, target, section.move_to, update.pieces, diff, identity
             )
         )
     return planned
