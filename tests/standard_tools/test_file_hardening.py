@@ -620,3 +620,35 @@ def test_utf8_check_across_read_blocks(tmp_path: Path, tail: bytes, bad: int | N
     assert facts.bad_offset == expected
     assert facts.sha256 == hashlib.sha256(data).hexdigest()
     assert facts.total == data.count(b"\n") + 1
+
+
+def test_patched_pieces_survive_short_writes_and_batches_of_writev(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path's result is written as many pieces with ``writev``: a kernel that takes
+    only part of a call (here at most 5 bytes, forced) and more pieces than one call may carry
+    (here 3) still give the whole text, in order."""
+    from jupyter_codelia.standard_tools import _patch_write
+
+    real_writev = os.writev
+
+    def short_writev(fd: int, buffers: list[memoryview]) -> int:
+        return real_writev(fd, [memoryview(buffers[0])[:5]])
+
+    monkeypatch.setattr(_patch_write.os, "writev", short_writev)
+    monkeypatch.setattr(_patch_write, "_IOV_MAX", 3)
+    root = tmp_path / "work"
+    root.mkdir()
+    lines = [f"line {i} \u00e9" for i in range(60)]
+    (root / "f.txt").write_text("".join(line + "\n" for line in lines))
+    patch = patch_of(
+        "*** Update File: f.txt",
+        *(f"@@\n-{lines[i]}\n+changed {i}" for i in range(0, 60, 7)),
+    )
+    sandbox = Sandbox(root)
+    planned = plan_patch(parse_patch(patch), sandbox)
+    assert planned[0].content is not None and len(planned[0].content) > 10  # pieces, not one
+    write_planned(planned, sandbox)
+    expected = [f"changed {i}" if i % 7 == 0 else line for i, line in enumerate(lines)]
+    assert (root / "f.txt").read_text() == "".join(line + "\n" for line in expected)
+    assert leftovers(root) == []
