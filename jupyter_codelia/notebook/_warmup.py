@@ -27,6 +27,7 @@ WARM_MODULES = (
     "jupyter_codelia.cache",
     "jupyter_codelia.standard_tools",
     "jupyter_codelia.standard_tools.files",
+    "numpy",  # read and read_line count lines with it (its import takes ~50 ms)
     "jupyter_codelia.standard_tools.output_cache",
     "jupyter_codelia.standard_tools.todos",
     "jupyter_codelia.standard_tools.web",

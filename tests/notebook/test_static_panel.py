@@ -136,7 +136,7 @@ WARMED = (
     "from jupyter_codelia.llm import pricing\n"
     "nb = get_ipython()._codelia_notebook_agent\n"
     "mods = ('genai_prices.data', 'jupyter_codelia.testing', 'anyio._backends._asyncio',\n"
-    "        'opentelemetry.propagate', 'pygments.lexers.python')\n"
+    "        'opentelemetry.propagate', 'pygments.lexers.python', 'numpy')\n"
     "print(json.dumps({'modules': [m for m in mods if m in sys.modules],\n"
     "    'prices_looked_up': pricing._model_info.cache_info().currsize,\n"
     "    'redactor_built': _redact._cache is not None,\n"
@@ -159,6 +159,7 @@ def test_warm_up_loads_what_the_first_run_would_pay_for_without_output_or_reques
                 "anyio._backends._asyncio",
                 "opentelemetry.propagate",
                 "pygments.lexers.python",
+                "numpy",
             ],
             "prices_looked_up": 1,
             "redactor_built": True,
