@@ -331,19 +331,13 @@ def _commit(
 def _write_pieces(fd: int, pieces: Sequence[Buffer]) -> None:
     """Write ``pieces`` in order with ``writev``: a big file patched in a few places is mostly
     views of its old bytes, and joining them first would copy all of it."""
-    views = [memoryview(piece) for piece in pieces if len(piece)]
-    done = 0
-    while done < len(views):
-        written = os.writev(fd, views[done : done + _IOV_MAX])
-        if not written:  # a regular file takes bytes or raises; never loop on nothing
-            raise OSError(errno.EIO, "writev wrote nothing")
-        while written:  # a short write resumes inside the piece it stopped in
-            size = len(views[done])
-            if written < size:
-                views[done] = views[done][written:]
-                break
-            written -= size
-            done += 1
+    for first in range(0, len(pieces), _IOV_MAX):
+        batch = pieces[first : first + _IOV_MAX]
+        written = os.writev(fd, batch)
+        if written < sum(map(len, batch)):  # a short write (rare): the rest with plain writes
+            rest = memoryview(b"".join(batch))[written:]
+            while rest:
+                rest = rest[os.write(fd, rest) :]
 
 
 def _link_new(entry: Entry, temp: str) -> None:
