@@ -16,6 +16,21 @@ Each tool runs several times on fresh copies of the input, interleaved with its 
 best-of and median ratios are printed (best-of is the least sensitive to a busy machine).
 
     python bench/files.py [--repeat 5]
+
+Measured (2 cores shared with three other busy sessions, load average 3-4, ``--repeat 9``):
+
+* read: 0.82x best-of, 0.77x median (ours 229 ms, tail | head 278 ms); peak RSS growth 9.5 MB,
+  plus 11 MB for importing numpy. Before numpy counted the newlines (``bytes.count`` counts one
+  byte with a scalar loop): 1.87-1.94x, ours 346-362 ms.
+* apply_patch: 1.53x best-of, 1.51x median wall clock (ours 36 ms, GNU patch 24 ms), 1.66x
+  CPU time. Before: 1.89-2.03x best-of, 2.12-2.19x median, 2.2-2.6x CPU. What went: per-line
+  lists per chunk (kept as joined strings; also 3x fewer young-generation GC passes), the
+  eager blocks and line views of the diff when its hunks are read off the chunks, and three
+  copies of the file (decode, slices, encode: the fast path works on the bytes and writes
+  views of them with ``writev``; 3,400 page faults per call before, none after). Left: the
+  parse and the per-chunk Python work (~5 ms), ``find``/``count`` over the file (~2 ms), the
+  journal (~0.7 ms: directory, record, lock), the re-check read (~0.3 ms) and the cache copy
+  of the diff (~2.5 ms).
 """
 
 from __future__ import annotations
