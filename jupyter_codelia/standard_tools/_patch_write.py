@@ -39,7 +39,8 @@ JOURNAL_DIR = ".codelia-journal"
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _JOURNAL_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16  # buffers per writev
+# Buffers one writev may take (-1 would mean no limit; 16 is the least POSIX allows).
+_IOV_MAX = max(os.sysconf("SC_IOV_MAX"), 16)
 
 
 class PatchConflictError(CodeliaError):

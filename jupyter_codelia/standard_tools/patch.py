@@ -141,8 +141,8 @@ def _plan(sections: Sequence[Section], sandbox: Sandbox, walker: Walker) -> list
             targets.add(source)
             content = section.add_text
             diff = unified_diff(section.path, "", content)
-            data = [content.encode("utf-8", errors="surrogatepass")]
-            planned.append(Planned("add", section.path, source, source, None, data, diff))
+            pieces = [content.encode("utf-8", errors="surrogatepass")]
+            planned.append(Planned("add", section.path, source, source, None, pieces, diff))
             continue
         before, identity = _read_source(walker, source, section.path)
         if section.kind == "delete":  # not rewritten, so it may be in any encoding
