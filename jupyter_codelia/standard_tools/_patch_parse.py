@@ -127,28 +127,33 @@ class Chunk:
             shape = self._shape = (len(marks) - added, len(marks) - removed, run)
         return shape
 
-    def _joined(self, left_out: str) -> str:
-        """The body lines not marked ``left_out``, without their markers, joined."""
+    def _join_texts(self) -> None:
+        """Compute ``old_text`` and ``new_text``: the body lines without their markers, less
+        the added lines and less the removed ones, joined."""
         lines = self.lines
         run = self.shape[2]
         if run is None:
-            kept = [line for line in lines if line[0] != left_out]
-        else:
-            at, removed, added = run
-            cut, skipped = (at + removed, added) if left_out == "+" else (at, removed)
-            kept = lines[:cut] + lines[cut + skipped :] if skipped else lines
-        return "\n".join(map(_AFTER_MARKER, kept))
+            self._old_text = "\n".join([line[1:] for line in lines if line[0] != "+"])
+            self._new_text = "\n".join([line[1:] for line in lines if line[0] != "-"])
+            return
+        at, removed, added = run
+        cut = at + removed
+        texts = list(map(_AFTER_MARKER, lines))
+        self._old_text = "\n".join(texts[:cut] + texts[cut + added :] if added else texts)
+        self._new_text = "\n".join(texts[:at] + texts[cut:] if removed else texts)
 
     @property
     def old_text(self) -> str:
         if self._old_text is None:
-            self._old_text = self._joined("+")
+            self._join_texts()
+            assert self._old_text is not None
         return self._old_text
 
     @property
     def new_text(self) -> str:
         if self._new_text is None:
-            self._new_text = self._joined("-")
+            self._join_texts()
+            assert self._new_text is not None
         return self._new_text
 
     @property
