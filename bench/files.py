@@ -57,6 +57,9 @@ from jupyter_codelia.tools import FunctionTool, ToolContext
 LINES = 100_000
 HUNKS = 1_000
 FILES = 20_000
+# The tools run on one event loop, as in a kernel: a loop (and its worker thread for the file
+# IO) made and torn down per call would be timed as part of every call.
+LOOP = asyncio.new_event_loop()
 
 
 def make_file_and_patches(root: Path) -> tuple[list[str], str, str]:
@@ -120,7 +123,7 @@ def bench_patch(work: Path, repeat: int) -> None:
     def ours() -> float:
         target.write_text(original)
         start, cpu = time.perf_counter(), time.process_time()
-        result = asyncio.run(tools["apply_patch"].execute_raw(args, ToolContext()))
+        result = LOOP.run_until_complete(tools["apply_patch"].execute_raw(args, ToolContext()))
         elapsed = time.perf_counter() - start
         ours_cpu.append(time.process_time() - cpu)  # all threads of this process
         value = result.value
@@ -174,7 +177,7 @@ def bench_grep(work: Path, repeat: int) -> None:
     args = json.dumps({"pattern": "needle_marker", "max_matches": 1000})
 
     def ours() -> None:
-        result = asyncio.run(tools["grep"].execute_raw(args, ToolContext()))
+        result = LOOP.run_until_complete(tools["grep"].execute_raw(args, ToolContext()))
         assert "[50 matches in 50 files]" in result.text, result.text[-200:]
 
     def gnu() -> None:
@@ -227,7 +230,7 @@ def bench_read(work: Path, repeat: int) -> None:
     expected_first = f"{offset:012d} INFO"
 
     def ours() -> None:
-        result = asyncio.run(tools["read"].execute_raw(args, ToolContext()))
+        result = LOOP.run_until_complete(tools["read"].execute_raw(args, ToolContext()))
         assert f"{offset + 1:>5}  {expected_first}" in result.text, result.text[:200]
 
     def theirs() -> None:
@@ -275,6 +278,7 @@ def main() -> None:
         bench_patch(work, options.repeat)
         bench_grep(work, options.repeat)
     finally:
+        LOOP.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
