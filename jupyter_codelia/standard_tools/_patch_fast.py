@@ -256,10 +256,8 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
     pieces: list[Buffer] = []
     position = 0
     delta = 0  # new line number - old line number
-    placed: list[tuple[int, int, Chunk]] = []  # (old line, new line, chunk)
     for match in found:
-        line, count, chunk, start, _ = match
-        placed.append((line, line + delta, chunk))
+        _, count, chunk, start, _ = match
         cut, insert = _replacement(match)
         pieces.append(view[position:start])
         pieces.append(insert)
@@ -275,7 +273,7 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
         result = b"".join(pieces)
         return _diff_material(text, result, found, old_length, old_length + delta)
 
-    return UpdateResult.deferred(pieces, _hunks_from_chunks(placed), build)
+    return UpdateResult.deferred(pieces, _hunks_from_chunks(found), build)
 
 
 def _diff_material(
@@ -316,7 +314,7 @@ def _diff_material(
     )
 
 
-def _hunks_from_chunks(placed: list[tuple[int, int, Chunk]], context: int = 3) -> str | None:
+def _hunks_from_chunks(found: list[Found], context: int = 3) -> str | None:
     """The diff hunks copied from the chunk bodies, when that is exactly what
     :func:`~.diff.render_hunks` would print; else None.
 
@@ -325,15 +323,18 @@ def _hunks_from_chunks(placed: list[tuple[int, int, Chunk]], context: int = 3) -
     ``2 * context`` lines (which would merge the hunks). A chunk body's lines are then the hunk's
     lines verbatim: the exact match guarantees its context lines are the file's.
     """
-    if not placed:
+    if not found:
         return None
     out: list[str] = []
     previous_end = -1 - 2 * context  # old line just past the previous chunk's change
-    for line, new_line, chunk in placed:
+    delta = 0  # new line number - old line number
+    for line, _, chunk, _, _ in found:
         run = chunk.shape[2]
         if run is None:
             return None
         at, removed, added = run
+        new_line = line + delta
+        delta += added - removed
         if not removed + added or at < context or len(chunk.lines) - at - removed - added < context:
             return None
         if line + at - previous_end <= 2 * context:
