@@ -17,20 +17,22 @@ best-of and median ratios are printed (best-of is the least sensitive to a busy 
 
     python bench/files.py [--repeat 5]
 
-Measured (2 cores shared with three other busy sessions, load average 3-4, ``--repeat 9``):
+Measured (2 cores shared with three other busy sessions, load average 2.5-4, ``--repeat 9``):
 
-* read: 0.82x best-of, 0.77x median (ours 229 ms, tail | head 278 ms); peak RSS growth 9.5 MB,
-  plus 11 MB for importing numpy. Before numpy counted the newlines (``bytes.count`` counts one
-  byte with a scalar loop): 1.87-1.94x, ours 346-362 ms.
-* apply_patch: 1.53x best-of, 1.51x median wall clock (ours 36 ms, GNU patch 24 ms), 1.66x
-  CPU time. Before: 1.89-2.03x best-of, 2.12-2.19x median, 2.2-2.6x CPU. What went: per-line
-  lists per chunk (kept as joined strings; also 3x fewer young-generation GC passes), the
-  eager blocks and line views of the diff when its hunks are read off the chunks, and three
-  copies of the file (decode, slices, encode: the fast path works on the bytes and writes
-  views of them with ``writev``; 3,400 page faults per call before, none after). Left: the
-  parse and the per-chunk Python work (~5 ms), ``find``/``count`` over the file (~2 ms), the
-  journal (~0.7 ms: directory, record, lock), the re-check read (~0.3 ms) and the cache copy
-  of the diff (~2.5 ms).
+* read: 0.68x best-of, 0.61-0.68x median (ours 129-132 ms, tail | head 188-191 ms); peak RSS
+  growth 9.6-9.8 MB, plus 11 MB for importing numpy. Before numpy counted the newlines
+  (``bytes.count`` counts one byte with a scalar loop): 1.87-1.94x (ours 346-362 ms).
+* apply_patch: 1.20-1.25x best-of wall clock (ours 17-19 ms, GNU patch 15 ms), 1.36-1.50x CPU
+  time. Before (same machine, asyncio.run per call): 1.89-2.03x best-of, 2.12-2.19x median,
+  2.2-2.6x CPU; with the old code on one loop too: 1.42-1.52x best-of, 1.66-2.02x CPU. What
+  went: per-line lists per chunk (kept as joined strings, with 3x fewer young-generation GC
+  passes), the eager blocks and line views of the diff when its hunks are read off the
+  chunks, three copies of the file (decode, slices, encode: the fast path works on the bytes
+  and writes views of them with ``writev``; 3,400 page faults per call before, none after),
+  and a loop with a worker thread made per call by this bench. Left: the parse and the
+  per-chunk Python work (~4 ms), ``find``/``count`` over the file (~2 ms), the journal
+  (~0.7 ms: directory, record, lock), the re-check read (~0.3 ms) and the cache copy of the
+  diff (~2.5 ms).
 """
 
 from __future__ import annotations
