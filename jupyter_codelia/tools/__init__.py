@@ -25,8 +25,10 @@ from ._executor import (
     PermissionDecision,
     PermissionHook,
     ToolExecution,
+    ToolIndex,
     execute_tool_call,
     find_tool,
+    tool_index,
 )
 from ._results import (
     JsonResult,
@@ -58,6 +60,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolExecution",
+    "ToolIndex",
     "ToolInputError",
     "ToolMessage",
     "ToolResult",
@@ -69,4 +72,5 @@ __all__ = [
     "result_content",
     "to_tool_message",
     "tool",
+    "tool_index",
 ]

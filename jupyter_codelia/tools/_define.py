@@ -117,9 +117,15 @@ class FunctionTool:
     def start(self, raw_args_json: str, ctx: ToolContext) -> Any:
         """Parse, validate and call ``execute``: its return value, possibly an awaitable.
 
-        Not a coroutine itself, so the executor's hot path awaits one frame less.
+        Not a coroutine itself, so the executor's hot path awaits one frame less; valid
+        arguments go straight to the validator, and ``parse_args`` only runs to explain a
+        failure (or to read blank arguments as ``{}``).
         """
-        return self.execute(self.parse_args(raw_args_json), ctx)
+        try:
+            parsed = self._validate_json(raw_args_json)
+        except ValidationError:
+            parsed = self.parse_args(raw_args_json)
+        return self.execute(parsed, ctx)
 
     async def execute_raw(self, raw_args_json: str, ctx: ToolContext) -> AnyResult:
         value = self.start(raw_args_json, ctx)

@@ -11,7 +11,7 @@ the validator with a dict, and FunctionTool return values skip the intermediate 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,7 +57,26 @@ class ToolExecution:
     final_message: str | None = None
 
 
-def find_tool(tools: Sequence[Tool], name: str) -> Tool | None:
+ToolIndex = dict[str, Tool]
+"""Tools by name, as ``tool_index`` builds it: a per-call lookup is one dict access."""
+
+
+def tool_index(tools: Iterable[Tool]) -> ToolIndex:
+    """Name → tool for a run's tools, the first of each name winning as in ``find_tool``.
+
+    A run looks up every call's tool (and its display name); scanning a list of two dozen tools
+    each time costs more than the rest of the dispatch, so the agent builds this once per loop.
+    """
+    index: ToolIndex = {}
+    for candidate in tools:
+        index.setdefault(candidate.name, candidate)
+    return index
+
+
+def find_tool(tools: Sequence[Tool] | ToolIndex, name: str) -> Tool | None:
+    """The first tool called ``name`` in a sequence, or the tool an index maps it to."""
+    if isinstance(tools, dict):
+        return tools.get(name)
     for candidate in tools:
         if candidate.name == name:
             return candidate
@@ -85,17 +104,19 @@ def exception_text(exc: BaseException) -> str:
 
 async def execute_tool_call(
     call: ToolCall,
-    tools: Sequence[Tool],
+    tools: Sequence[Tool] | ToolIndex,
     ctx: ToolContext | None = None,
     *,
     can_execute_tool: PermissionHook | None = None,
 ) -> ToolExecution:
-    """Run ``call`` against ``tools``; never raises except for cancellation."""
+    """Run ``call`` against ``tools`` (a sequence, or an index from ``tool_index``); never
+    raises except for cancellation."""
     base = ctx if ctx is not None else ToolContext()
     name = call.function.name
     tool = find_tool(tools, name)
     if tool is None:
-        available = ", ".join(t.name for t in tools) or "(none)"
+        names = tools.keys() if isinstance(tools, dict) else (t.name for t in tools)
+        available = ", ".join(names) or "(none)"
         return ToolExecution(
             error_message(call, f"Error: Unknown tool '{name}'. Available tools: {available}")
         )

@@ -24,6 +24,7 @@ from jupyter_codelia.tools import (
     done_tool,
     execute_tool_call,
     find_tool,
+    tool_index,
 )
 
 STOP_TURN = "Permission request was denied. Turn stopped. Please send your next input to continue."
@@ -73,6 +74,26 @@ async def test_first_tool_with_the_name_wins() -> None:
     first = define_tool(name="add", description="d", input=AddInput, execute=lambda p, c: "first")
     assert (await execute_tool_call(call(), [first, add_tool()])).message.content == "first"
     assert find_tool([first], "missing") is None
+
+
+@pytest.mark.asyncio
+async def test_an_index_finds_what_the_sequence_finds() -> None:
+    first = define_tool(name="add", description="d", input=AddInput, execute=lambda p, c: "first")
+    tools = [first, add_tool(), done_tool()]
+    index = tool_index(tools)
+    assert list(index) == ["add", "done"]
+    for name in ("add", "done", "missing"):
+        assert find_tool(index, name) is find_tool(tools, name)
+    by_index = await execute_tool_call(call(), index)
+    assert by_index == await execute_tool_call(call(), tools)
+    assert by_index.message.content == "first"
+    unknown = await execute_tool_call(call("subtract"), index)
+    assert unknown == ToolExecution(
+        error("Error: Unknown tool 'subtract'. Available tools: add, done", name="subtract")
+    )
+    assert (await execute_tool_call(call("x"), tool_index([]))).message.content == (
+        "Error: Unknown tool 'x'. Available tools: (none)"
+    )
 
 
 @pytest.mark.asyncio
