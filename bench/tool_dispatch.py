@@ -50,9 +50,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from jupyter_codelia.llm.messages import FunctionCall, ToolCall, ToolMessage
-from jupyter_codelia.tools import FunctionTool, ToolContext, define_tool, execute_tool_call
+from jupyter_codelia.tools import (
+    FunctionTool,
+    ToolContext,
+    define_tool,
+    execute_tool_call,
+    tool_index,
+)
 
 RAW_ARGS = '{"a": 20, "b": 22, "op": "add"}'
+# The agent's standard tools plus the notebook tools are about 25; the called one is mid-list.
+OTHER_TOOLS = 24
 
 
 class CalcInput(BaseModel):
@@ -127,7 +135,14 @@ async def paths(
 ) -> dict[str, Callable[[], Awaitable[Any]]]:
     call = ToolCall(id="call_1", function=FunctionCall(name="calc", arguments=RAW_ARGS))
     ctx = ToolContext()
-    tools = [tool]
+    others = [
+        define_tool(name=f"other_{i}", description="Unused.", input=CalcInput, execute=fn)
+        for i in range(OTHER_TOOLS)
+    ]
+    tools = [*others[: OTHER_TOOLS // 2], tool, *others[OTHER_TOOLS // 2 :]]
+    index = tool_index(tools)  # what the agent passes: built once per loop, not per call
+    # The cheapest real ToolMessage: its validator on a dict (ToolMessage(**kw) costs ~1.5x).
+    validate_message = ToolMessage.__pydantic_validator__.validate_python
 
     async def floor() -> Any:
         value = fn(CalcInput.model_validate_json(RAW_ARGS), ctx)
@@ -135,12 +150,17 @@ async def paths(
 
     async def floor_and_message() -> Any:
         content = await floor()
-        return ToolMessage(tool_call_id=call.id, tool_name=call.function.name, content=content)
+        return validate_message(
+            {"tool_call_id": call.id, "tool_name": call.function.name, "content": content}
+        )
 
     async def raw() -> Any:
         return await tool.execute_raw(RAW_ARGS, ctx)
 
     async def dispatch() -> Any:
+        return await execute_tool_call(call, index, ctx)
+
+    async def dispatch_list() -> Any:
         return await execute_tool_call(call, tools, ctx)
 
     other = await pydantic_ai_call(plain)
@@ -149,12 +169,14 @@ async def paths(
     assert (await floor_and_message()).content == "42"
     assert (await raw()).text == "42"
     assert (await dispatch()).message.content == "42"
+    assert (await dispatch_list()).message.content == "42"
     assert (await other()).content == "42"
     return {
         "floor": floor,
         "floor+ToolMessage": floor_and_message,
         "execute_raw": raw,
         "execute_tool_call": dispatch,
+        "...given a list": dispatch_list,
         "pydantic-ai": other,
     }
 
