@@ -2,16 +2,18 @@
 
 Run: ``.venv/bin/python bench/tool_dispatch.py [--calls N] [--repeats R]``
 
-One 3-field tool (``a: int, b: int, op: Literal[...]``) is called with the same raw JSON
-arguments through:
+One 3-field tool (``a: int, b: int, op: Literal[...]``), the 13th of 25 (the agent's standard
+tools plus the notebook tools are about that many), is called with the same raw JSON arguments
+through:
 
 - **floor**: ``Model.model_validate_json(raw)`` then a direct call of the function: the least any
   framework must do;
-- **floor+ToolMessage**: the floor plus building the ``ToolMessage`` the agent records. Every
-  pydantic instance costs about as much as the floor's own validation (it builds one model), so
-  this is the least an executor returning a ToolMessage can cost;
+- **floor+ToolMessage**: the floor plus the cheapest real ``ToolMessage`` (its validator on a
+  dict): the least an executor returning the message the agent records can cost;
 - **execute_raw**: ``FunctionTool.execute_raw(raw, ctx)`` (parse, validate, call, coerce);
-- **execute_tool_call**: the agent's path (lookup, fresh context, execute_raw, ToolMessage);
+- **execute_tool_call**: the agent's path (lookup in the ``tool_index`` the agent builds once per
+  run, fresh context, validate, call, ToolMessage, ToolExecution);
+- **...given a list**: the same with the 25 tools as a plain list (what the agent passed before);
 - **pydantic-ai**: what its agent does per call through public API: a ``FunctionToolset`` built
   from the function, ``get_tools`` once (as its agent does once per step), then per call
   ``tool.args_validator.validate_json(raw)`` + ``await toolset.call_tool(...)`` + a
@@ -21,22 +23,36 @@ arguments through:
 Each is timed for sync and async tool functions (pydantic-ai runs sync functions in a worker
 thread, which dominates that row). Every timing is the best of ``repeats`` batches of ``calls``
 calls inside one running event loop; the ratios are what to compare across machines.
-Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai. Measured on a
-loaded 2-core machine (defaults, best of 300 batches of 200 calls, several runs): floor
-1.04-1.09 µs; execute_raw 1.41-1.42x; execute_tool_call 2.01-2.02x the floor and 1.07x
-floor+ToolMessage; pydantic-ai 1.06-1.07x slower with async functions and ~24x with sync ones
-(it runs them in a thread).
+Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai.
 
-Why 1.5x is out of reach while the executor returns a pydantic ToolMessage (the same pieces
-timed interleaved, best of 60 x 3,000, µs): the floor's own ``model_validate_json`` 0.72;
-a ToolMessage from its validator on a dict (what the executor does) 0.51, from
-``ToolMessage(**kw)`` 0.78, from ``model_construct`` 6.0 (it walks the fields in Python), and
-hand-built without validation (``object.__new__`` plus the four pydantic slots) 0.48;
-``ToolContext.fork`` 0.18; ``ToolExecution`` 0.09. 1.5x leaves 0.5 µs above the floor for
-everything; the cheapest ToolMessage alone takes 0.48, so even a validation bypass (tried: it
-saved 0.03 µs of the 1.1 µs the executor adds, not worth coupling to pydantic's private
-slots) cannot reach it. It needs a non-pydantic result type on the hot path, a codebase-wide
-change of the message model.
+Measured on a shared 2-core machine (defaults, four runs, floor 1.14-1.19 µs):
+execute_tool_call 1.83-1.88x the floor with sync functions and 1.86-1.90x with async ones,
+1.13-1.15x floor+ToolMessage (1.60-1.67x); execute_raw 1.36-1.39x; pydantic-ai/ours
+1.12-1.14x with async functions (~26x with sync ones). The same bench on the code before
+(the agent passed its list, ToolContext copied every field per fork; two runs): 2.14x sync,
+2.16x async,
+pydantic-ai/ours 0.97-0.98x, i.e. slower than pydantic-ai at 25 tools.
+
+Where the time goes, and why 1.5x is out of reach while the executor returns a pydantic
+ToolMessage (µs, best of 30 x 20,000 unless said otherwise):
+
+- The message. The cheapest real ToolMessage is its validator on a dict, 0.54-0.59; the
+  alternatives cost more: ``ToolMessage(**kw)`` 0.82, ``model_construct`` 2.96 (it walks the
+  fields in Python), ``copy.copy`` of a template 1.18, a ``SchemaValidator`` that checks
+  nothing (every field ``any``) 0.61, and a hand-built instance (``object.__new__`` plus the
+  four pydantic slots) 0.51 alone but 0.05 slower than the validator inside the executor. What
+  costs is making the pydantic instance, not validating: a 3-field model 0.40, a 1-field one
+  0.29, a slots dataclass with ToolMessage's seven fields 0.11. So no trusted constructor
+  helps, and floor+ToolMessage alone is 1.6x the floor.
+- What the executor adds besides: the per-call ``ToolContext.fork`` (0.19 before, 0.11 now
+  that what forks share sits in one object), ``ToolExecution`` 0.09, the coroutine ~0.06, the
+  tool lookup (a 25-tool list scan cost 0.2 more than the index, as the two rows show), minus
+  the ``model_validate_json`` wrapper the floor pays and the executor skips (~0.18, it calls
+  the validator directly; ``FunctionTool.start`` does so in one frame).
+- A prototype of this executor returning a slots dataclass instead of the pydantic message
+  measured 1.42-1.45x the floor (interleaved with the real one at 1.94x). Reaching 1.5x
+  therefore needs a non-pydantic tool message on the hot path, which means changing the
+  message model the history, the providers and the session store share, not the executor.
 """
 
 from __future__ import annotations
