@@ -30,8 +30,7 @@ execute_tool_call 1.83-1.88x the floor with sync functions and 1.86-1.90x with a
 1.13-1.15x floor+ToolMessage (1.60-1.67x); execute_raw 1.36-1.39x; pydantic-ai/ours
 1.12-1.14x with async functions (~26x with sync ones). The same bench on the code before
 (the agent passed its list, ToolContext copied every field per fork; two runs): 2.14x sync,
-2.16x async,
-pydantic-ai/ours 0.97-0.98x, i.e. slower than pydantic-ai at 25 tools.
+2.16x async, pydantic-ai/ours 0.97-0.98x, i.e. slower than pydantic-ai at 25 tools.
 
 Where the time goes, and why 1.5x is out of reach while the executor returns a pydantic
 ToolMessage (µs, best of 30 x 20,000 unless said otherwise):
