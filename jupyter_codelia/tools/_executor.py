@@ -19,7 +19,7 @@ from ..llm.messages import ToolCall, ToolMessage
 from ._context import ToolContext
 from ._define import FunctionTool, Tool, is_pending
 from ._errors import TaskComplete
-from ._results import coerce_result, result_content
+from ._results import value_content
 
 STOP_TURN_MESSAGE = (
     "Permission request was denied. Turn stopped. Please send your next input to continue."
@@ -156,8 +156,8 @@ async def execute_tool_call(
     except Exception as exc:
         return ToolExecution(error_message(call, f"{ERROR_PREFIX}{exception_text(exc)}"))
     try:
-        # A str return needs no coercion: it is already the message content.
-        content = value if type(value) is str else result_content(coerce_result(value))
+        # A str is already the content: the common case spares even the call.
+        content = value if type(value) is str else value_content(value)
         message = _validate_tool_message(
             {"tool_call_id": call.id, "tool_name": name, "content": content}
         )
