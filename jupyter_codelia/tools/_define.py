@@ -160,9 +160,14 @@ class FunctionTool:
         return "; ".join(problems)
 
 
+# What tools return most; ``inspect.isawaitable`` on them costs several times the tool call.
+_NEVER_AWAITABLE = frozenset({str, dict, list, int, float, bool, type(None)})
+
+
 def is_pending(value: Any) -> bool:
     """Whether a tool function's return value must still be awaited (cheap checks first)."""
-    return type(value) is CoroutineType or (type(value) is not str and inspect.isawaitable(value))
+    kind = type(value)
+    return kind is CoroutineType or (kind not in _NEVER_AWAITABLE and inspect.isawaitable(value))
 
 
 def _json_type(value: Any) -> str:
