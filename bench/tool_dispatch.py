@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -70,6 +71,7 @@ from jupyter_codelia.tools import (
     ToolContext,
     define_tool,
     execute_tool_call,
+    result_content,
     tool_index,
 )
 
@@ -99,6 +101,26 @@ def plain_sync(a: int, b: int, op: Literal["add", "sub"] = "add") -> str:
 
 async def plain_async(a: int, b: int, op: Literal["add", "sub"] = "add") -> str:
     return plain_sync(a, b, op)
+
+
+def calc_dict(params: CalcInput, ctx: ToolContext) -> dict[str, Any]:
+    return {"result": params.a + params.b if params.op == "add" else params.a - params.b}
+
+
+def plain_dict(a: int, b: int, op: Literal["add", "sub"] = "add") -> dict[str, Any]:
+    return {"result": a + b if op == "add" else a - b}
+
+
+def json_text(value: Any) -> str:
+    """The content the model reads for a non-text result (what the message carries)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+KINDS = (
+    ("sync tool function", calc_sync, plain_sync),
+    ("async tool function", calc_async, plain_async),
+    ("sync tool function returning a dict", calc_dict, plain_dict),
+)
 
 
 async def best_of(
@@ -132,14 +154,16 @@ async def pydantic_ai_call(function: Callable[..., Any]) -> Callable[[], Awaitab
     async def body() -> Any:
         args = tool.args_validator.validate_json(RAW_ARGS)
         value = await toolset.call_tool(function.__name__, args, run_ctx, tool)
-        return ToolReturnPart(tool_name=function.__name__, content=value, tool_call_id="call_1")
+        part = ToolReturnPart(tool_name=function.__name__, content=value, tool_call_id="call_1")
+        # A dict stays a dict in the part; the model reads its JSON text, made here.
+        return part.model_response_str() if function is plain_dict else part.content
 
     return body
 
 
 async def measure(calls: int, repeats: int) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
-    for kind, fn, plain in (("sync", calc_sync, plain_sync), ("async", calc_async, plain_async)):
+    for kind, fn, plain in KINDS:
         tool = define_tool(name="calc", description="Add or subtract.", input=CalcInput, execute=fn)
         results[kind] = await best_of(await paths(tool, fn, plain), calls, repeats)
     return results
@@ -161,6 +185,8 @@ async def paths(
 
     async def floor() -> Any:
         value = fn(CalcInput.model_validate_json(RAW_ARGS), ctx)
+        if fn is calc_dict:
+            return json_text(value)
         return await value if fn is calc_async else value
 
     async def floor_and_message() -> Any:
@@ -179,13 +205,14 @@ async def paths(
         return await execute_tool_call(call, tools, ctx)
 
     other = await pydantic_ai_call(plain)
-    # Every path must compute the same answer before it is timed.
-    assert await floor() == "42"
-    assert (await floor_and_message()).content == "42"
-    assert (await raw()).text == "42"
-    assert (await dispatch()).message.content == "42"
-    assert (await dispatch_list()).message.content == "42"
-    assert (await other()).content == "42"
+    # Every path must compute the same content before it is timed.
+    expected = '{"result":42}' if fn is calc_dict else "42"
+    assert await floor() == expected
+    assert (await floor_and_message()).content == expected
+    assert result_content(await raw()) == expected
+    assert (await dispatch()).message.content == expected
+    assert (await dispatch_list()).message.content == expected
+    assert await other() == expected
     return {
         "floor": floor,
         "floor+ToolMessage": floor_and_message,
@@ -199,7 +226,7 @@ async def paths(
 def report(results: dict[str, dict[str, float]]) -> None:
     for kind, timings in results.items():
         floor = timings["floor"]
-        print(f"\n{kind} tool function")
+        print(f"\n{kind}")
         print(f"  {'path':<20}{'µs/call':>10}{'x floor':>10}")
         for name, seconds in timings.items():
             print(f"  {name:<20}{seconds * 1e6:>10.2f}{seconds / floor:>10.2f}")
