@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -48,14 +48,17 @@ from ..llm.messages import (
 from ..tools import (
     CancelSignal,
     RunCancelled,
+    SessionStateHook,
     Tool,
     ToolContext,
     ToolIndex,
+    ToolSet,
     execute_tool_call,
     find_tool,
     tool_index,
 )
 from . import events as ev
+from ._approvals import Approvals
 from ._budget import (
     BUDGET_PREFIX,
     BUDGET_PROMPT,
@@ -97,16 +100,6 @@ _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
 _STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
-
-
-class SessionStateHook(Protocol):
-    """State that lives beside the conversation and is saved in the snapshot's ``meta``."""
-
-    def bind_session(self, session_id: str) -> None: ...
-
-    def save_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
-
-    def restore_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
 
 
 class AgentRunError(CodeliaError, RuntimeError):
@@ -174,6 +167,7 @@ class Agent:
         tool_choice: str | None = None,
         permissions: PermissionPolicy | None = None,
         confirm: ConfirmCallback | None = None,
+        approvals: Approvals | None = None,
         output_cache: ToolOutputCache | None = _DEFAULT,
         output_store: ToolOutputCacheStore | None = None,
         session_store: SessionStore | None = None,
@@ -187,15 +181,19 @@ class Agent:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         self.llm = llm
-        self.tools: list[Tool] = list(tools)
+        # The agent's own copy: a ToolSet keeps its shared state (output store, state hooks).
+        self.tools: ToolSet = ToolSet.of(tools)
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.require_done_tool = require_done_tool
         self.tool_choice = tool_choice
         self.permissions = permissions
         self.confirm = confirm
+        # Requests wait here for an answer; a host that passes its own Approvals answers them.
+        self.approvals = approvals if approvals is not None else Approvals()
+        self._host_answers = approvals is not None
         if output_cache is _DEFAULT:
-            output_cache = _default_output_cache(tools, output_store)
+            output_cache = _default_output_cache(self.tools, output_store)
         elif output_store is not None:
             raise ValueError(
                 "pass either output_cache=ToolOutputCache(store, config) or output_store=store, "
@@ -204,10 +202,7 @@ class Agent:
         self.output_cache = output_cache
         self.session_store = session_store
         self.dependency_overrides = dict(dependency_overrides or {})
-        self.state_hooks: list[SessionStateHook] = [
-            *getattr(tools, "state_hooks", ()),
-            *state_hooks,
-        ]
+        self.state_hooks: list[SessionStateHook] = [*self.tools.state_hooks, *state_hooks]
         self.retry = retry or RetryConfig()
         self.compaction: CompactionConfig | None = (
             CompactionConfig() if compaction is _DEFAULT else compaction
@@ -224,7 +219,6 @@ class Agent:
         self._system_added = False
         self._resume_reminder: str | None = None
         self._fork_event: ev.SessionForkedEvent | None = None
-        self._sandbox_root = getattr(getattr(tools, "sandbox", None), "root", None)
         self._running = False
         self._logged_upto = 0
         self._writer = SessionWriter(session_store) if session_store is not None else None
@@ -375,7 +369,7 @@ class Agent:
     def _context_record(self) -> dict[str, Any]:
         return context_record(
             model=self.llm.model,
-            root=str(self._sandbox_root or os.getcwd()),
+            root=str(self.tools.sandbox_root or os.getcwd()),
             tools=[t.name for t in self.tools],
             date=datetime.now(timezone.utc).date().isoformat(),
         )
@@ -707,6 +701,9 @@ class Agent:
         return PermissionHookBuilder(
             policy=self.permissions,
             confirm=self.confirm,
+            approvals=self.approvals,
+            host_answers=self._host_answers,
+            run_id=run.run_id,
             tools=tools,
             emit=lambda event: self._emit(run, event),
             approval_waits=run.approval_waits,
@@ -1051,13 +1048,19 @@ def _llm_failure_text(exc: Exception, attempts: int) -> str:
 
 
 def _default_output_cache(
-    tools: Sequence[Tool], output_store: ToolOutputCacheStore | None
+    tools: ToolSet, output_store: ToolOutputCacheStore | None
 ) -> ToolOutputCache | None:
-    """Save results in the explicit store, else the one the tools share (a ``ToolSet``'s, or
-    the one the ``tool_output_cache`` tools read), so the refs the model gets are readable."""
-    from ..cache import ToolOutputCache
+    """Save results in the explicit store, else the one the tools share (a ToolSet's, or the
+    one the ``tool_output_cache`` reader tools read), so the refs the model gets are readable."""
+    from ..cache import ToolOutputCache, ToolOutputCacheStore
+    from ..standard_tools.output_cache import CacheReaderTool
 
-    store = output_store or getattr(tools, "output_store", None)
+    shared = tools.output_store
+    if shared is not None and not isinstance(shared, ToolOutputCacheStore):
+        raise TypeError(
+            f"the tool set's output_store must be a ToolOutputCacheStore, not {type(shared)!r}"
+        )
+    store = output_store or shared
     if store is None:
-        store = next((t.output_store for t in tools if hasattr(t, "output_store")), None)
+        store = next((t.output_store for t in tools if isinstance(t, CacheReaderTool)), None)
     return ToolOutputCache(store)

@@ -40,6 +40,7 @@ from ._results import (
     to_tool_message,
 )
 from ._schema import Nullable
+from ._toolset import SessionStateHook, ToolSet
 
 __all__ = [
     "CancelSignal",
@@ -52,6 +53,7 @@ __all__ = [
     "PermissionDecision",
     "PermissionHook",
     "RunCancelled",
+    "SessionStateHook",
     "TaskComplete",
     "TextResult",
     "Tool",
@@ -64,6 +66,7 @@ __all__ = [
     "ToolInputError",
     "ToolMessage",
     "ToolResult",
+    "ToolSet",
     "coerce_result",
     "define_tool",
     "done_tool",
