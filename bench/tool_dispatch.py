@@ -20,20 +20,32 @@ through:
   ``ToolReturnPart`` carrying the result (the message its agent records). Its ToolManager adds
   tracing, retries and hooks on top of this, so the figure flatters pydantic-ai.
 
-Each is timed for sync and async tool functions (pydantic-ai runs sync functions in a worker
-thread, which dominates that row). Every timing is the best of ``repeats`` batches of ``calls``
-calls inside one running event loop; the ratios are what to compare across machines.
-Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai.
+Each is timed for sync and async tool functions returning text, and for a sync one returning a
+dict (there the floor also makes the JSON text the model reads, as the message content must be;
+pydantic-ai's row includes its ``model_response_str()``). pydantic-ai runs sync functions in a
+worker thread, which dominates its sync rows. Every timing is the best of ``repeats`` batches
+of ``calls`` calls inside one running event loop; the ratios are what to compare across
+machines. Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai.
 
-Measured on a shared 2-core machine (defaults, four runs, floor 1.14-1.19 µs):
-execute_tool_call 1.83-1.88x the floor with sync functions and 1.86-1.90x with async ones,
-1.13-1.15x floor+ToolMessage (1.60-1.67x); execute_raw 1.36-1.39x; pydantic-ai/ours
-1.12-1.14x with async functions (~26x with sync ones). The same bench on the code before
-(the agent passed its list, ToolContext copied every field per fork; two runs): 2.14x sync,
-2.16x async, pydantic-ai/ours 0.97-0.98x, i.e. slower than pydantic-ai at 25 tools.
+Measured on a shared 2-core machine (defaults, four runs, text floor 1.12-1.23 µs):
 
-Where the time goes, and why 1.5x is out of reach while the executor returns a pydantic
-ToolMessage (µs, best of 30 x 20,000 unless said otherwise):
+=========================  ==========  ==========  ==============
+execute_tool_call / floor  sync text   async text  sync dict
+=========================  ==========  ==========  ==============
+before                     2.14-2.17x  2.14-2.16x  2.04-2.05x
+now                        1.86-1.89x  1.81-1.87x  1.39-1.43x
+now, given the 25 as list  2.02-2.06x  1.99-2.07x  1.46-1.49x
+=========================  ==========  ==========  ==============
+
+floor+ToolMessage is 1.63-1.68x with text (1.25-1.27x with the dict) and execute_tool_call
+1.11-1.15x that; execute_raw 1.36-1.42x; pydantic-ai/ours 1.11-1.14x with async functions
+(0.98-0.99x before: slower than pydantic-ai at 25 tools), ~25x and ~15x with sync ones.
+"Before" is the same bench on the code where the agent passed its tool list, each fork copied
+every ToolContext field, and a dict went through ``coerce_result``'s JsonResult and
+``inspect.isawaitable`` (now ``value_content`` and ``is_pending`` answer plain types at once).
+
+Where the time goes, and why 1.5x is out of reach for a text result while the executor returns
+a pydantic ToolMessage (µs, best of 30 x 20,000 unless said otherwise):
 
 - The message. The cheapest real ToolMessage is its validator on a dict, 0.54-0.59; the
   alternatives cost more: ``ToolMessage(**kw)`` 0.82, ``model_construct`` 2.96 (it walks the
