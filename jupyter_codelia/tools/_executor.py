@@ -40,12 +40,16 @@ class PermissionDecision:
 
     @classmethod
     def allow(cls) -> PermissionDecision:
-        return cls("allow")
+        # One shared answer: most calls are allowed, and building a frozen dataclass costs
+        # three object.__setattr__ calls.
+        return _ALLOWED
 
     @classmethod
     def deny(cls, reason: str | None = None, *, stop_turn: bool = False) -> PermissionDecision:
         return cls("deny", reason, stop_turn)
 
+
+_ALLOWED = PermissionDecision("allow")
 
 PermissionHook = Callable[[ToolCall, str, ToolContext], Awaitable[PermissionDecision]]
 

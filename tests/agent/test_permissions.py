@@ -85,6 +85,14 @@ def test_trusted_mode_adds_file_writes_and_sed_awk() -> None:
     assert policy.evaluate("shell", shell("rm a")).kind == "confirm"
 
 
+def test_the_system_allowlist_matches_whole_tool_names_only() -> None:
+    policy = PermissionPolicy("minimal", deny=[rule("grep")])
+    for near_miss in ["Read", "read ", "read_lines", "github__read", "read__*", "", "shell_x"]:
+        assert policy.evaluate(near_miss, {}).kind == "confirm", near_miss
+    assert policy.evaluate("grep", {}) == Evaluation("deny", "blocked by deny rule (grep)")
+    assert policy.evaluate("read", None) == ALLOW  # arguments that are no object change nothing
+
+
 def test_full_access_allows_everything_but_deny_rules() -> None:
     policy = PermissionPolicy(
         "full-access",
