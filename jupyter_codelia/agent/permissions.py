@@ -378,6 +378,13 @@ class PermissionPolicy:
 
     # --- decision ------------------------------------------------------------------------
 
+    @staticmethod
+    def reads_args(tool_name: str) -> bool:
+        """Whether ``evaluate`` looks at the arguments of a call of ``tool_name``: only shell
+        commands and skill names decide by them (a rule's constraints are valid for those tools
+        alone), so other calls need not parse their arguments to be decided."""
+        return tool_name in SHELL_TOOLS or tool_name == SKILL_TOOL
+
     def evaluate(self, tool_name: str, args: dict[str, Any] | None) -> Evaluation:
         """allow, deny (with the reason the model sees) or confirm (with why) for one call."""
         if tool_name in SHELL_TOOLS:
