@@ -173,6 +173,23 @@ async def pydantic_ai_call(function: Callable[..., Any]) -> Callable[[], Awaitab
     return body
 
 
+def permission_hook(tools: list[Any]) -> Any:
+    """The hook the notebook's agent passes (it always has a policy), for a call a rule allows."""
+    from jupyter_codelia.agent._approvals import Approvals
+    from jupyter_codelia.agent._permission_hook import PermissionHookBuilder
+    from jupyter_codelia.agent.permissions import PermissionPolicy, PermissionRule
+
+    return PermissionHookBuilder(
+        policy=PermissionPolicy("minimal", allow=[PermissionRule(tool="calc")]),
+        confirm=None,
+        approvals=Approvals(),
+        host_answers=False,
+        run_id="bench",
+        tools=tools,
+        emit=lambda event: None,
+    ).hook
+
+
 async def measure(calls: int, repeats: int) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     for kind, fn, plain in KINDS:
@@ -216,6 +233,11 @@ async def paths(
     async def dispatch_list() -> Any:
         return await execute_tool_call(call, tools, ctx)
 
+    hook = permission_hook(tools)
+
+    async def dispatch_permitted() -> Any:
+        return await execute_tool_call(call, index, ctx, can_execute_tool=hook)
+
     other = await pydantic_ai_call(plain)
     # Every path must compute the same content before it is timed.
     expected = '{"result":42}' if fn is calc_dict else "42"
@@ -224,6 +246,7 @@ async def paths(
     assert result_content(await raw()) == expected
     assert (await dispatch()).message.content == expected
     assert (await dispatch_list()).message.content == expected
+    assert (await dispatch_permitted()).message.content == expected
     assert await other() == expected
     return {
         "floor": floor,
@@ -231,6 +254,7 @@ async def paths(
         "execute_raw": raw,
         "execute_tool_call": dispatch,
         "...given a list": dispatch_list,
+        "...with permissions": dispatch_permitted,
         "pydantic-ai": other,
     }
 
