@@ -14,6 +14,8 @@ through:
 - **execute_tool_call**: the agent's path (lookup in the ``tool_index`` the agent builds once per
   run, fresh context, validate, call, ToolMessage, ToolExecution);
 - **...given a list**: the same with the 25 tools as a plain list (what the agent passed before);
+- **...with permissions**: the same with the permission hook the notebook's agent always passes,
+  its policy allowing the tool by a rule (no person asked);
 - **pydantic-ai**: what its agent does per call through public API: a ``FunctionToolset`` built
   from the function, ``get_tools`` once (as its agent does once per step), then per call
   ``tool.args_validator.validate_json(raw)`` + ``await toolset.call_tool(...)`` + a
@@ -27,22 +29,28 @@ worker thread, which dominates its sync rows. Every timing is the best of ``repe
 of ``calls`` calls inside one running event loop; the ratios are what to compare across
 machines. Targets: execute_tool_call at most 1.5x the floor, and faster than pydantic-ai.
 
-Measured on a shared 2-core machine (defaults, four runs, text floor 1.12-1.23 µs):
+Measured on a shared 2-core machine (defaults, two to seven runs a row, text floor 1.08-1.23 µs):
 
-=========================  ==========  ==========  ==============
-execute_tool_call / floor  sync text   async text  sync dict
-=========================  ==========  ==========  ==============
-before                     2.14-2.17x  2.14-2.16x  2.04-2.05x
-now                        1.86-1.89x  1.81-1.87x  1.39-1.43x
-now, given the 25 as list  2.02-2.06x  1.99-2.07x  1.46-1.49x
-=========================  ==========  ==========  ==============
+==========================  ==========  ==========  ==========
+execute_tool_call / floor   sync text   async text  sync dict
+==========================  ==========  ==========  ==========
+before                      2.14-2.17x  2.12-2.16x  2.01-2.06x
+now                         1.86-1.90x  1.81-1.87x  1.38-1.43x
+now, given the 25 as list   2.00-2.09x  1.99-2.07x  1.45-1.49x
+with permissions, before    10.1x       9.7-9.9x    5.3-5.4x
+with permissions, now       3.1x        3.0-3.1x    1.85-1.95x
+==========================  ==========  ==========  ==========
 
-floor+ToolMessage is 1.63-1.68x with text (1.25-1.27x with the dict) and execute_tool_call
-1.11-1.15x that; execute_raw 1.36-1.42x; pydantic-ai/ours 1.11-1.14x with async functions
-(0.98-0.99x before: slower than pydantic-ai at 25 tools), ~25x and ~15x with sync ones.
+floor+ToolMessage is 1.63-1.68x with text (1.24-1.27x with the dict) and execute_tool_call
+1.11-1.15x that; execute_raw 1.36-1.42x; pydantic-ai/ours 1.11-1.16x with async functions
+(0.98-1.00x before: slower than pydantic-ai at 25 tools), ~25x and ~15x with sync ones.
 "Before" is the same bench on the code where the agent passed its tool list, each fork copied
-every ToolContext field, and a dict went through ``coerce_result``'s JsonResult and
-``inspect.isawaitable`` (now ``value_content`` and ``is_pending`` answer plain types at once).
+every ToolContext field, a dict went through ``coerce_result``'s JsonResult and
+``inspect.isawaitable`` (now ``value_content`` and ``is_pending`` answer plain types at once),
+and the permission hook parsed every call's arguments, scanned the 44 system rules and built a
+new allow decision (now it parses them only for shell and skill_load or to ask a person, the
+system allowlist is a name set, and the allow decision is shared). What the hook still adds
+(~1.3 µs) is its own coroutine and fork, and scanning the deny and user allow rules.
 
 Where the time goes, and why 1.5x is out of reach for a text result while the executor returns
 a pydantic ToolMessage (µs, best of 30 x 20,000 unless said otherwise):
