@@ -68,7 +68,7 @@ from ._budget import (
     not_run_messages,
 )
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
-from ._history import repair_history
+from ._history import HistoryRepair, repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
 from ._resume import CONTEXT_META_KEY, change_reminder, context_record
@@ -209,6 +209,7 @@ class Agent:
         )
         self.client_name = client_name
         self.history: list[Message] = []
+        self._repair = HistoryRepair()
         self.usage = UsageTotals()
         self.budget = BudgetMeter()  # limits are set per turn by the host (agent.budget.configure)
         self.meta: dict[str, Any] = {}
@@ -319,7 +320,7 @@ class Agent:
 
     def snapshot_messages(self) -> list[Any]:
         """The history as saved in a session snapshot: no leading system messages, repaired."""
-        messages = repair_history(self.history)
+        messages = self._repair(self.history)
         start = 0
         while start < len(messages) and isinstance(messages[start], SystemMessage):
             start += 1
@@ -487,7 +488,7 @@ class Agent:
                 self.history.append(UserMessage(content=self._resume_reminder))
                 self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
-            self.history = repair_history([*self.history, _user_message(prompt, context)])
+            self.history = self._repair([*self.history, _user_message(prompt, context)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
             final = await self._loop(run, tools, tool_choice)
         except asyncio.CancelledError:
@@ -503,7 +504,7 @@ class Agent:
             raise AgentRunError(f"{type(exc).__name__}: {exc}") from exc
         finally:
             self.budget.end_run()
-            self.history = repair_history(self.history)
+            self.history = self._repair(self.history)
             self._save_state(run)
             self._record(run, "run.status", status=outcome)
             self._record(run, "run.end", outcome=outcome, final=final)
