@@ -69,7 +69,7 @@ def tool_index(tools: Iterable[Tool]) -> ToolIndex:
     """Name → tool for a run's tools, the first of each name winning as in ``find_tool``.
 
     A run looks up every call's tool (and its display name); scanning a list of two dozen tools
-    each time costs more than the rest of the dispatch, so the agent builds this once per loop.
+    each time costs more than the rest of the dispatch, so the agent builds this once per run.
     """
     index: ToolIndex = {}
     for candidate in tools:
