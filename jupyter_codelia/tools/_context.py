@@ -66,8 +66,8 @@ class ToolContext:
     (sync or async) that replace ``DependencyKey.create``; resolved values are cached per context,
     and the executor forks a fresh context for every call.
 
-    What forks share sits in one object, so a fork (one per tool call) sets four slots instead
-    of copying every field.
+    What forks share sits in one object, so a fork (one per tool call) points at it instead of
+    copying every field.
     """
 
     __slots__ = ("_cache", "_locks", "_shared", "tool_call_id", "tool_name")
