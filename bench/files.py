@@ -32,7 +32,10 @@ Measured (2 cores shared with three other busy sessions, load average 2.5-4, ``-
   and a loop with a worker thread made per call by this bench. Left: the parse and the
   per-chunk Python work (~4 ms), ``find``/``count`` over the file (~2 ms), the journal
   (~0.7 ms: directory, record, lock), the re-check read (~0.3 ms) and the cache copy of the
-  diff (~2.5 ms).
+  diff (~2.5 ms). A call creates 7 files (journal directory and record, the temp file, 4 for
+  the cache copy) where GNU patch creates 1: an hour later the shared disk took 0.7 ms per
+  file creation instead of 0.08 ms, and the same code measured 1.45-1.76x best-of (main:
+  2.08x best-of, 2.54x median).
 """
 
 from __future__ import annotations
