@@ -7,16 +7,20 @@
 from typing import Any
 
 from ..llm.base import ChatModel
-from ._agent import Agent, AgentRunError, RunAlreadyActiveError, SessionStateHook, UsageTotals
+from ..tools import SessionStateHook
+from ._agent import Agent, AgentRunError, RunAlreadyActiveError, UsageTotals
+from ._approvals import ApprovalRequest, Approvals, ConfirmResponse
 from ._budget import BudgetLimits, BudgetMeter
 from ._compaction import CompactionConfig
 from ._history import repair_history
-from ._permission_hook import ConfirmCallback, ConfirmResponse
+from ._permission_hook import ConfirmCallback
 from ._retry import RetryConfig
 
 __all__ = [
     "Agent",
     "AgentRunError",
+    "ApprovalRequest",
+    "Approvals",
     "BudgetLimits",
     "BudgetMeter",
     "ChatModel",

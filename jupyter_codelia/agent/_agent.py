@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -45,8 +45,18 @@ from ..llm.messages import (
     load_messages,
     text_projection,
 )
-from ..tools import CancelSignal, RunCancelled, Tool, ToolContext, execute_tool_call, find_tool
+from ..tools import (
+    CancelSignal,
+    RunCancelled,
+    SessionStateHook,
+    Tool,
+    ToolContext,
+    ToolSet,
+    execute_tool_call,
+    find_tool,
+)
 from . import events as ev
+from ._approvals import Approvals
 from ._budget import (
     BUDGET_PREFIX,
     BUDGET_PROMPT,
@@ -56,7 +66,7 @@ from ._budget import (
     not_run_messages,
 )
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
-from ._history import repair_history
+from ._history import HistoryRepair, repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
 from ._resume import CONTEXT_META_KEY, change_reminder, context_record
@@ -88,16 +98,6 @@ _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
 _STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
-
-
-class SessionStateHook(Protocol):
-    """State that lives beside the conversation and is saved in the snapshot's ``meta``."""
-
-    def bind_session(self, session_id: str) -> None: ...
-
-    def save_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
-
-    def restore_meta(self, session_id: str, meta: dict[str, Any]) -> None: ...
 
 
 class AgentRunError(CodeliaError, RuntimeError):
@@ -165,6 +165,7 @@ class Agent:
         tool_choice: str | None = None,
         permissions: PermissionPolicy | None = None,
         confirm: ConfirmCallback | None = None,
+        approvals: Approvals | None = None,
         output_cache: ToolOutputCache | None = _DEFAULT,
         output_store: ToolOutputCacheStore | None = None,
         session_store: SessionStore | None = None,
@@ -178,15 +179,19 @@ class Agent:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         self.llm = llm
-        self.tools: list[Tool] = list(tools)
+        # The agent's own copy: a ToolSet keeps its shared state (output store, state hooks).
+        self.tools: ToolSet = ToolSet.of(tools)
         self.system_prompt = system_prompt
         self.max_iterations = max_iterations
         self.require_done_tool = require_done_tool
         self.tool_choice = tool_choice
         self.permissions = permissions
         self.confirm = confirm
+        # Requests wait here for an answer; a host that passes its own Approvals answers them.
+        self.approvals = approvals if approvals is not None else Approvals()
+        self._host_answers = approvals is not None
         if output_cache is _DEFAULT:
-            output_cache = _default_output_cache(tools, output_store)
+            output_cache = _default_output_cache(self.tools, output_store)
         elif output_store is not None:
             raise ValueError(
                 "pass either output_cache=ToolOutputCache(store, config) or output_store=store, "
@@ -195,16 +200,14 @@ class Agent:
         self.output_cache = output_cache
         self.session_store = session_store
         self.dependency_overrides = dict(dependency_overrides or {})
-        self.state_hooks: list[SessionStateHook] = [
-            *getattr(tools, "state_hooks", ()),
-            *state_hooks,
-        ]
+        self.state_hooks: list[SessionStateHook] = [*self.tools.state_hooks, *state_hooks]
         self.retry = retry or RetryConfig()
         self.compaction: CompactionConfig | None = (
             CompactionConfig() if compaction is _DEFAULT else compaction
         )
         self.client_name = client_name
         self.history: list[Message] = []
+        self._repair = HistoryRepair()
         self.usage = UsageTotals()
         self.budget = BudgetMeter()  # limits are set per turn by the host (agent.budget.configure)
         self.meta: dict[str, Any] = {}
@@ -215,7 +218,6 @@ class Agent:
         self._system_added = False
         self._resume_reminder: str | None = None
         self._fork_event: ev.SessionForkedEvent | None = None
-        self._sandbox_root = getattr(getattr(tools, "sandbox", None), "root", None)
         self._running = False
         self._logged_upto = 0
         self._writer = SessionWriter(session_store) if session_store is not None else None
@@ -316,7 +318,7 @@ class Agent:
 
     def snapshot_messages(self) -> list[Any]:
         """The history as saved in a session snapshot: no leading system messages, repaired."""
-        messages = repair_history(self.history)
+        messages = self._repair(self.history)
         start = 0
         while start < len(messages) and isinstance(messages[start], SystemMessage):
             start += 1
@@ -366,7 +368,7 @@ class Agent:
     def _context_record(self) -> dict[str, Any]:
         return context_record(
             model=self.llm.model,
-            root=str(self._sandbox_root or os.getcwd()),
+            root=str(self.tools.sandbox_root or os.getcwd()),
             tools=[t.name for t in self.tools],
             date=datetime.now(timezone.utc).date().isoformat(),
         )
@@ -484,7 +486,7 @@ class Agent:
                 self.history.append(UserMessage(content=self._resume_reminder))
                 self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
-            self.history = repair_history([*self.history, _user_message(prompt, context)])
+            self.history = self._repair([*self.history, _user_message(prompt, context)])
             self._logged_upto = min(self._logged_upto, len(self.history) - 1)
             final = await self._loop(run, tools, tool_choice)
         except asyncio.CancelledError:
@@ -500,7 +502,7 @@ class Agent:
             raise AgentRunError(f"{type(exc).__name__}: {exc}") from exc
         finally:
             self.budget.end_run()
-            self.history = repair_history(self.history)
+            self.history = self._repair(self.history)
             self._save_state(run)
             self._record(run, "run.status", status=outcome)
             self._record(run, "run.end", outcome=outcome, final=final)
@@ -697,6 +699,9 @@ class Agent:
         return PermissionHookBuilder(
             policy=self.permissions,
             confirm=self.confirm,
+            approvals=self.approvals,
+            host_answers=self._host_answers,
+            run_id=run.run_id,
             tools=tools,
             emit=lambda event: self._emit(run, event),
             approval_waits=run.approval_waits,
@@ -1041,13 +1046,19 @@ def _llm_failure_text(exc: Exception, attempts: int) -> str:
 
 
 def _default_output_cache(
-    tools: Sequence[Tool], output_store: ToolOutputCacheStore | None
+    tools: ToolSet, output_store: ToolOutputCacheStore | None
 ) -> ToolOutputCache | None:
-    """Save results in the explicit store, else the one the tools share (a ``ToolSet``'s, or
-    the one the ``tool_output_cache`` tools read), so the refs the model gets are readable."""
-    from ..cache import ToolOutputCache
+    """Save results in the explicit store, else the one the tools share (a ToolSet's, or the
+    one the ``tool_output_cache`` reader tools read), so the refs the model gets are readable."""
+    from ..cache import ToolOutputCache, ToolOutputCacheStore
+    from ..standard_tools.output_cache import CacheReaderTool
 
-    store = output_store or getattr(tools, "output_store", None)
+    shared = tools.output_store
+    if shared is not None and not isinstance(shared, ToolOutputCacheStore):
+        raise TypeError(
+            f"the tool set's output_store must be a ToolOutputCacheStore, not {type(shared)!r}"
+        )
+    store = output_store or shared
     if store is None:
-        store = next((t.output_store for t in tools if hasattr(t, "output_store")), None)
+        store = next((t.output_store for t in tools if isinstance(t, CacheReaderTool)), None)
     return ToolOutputCache(store)

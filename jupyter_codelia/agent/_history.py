@@ -3,6 +3,9 @@
 A tool call without its tool message (an interrupted run, ``done`` mid-batch, a cancel) makes the
 next provider request invalid. ``repair_history`` keeps only calls that have both halves, drops
 empty assistant turns and merges adjacent user messages left behind by a failed request.
+:class:`HistoryRepair` does the same for one agent, checking only what was added since the
+history it last found healthy (the check runs several times a turn; a long conversation must
+not pay for all of it each time).
 """
 
 from __future__ import annotations
@@ -11,6 +14,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..llm.messages import AssistantMessage, TextPart, ToolMessage, UserMessage
+
+
+class HistoryRepair:
+    """``repair_history`` that remembers the last history it found healthy."""
+
+    def __init__(self) -> None:
+        self._healthy: list[Any] = []
+
+    def __call__(self, messages: Sequence[Any]) -> list[Any]:
+        known = self._healthy
+        start = len(known)
+        # List equality compares identical elements by identity first: a few ns per message.
+        extends = 0 < start <= len(messages) and messages[:start] == known
+        if extends and _is_healthy(messages[start:], previous=known[-1]):
+            repaired = list(messages)
+        else:
+            repaired = repair_history(messages)
+        # A copy: the caller keeps appending to the list it gets back.
+        self._healthy = list(repaired)
+        return repaired
 
 
 def repair_history(messages: Sequence[Any]) -> list[Any]:
@@ -65,10 +88,12 @@ def _merge_user(first: UserMessage, second: UserMessage) -> UserMessage:
     return UserMessage(content=[*_as_parts(first.content), *_as_parts(second.content)])
 
 
-def _is_healthy(messages: Sequence[Any]) -> bool:
-    """One cheap pass: every call answered right after its turn, no empty or doubled turns."""
+def _is_healthy(messages: Sequence[Any], previous: Any = None) -> bool:
+    """One cheap pass: every call answered right after its turn, no empty or doubled turns.
+
+    ``previous``: the message before ``messages``, the end of a history already healthy (so
+    no call is pending there)."""
     pending: set[str] = set()
-    previous: Any = None
     for message in messages:
         kind = type(message)
         if kind is ToolMessage:

@@ -1,25 +1,27 @@
 """The permission hook the agent passes to the tool executor.
 
 It asks the :class:`PermissionPolicy`; when the answer is *confirm* it builds a diff preview for
-file-changing tools, announces a ``permission.request`` event and awaits the host's confirm
-callback. No callback means deny: a headless run never waits for a person who is not there.
+file-changing tools, opens an :class:`~._approvals.ApprovalRequest`, announces it with a
+``permission.request`` event and waits for its answer: from the confirm callback, or from a host
+answering through :class:`~._approvals.Approvals` (whichever comes first). With neither, the call
+is denied: a headless run never waits for a person who is not there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from .._redact import redact_secrets
 from ..tools import PermissionDecision, Tool, ToolContext, find_tool
 from ..tools._executor import PermissionHook
 from . import events as ev
+from ._approvals import ApprovalRequest, Approvals, ConfirmResponse
 
 if TYPE_CHECKING:
     from ..llm.messages import ToolCall
@@ -44,13 +46,6 @@ _LANGUAGES = {
 }
 
 
-class ConfirmResponse(BaseModel):
-    """A person's answer to a permission request."""
-
-    decision: Literal["allow", "allow_remember", "deny"]
-    reason: str | None = None
-
-
 ConfirmCallback = Callable[[ev.PermissionRequestEvent], Awaitable[ConfirmResponse]]
 
 
@@ -58,6 +53,10 @@ ConfirmCallback = Callable[[ev.PermissionRequestEvent], Awaitable[ConfirmRespons
 class PermissionHookBuilder:
     policy: PermissionPolicy
     confirm: ConfirmCallback | None
+    approvals: Approvals
+    host_answers: bool
+    """True when a host answers requests through ``approvals`` (a notebook's UIs)."""
+    run_id: str
     tools: Sequence[Tool]
     emit: Callable[[Any], None]
     approval_waits: dict[str, float] = field(default_factory=dict)
@@ -75,7 +74,7 @@ class PermissionHookBuilder:
             return PermissionDecision.allow()
         if evaluation.kind == "deny":
             return PermissionDecision.deny(evaluation.reason or "blocked by policy")
-        if self.confirm is None:
+        if self.confirm is None and not self.host_answers:
             return PermissionDecision.deny("UI confirm not supported")
         if name in _PREVIEW_TOOLS:
             preview = await self._preview(name, call, args, ctx)
@@ -96,12 +95,14 @@ class PermissionHookBuilder:
                 remember_rules=[_rule_text(r) for r in rules],
             )
         )
+        pending = self.approvals.open(request, self.run_id)
         self.emit(request)
         asked = time.monotonic()
         try:
-            response = await self.confirm(request)
+            response = await self._answer_of(pending)
         finally:
             self.approval_waits[call.id] = time.monotonic() - asked
+            self.approvals.close(pending)
         reason = (response.reason or "").strip() or None
         self.emit(
             ev.PermissionResolvedEvent(
@@ -117,6 +118,22 @@ class PermissionHookBuilder:
         if response.decision == "allow_remember" and rules:
             self.policy.remember(rules)
         return PermissionDecision.allow()
+
+    async def _answer_of(self, request: ApprovalRequest) -> ConfirmResponse:
+        """The request's first answer: the confirm callback's or one given through
+        ``approvals``. A callback that raises fails the permission check."""
+        if self.confirm is None:
+            return await request.response()
+        asker = asyncio.ensure_future(self.confirm(request.event))
+        waiter = asyncio.ensure_future(request.response())
+        try:
+            done, _ = await asyncio.wait({asker, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if asker in done:
+                request.answer(asker.result())  # refused when another UI answered first
+            return await waiter
+        finally:
+            asker.cancel()
+            waiter.cancel()
 
     async def _preview(
         self, name: str, call: ToolCall, args: dict[str, Any] | None, ctx: ToolContext

@@ -1,7 +1,8 @@
 """What every SDK-backed provider needs around a call: a client per event loop, cancellation.
 
 Pooled connections belong to the event loop that opened them, so a chat used from a second
-``asyncio.run(...)`` needs a fresh client; and a cancel signal (possibly fired from another
+``asyncio.run(...)`` needs a fresh client (one chat model serves every turn of its agent, on
+whatever loop the turn runs); and a cancel signal (possibly fired from another
 thread) must cancel exactly the one streaming call it was given. Both SDKs (anthropic, openai)
 sit on httpx2, so one helper serves both.
 """
@@ -9,6 +10,7 @@ sit on httpx2, so one helper serves both.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -20,26 +22,37 @@ ResultT = TypeVar("ResultT")
 
 
 class LoopBoundClient(Generic[ClientT]):
-    """An SDK client built on first use and rebuilt when used from another event loop.
+    """An SDK client built on first use and rebuilt when used from another event loop, or when
+    the environment it was built from changed.
 
-    ``build`` makes the client. ``owned=False`` means the caller gave it to us: it is kept
-    whatever the loop (it is theirs to manage).
+    ``build`` makes the client. ``environment`` names the variables the build reads (the SDK's
+    ``*_API_KEY`` and ``*_BASE_URL``): a key set with ``%env`` after the chat model was made is
+    picked up by its next call. Their values are only compared in memory, never kept elsewhere.
+    ``owned=False`` means the caller gave us the client: it is kept whatever the loop or the
+    environment (it is theirs to manage).
     """
 
-    def __init__(self, build: Callable[[], ClientT], *, owned: bool) -> None:
+    def __init__(
+        self, build: Callable[[], ClientT], *, owned: bool, environment: tuple[str, ...] = ()
+    ) -> None:
         self._build = build
         self._owned = owned
+        self._environment = environment
         self._client: ClientT | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._built_from: tuple[str | None, ...] = ()
 
     def get(self, loop: asyncio.AbstractEventLoop | None) -> ClientT:
         moved = self._loop is not None and loop is not None and loop is not self._loop
-        if self._client is not None and moved and self._owned:
+        current = tuple(os.environ.get(name) for name in self._environment)
+        stale = moved or current != self._built_from
+        if self._client is not None and stale and self._owned:
             retire_client(self._client)
             self._client = None
         if self._client is None:
             self._client = self._build()
             self._loop = loop
+            self._built_from = current
         elif self._loop is None:
             self._loop = loop
         return self._client

@@ -107,8 +107,15 @@ class AnthropicChat:
         self._messages_cache = MessagesCache()
         self.timeout_s = timeout_s
         self._api_key = api_key
+        # What the SDK reads from the environment for what was not given here.
+        environment = (
+            *(() if api_key is not None else ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")),
+            *(() if base_url is not None else ("ANTHROPIC_BASE_URL",)),
+        )
         self._clients = LoopBoundClient(
-            lambda: self._build_client(client, api_key, base_url), owned=client is None
+            lambda: self._build_client(client, api_key, base_url),
+            owned=client is None,
+            environment=environment,
         )
 
     def __repr__(self) -> str:

@@ -114,8 +114,11 @@ class OpenAIChat:
     ...                    provider="ollama")                                  # doctest: +SKIP
 
     ``client``: an ``openai.AsyncOpenAI`` to use (a copy with retries off is made); otherwise
-    one is built from ``api_key`` / ``base_url`` (or the SDK's ``OPENAI_API_KEY`` and
-    ``OPENAI_BASE_URL``). ``provider`` names the service for prices and messages. ``tools`` /
+    one is built from ``api_key`` / ``base_url``; without ``api_key`` the key is read from the
+    environment variable ``api_key_env`` each time a client is built (a key set later with
+    ``%env`` is picked up by the next call), without ``base_url`` from ``OPENAI_BASE_URL``.
+    ``needs_key=False`` (local servers, which ignore it) sends a placeholder when there is no
+    key. ``provider`` names the service for prices and messages. ``tools`` /
     ``vision`` declare what the model can do when the built-in table does not know it.
     ``api``: ``"chat"`` (Chat Completions) or ``"responses"``; by default Responses for OpenAI
     itself (provider ``openai`` and no ``base_url``), Chat Completions for everything else.
@@ -127,6 +130,8 @@ class OpenAIChat:
         *,
         client: AsyncOpenAI | None = None,
         api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        needs_key: bool = True,
         base_url: str | None = None,
         provider: str = "openai",
         max_tokens: int | None = 4096,
@@ -159,10 +164,18 @@ class OpenAIChat:
             tools=known.tools if tools is None else tools,
             vision=known.vision if vision is None else vision,
         )
-        self._api_key = api_key
+        self._api_key = api_key  # the key in use: explicit, else read when a client is built
+        self._api_key_env = api_key_env
+        self._needs_key = needs_key
         self._block_cache = BlockCache()
+        environment = (
+            *(() if api_key is not None else (api_key_env,)),
+            *(() if base_url is not None else ("OPENAI_BASE_URL",)),
+        )
         self._clients = LoopBoundClient(
-            lambda: self._build_client(client, api_key, base_url), owned=client is None
+            lambda: self._build_client(client, api_key, base_url),
+            owned=client is None,
+            environment=environment,
         )
 
     def __repr__(self) -> str:
@@ -186,12 +199,17 @@ class OpenAIChat:
             return given.with_options(max_retries=0)
         import openai
 
-        if api_key is None and not os.environ.get("OPENAI_API_KEY", "").strip():
-            raise LlmError(
-                "auth",
-                f"No API key for the {self.label}: pass api_key=... to OpenAIChat or set "
-                "OPENAI_API_KEY (local servers accept any value).",
-            )
+        if api_key is None:
+            api_key = os.environ.get(self._api_key_env, "").strip() or None
+            if api_key is None and not self._needs_key:
+                api_key = LOCAL_PLACEHOLDER_KEY
+            if api_key is None:
+                raise LlmError(
+                    "auth",
+                    f"No API key for the {self.label}: pass api_key=... to OpenAIChat or set "
+                    f"{self._api_key_env} (local servers accept any value).",
+                )
+            self._api_key = api_key  # masked in errors like an explicit one
         return openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout_s
         )

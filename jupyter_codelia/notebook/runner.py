@@ -1,7 +1,8 @@
 """Running agent turns inside the kernel: the notebook's session, blocking and background runs.
 
 ``NotebookAgent`` (one per kernel) owns the notebook's :class:`~jupyter_codelia.agent.Agent`,
-the open approval requests and the listeners (the comm bridge) that receive every event as a
+the :class:`~jupyter_codelia.agent.Approvals` its agents' requests wait in (every UI answers
+there, the first answer wins) and the listeners (the comm bridge) that receive every event as a
 JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 
 * **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on a private event loop in
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import functools
 import os
 import queue
@@ -25,11 +25,11 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._text import describe_exc
+from ..agent import Approvals
 from ..agent import events as ev
 from ..standard_tools.jobs import JobRegistry
 from ..wire import RunStarted, status_message
@@ -39,8 +39,9 @@ from .results import RunHandle, RunInterrupted, RunNotFinishedError, RunResult, 
 from .undo import NamespaceUndo
 
 if TYPE_CHECKING:
-    from ..agent import Agent, ConfirmResponse
+    from ..agent import Agent, ApprovalRequest
     from ..cache import EntryOrigin
+    from ..llm.base import ChatModel
     from .panel import RunPanel
 
 __all__ = ["NotebookAgent", "RunHandle", "RunNotFinishedError", "RunResult", "parse_answer"]
@@ -56,17 +57,6 @@ class _AnsweredElsewhere(BaseException):
     KeyboardInterrupt into a new one, so only this gets out of the waiting ``input()``."""
 
 
-@dataclass
-class PendingApproval:
-    """An open permission request; answered from stdin, a button, or the comm bridge."""
-
-    event: ev.PermissionRequestEvent
-    run_id: str
-    future: concurrent.futures.Future[ConfirmResponse] = field(
-        default_factory=concurrent.futures.Future
-    )
-
-
 class NotebookAgent:
     """The notebook's agent session and everything that talks to it (one per kernel)."""
 
@@ -75,19 +65,15 @@ class NotebookAgent:
         self._settings_source = settings_source
         self.agent: Agent | None = None
         self._agent_key: tuple[Any, ...] | None = None
-        self.tools: Any = None  # the ToolSet of self.agent (output and todo stores)
-        self._toolsets: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._detached: weakref.WeakSet[Any] = weakref.WeakSet()
         self.listeners: list[Listener] = []
         self.active: ActiveRun | None = None
-        self.pending: dict[str, PendingApproval] = {}
-        self._lock = threading.Lock()
+        self.approvals = Approvals()
         self.flush_interval = FLUSH_INTERVAL
-        self._llm_factory: Callable[[], Any] | None = None
         self.last_result: RunResult | None = None
         self.last_agent: Agent | None = None
-        self._prebuilt: tuple[tuple[Any, ...], Callable[[], Any], Agent] | None = None
         """The agent of the latest run (the notebook's, or a detached one such as the demo's)."""
+        self._prebuilt: tuple[tuple[Any, ...], Agent] | None = None
         self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
         # Shell jobs run in process groups of their own: without this they would outlive the
         # kernel (python jobs are daemon threads and end with it anyway).
@@ -160,16 +146,12 @@ class NotebookAgent:
             _configure_budget(current, settings)
             return current
         prebuilt, self._prebuilt = self._prebuilt, None
-        factory: Callable[[], Any] | None
         if prebuilt is not None and resume is None and llm is None and prebuilt[0] == key:
-            _key, factory, agent = prebuilt
+            agent = prebuilt[1]
         else:
-            factory = _llm_factory(settings) if llm is None else None
-            agent = self._build(settings, resume, llm if factory is None else factory())
+            agent = self._build(settings, resume, llm if llm is not None else chat_model(settings))
         _configure_budget(agent, settings)
         self.agent = agent
-        self.tools = self._toolsets.get(agent)
-        self._llm_factory = factory
         self._agent_key = key if llm is None else None
         return agent
 
@@ -185,9 +167,8 @@ class NotebookAgent:
         if self.mcp_servers().names:
             return
         settings = self.settings()
-        factory = _llm_factory(settings)
         key = self._build_key(settings)
-        self._prebuilt = (key, factory, self._build(settings, None, factory()))
+        self._prebuilt = (key, self._build(settings, None, chat_model(settings)))
 
     def _build_key(self, settings: Settings) -> tuple[Any, ...]:
         """What an agent is built from: a change in any of it means a new agent."""
@@ -306,11 +287,10 @@ class NotebookAgent:
             system_prompt=_system_prompt(settings),
             max_iterations=settings.max_iterations,
             permissions=policy,
-            confirm=self._confirm,
+            approvals=self.approvals,  # answered by the panels and the input prompt
             session_store=store,
             session_id=resume,
         )
-        self._toolsets[agent] = tools
         return agent
 
     def home(self) -> Path:
@@ -358,7 +338,8 @@ class NotebookAgent:
     def output_store(self) -> Any:
         """The tool-output cache the agent writes, or the configured home's before a run."""
         cache_dir = tool_output_dir(self.home())
-        store = getattr(self.tools, "output_store", None)
+        cache = self.agent.output_cache if self.agent is not None else None
+        store = cache.store if cache is not None else None
         if store is not None and Path(store.root) == cache_dir:
             return store
         from ..cache import ToolOutputCacheStore
@@ -372,45 +353,26 @@ class NotebookAgent:
 
     def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
         """(session id, todo items) of the latest run's session; empty before the first run."""
+        from ..standard_tools import TodoSessionHook
+
         agent = self.last_agent or self.agent
-        todo_store = getattr(self._toolsets.get(agent), "todo_store", None) if agent else None
-        if agent is None or todo_store is None:
+        hook = agent.tools.hook(TodoSessionHook) if agent is not None else None
+        if agent is None or hook is None:
             return (agent.session_id if agent is not None else None), []
-        return agent.session_id, list(todo_store.get(agent.session_id))
+        return agent.session_id, list(hook.store.get(agent.session_id))
 
     # ------------------------------------------------------------------ approvals
 
-    def _pending_for(self, event: ev.PermissionRequestEvent, run_id: str) -> PendingApproval:
-        with self._lock:
-            pending = self.pending.get(event.request_id)
-            if pending is None:
-                pending = PendingApproval(event=event, run_id=run_id)
-                self.pending[event.request_id] = pending
-            return pending
-
-    async def _confirm(self, event: ev.PermissionRequestEvent) -> ConfirmResponse:
-        run_id = self.active.run_id if self.active is not None else ""
-        pending = self._pending_for(event, run_id)
-        try:
-            return await asyncio.wrap_future(pending.future)
-        finally:
-            with self._lock:
-                self.pending.pop(event.request_id, None)
-
     def respond(self, request_id: str, decision: str, reason: str | None = None) -> bool:
-        """Answer an open permission request (thread-safe); False if there is no such request."""
+        """Answer an open permission request (thread-safe); False if there is no such open
+        request or it was answered already (by another UI)."""
         from ..agent import ConfirmResponse
 
-        with self._lock:
-            pending = self.pending.get(request_id)
-        if pending is None or pending.future.done():
+        request = self.approvals.get(request_id)
+        if request is None:
             return False
         response = ConfirmResponse.model_validate({"decision": decision, "reason": reason})
-        try:
-            pending.future.set_result(response)
-        except concurrent.futures.InvalidStateError:
-            return False
-        return True
+        return request.answer(response)
 
     def cancel(self, run_id: str) -> bool:
         active = self.active
@@ -425,11 +387,6 @@ class NotebookAgent:
         self, agent: Agent, prompt: str, source: Literal["magic", "panel"], mode: Any
     ) -> ActiveRun:
         from ..tools import CancelSignal
-
-        if self._llm_factory is not None and agent is self.agent:
-            # The SDK's HTTP client belongs to the event loop it first ran on; blocking runs
-            # use a private loop and background runs the kernel's, so each turn gets its own.
-            agent.llm = self._llm_factory()
 
         run = ActiveRun(
             run_id=str(uuid.uuid4()),
@@ -478,7 +435,7 @@ class NotebookAgent:
         except Exception as exc:
             return "error", final, describe_exc(exc)
         finally:
-            self._deny_leftovers(run.run_id)
+            self.approvals.deny_open("the run ended", run_id=run.run_id)
         if run.signal.is_set():
             return "cancelled", final, None
         return "completed", final, None
@@ -492,12 +449,6 @@ class NotebookAgent:
             return None
         self._outlines[agent.session_id] = outline
         return f"<notebook_outline>\n{outline}\n</notebook_outline>"
-
-    def _deny_leftovers(self, run_id: str) -> None:
-        with self._lock:
-            leftovers = [p for p in self.pending.values() if p.run_id == run_id]
-        for pending in leftovers:
-            self.respond(pending.event.request_id, "deny", "the run ended")
 
     def _result(
         self, agent: Agent, run: ActiveRun, before: tuple[int, int, float | None], outcome: Any
@@ -594,7 +545,9 @@ class NotebookAgent:
         """Ask the approval through the kernel's input prompt; no stdin (headless) → deny.
 
         The side panel may answer the same request meanwhile: then the prompt is left."""
-        pending = self._pending_for(event, run.run_id)
+        request = self.approvals.get(event.request_id)
+        if request is None or request.answered:
+            return  # answered (and closed) before the event reached this thread
         prompt = (
             f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
             "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
@@ -607,7 +560,7 @@ class NotebookAgent:
             return
         reader = ask or input
         try:
-            answer = _read_unless_answered(reader, prompt, pending.future)
+            answer = _read_unless_answered(reader, prompt, request)
         except _AnsweredElsewhere:
             # The side panel (or a button) answered first; the prompt is abandoned.
             print("codelia: answered in another window (the side panel).")
@@ -654,24 +607,24 @@ class NotebookAgent:
 
 
 def _read_unless_answered(
-    reader: Callable[[str], str], prompt: str, answered: concurrent.futures.Future[Any]
+    reader: Callable[[str], str], prompt: str, request: ApprovalRequest
 ) -> str:
-    """``reader(prompt)`` on this thread, left with _AnsweredElsewhere when ``answered`` is
-    resolved meanwhile by someone else (one request, one answer, whichever UI is first)."""
+    """``reader(prompt)`` on this thread, left with _AnsweredElsewhere when ``request`` is
+    answered meanwhile by someone else (one request, one answer, whichever UI is first)."""
     from ._execute import raise_in_thread
 
     ident = threading.get_ident()
     lock = threading.Lock()
     state = {"reading": True, "injected": False}
 
-    def on_answered(_future: Any) -> None:
+    def on_answered() -> None:
         with lock:
             if state["reading"]:
                 state["injected"] = True
                 raise_in_thread(ident, _AnsweredElsewhere)
 
     try:
-        answered.add_done_callback(on_answered)
+        request.when_answered(on_answered)
         return reader(prompt)
     finally:
         with lock:
@@ -706,47 +659,36 @@ def parse_answer(answer: str) -> tuple[str, str | None]:
     return "deny", text
 
 
-def _llm_factory(settings: Settings) -> Callable[[], Any]:
+def chat_model(settings: Settings) -> ChatModel:
+    """The chat model ``settings`` name. It lives as long as its agent: its clients follow the
+    event loop each turn runs on (blocking turns use a private loop, background turns the
+    kernel's) and a credential set in the environment meanwhile (``%env``)."""
     if settings.provider != "anthropic":
-        return _openai_factory(settings)
+        return _openai_chat(settings)
     from ..llm.anthropic import AnthropicChat
 
-    def make() -> Any:
-        # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
-        return AnthropicChat(
-            model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
-        )
-
-    return make
+    # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
+    return AnthropicChat(
+        model=settings.model, max_tokens=settings.max_tokens, thinking=settings.thinking
+    )
 
 
-def _openai_factory(settings: Settings) -> Callable[[], Any]:
-    import os
-
-    from ..llm.openai import KNOWN_ENDPOINTS, LOCAL_PLACEHOLDER_KEY, OpenAIChat
+def _openai_chat(settings: Settings) -> ChatModel:
+    from ..llm.openai import KNOWN_ENDPOINTS, OpenAIChat
     from .config import LOCAL_PROVIDERS
 
     provider = settings.provider
     default_url, key_env = KNOWN_ENDPOINTS[provider]
-
-    def make() -> Any:
-        if provider == "openai":
-            # None: the SDK reads OPENAI_API_KEY / OPENAI_BASE_URL itself.
-            api_key, base_url = None, settings.base_url
-        else:
-            api_key = os.environ.get(key_env, "").strip() or None
-            if api_key is None and provider in LOCAL_PROVIDERS:
-                api_key = LOCAL_PLACEHOLDER_KEY
-            base_url = settings.base_url or default_url
-        return OpenAIChat(
-            model=settings.model,
-            api_key=api_key,
-            base_url=base_url,
-            provider=provider,
-            max_tokens=settings.max_tokens,
-        )
-
-    return make
+    # OpenAI itself: a None base_url lets the SDK read OPENAI_BASE_URL.
+    base_url = settings.base_url if provider == "openai" else settings.base_url or default_url
+    return OpenAIChat(
+        model=settings.model,
+        api_key_env=key_env,
+        needs_key=provider not in LOCAL_PROVIDERS,
+        base_url=base_url,
+        provider=provider,
+        max_tokens=settings.max_tokens,
+    )
 
 
 def _system_prompt(settings: Settings) -> str:

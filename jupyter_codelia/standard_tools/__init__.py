@@ -4,9 +4,10 @@
 >>> [t.name for t in tools][:3]               # doctest: +SKIP
 ['done', 'todo_read', 'todo_new']
 
-The returned :class:`ToolSet` is a list of tools that also carries the objects they share: the
-output-cache store (the agent saves every result there), the todo store (saved in the session
-snapshot) and the sandbox. ``Agent(llm, standard_tools(...))`` wires all of it, and so does
+The returned :class:`StandardToolSet` is a :class:`~jupyter_codelia.tools.ToolSet`: a list of
+tools that also carries what they share: the output-cache store (the agent saves every result
+there), the todo list's :class:`TodoSessionHook` (saved in the session snapshot) and the
+sandbox. ``Agent(llm, standard_tools(...))`` wires all of it, and so does
 ``Agent(llm, [my_tool] + standard_tools(...))``: adding a list keeps a ToolSet.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._approval import ApprovalMode
-from ..tools import Tool, done_tool
+from ..tools import Tool, ToolSet, done_tool
 from .todos import TODO_SESSION_KEY
 
 if TYPE_CHECKING:
@@ -55,45 +56,13 @@ class TodoSessionHook:
         self.store.restore_meta(session_id, meta.get(self.META_KEY))
 
 
-class ToolSet(list[Tool]):
-    """A list of tools plus the shared state the agent needs to wire them."""
+class StandardToolSet(ToolSet):
+    """The standard tools' set: a :class:`~jupyter_codelia.tools.ToolSet` that also holds the
+    sandbox its file tools share (the crash journal and the working directory live there)."""
 
-    def __init__(
-        self,
-        tools: Iterable[Tool],
-        *,
-        output_store: ToolOutputCacheStore | None = None,
-        todo_store: TodoStore | None = None,
-        sandbox: Sandbox | None = None,
-        state_hooks: Iterable[Any] = (),
-        jobs: JobRegistry | None = None,
-    ) -> None:
-        super().__init__(tools)
-        self.output_store = output_store
-        self.todo_store = todo_store
+    def __init__(self, tools: Iterable[Tool], *, sandbox: Sandbox, **shared: Any) -> None:
+        super().__init__(tools, sandbox_root=sandbox.root, **shared)
         self.sandbox = sandbox
-        self.jobs = jobs
-        self.state_hooks = list(state_hooks)
-
-    def names(self) -> list[str]:
-        return [t.name for t in self]
-
-    def _with(self, tools: Iterable[Tool]) -> ToolSet:
-        return ToolSet(
-            tools,
-            output_store=self.output_store,
-            todo_store=self.todo_store,
-            sandbox=self.sandbox,
-            state_hooks=self.state_hooks,
-        )
-
-    # ``[my_tool] + standard_tools()`` must keep the shared state: Python tries a subclass's
-    # reflected operator first, so both orders return a ToolSet.
-    def __add__(self, other: Iterable[Tool]) -> ToolSet:  # type: ignore[override]
-        return self._with([*self, *other])
-
-    def __radd__(self, other: Iterable[Tool]) -> ToolSet:
-        return self._with([*other, *self])
 
 
 def standard_tools(
@@ -108,7 +77,7 @@ def standard_tools(
     include_shell: bool = True,
     jobs: JobRegistry | None = None,
     extra: Iterable[Tool] = (),
-) -> ToolSet:
+) -> StandardToolSet:
     """Every built-in tool, sandboxed at ``root`` (default: the working directory).
 
     ``output_store`` defaults to a store in ``cache_dir`` or
@@ -150,14 +119,9 @@ def standard_tools(
 
         tools.extend(job_tools(jobs))
     tools.extend(extra)
-    return ToolSet(
-        tools,
-        output_store=output_store,
-        todo_store=todos,
-        sandbox=sandbox,
-        state_hooks=[todo_hook],
-        jobs=jobs,
+    return StandardToolSet(
+        tools, sandbox=sandbox, output_store=output_store, state_hooks=[todo_hook]
     )
 
 
-__all__ = ["TodoSessionHook", "ToolSet", "standard_tools"]
+__all__ = ["StandardToolSet", "TodoSessionHook", "standard_tools"]

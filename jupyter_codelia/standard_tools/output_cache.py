@@ -9,13 +9,16 @@ errors. The store does file I/O and may run ripgrep, so calls run in a worker th
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._text import describe_exc
 from ..cache._limits import DEFAULT_CHAR_LIMIT, DEFAULT_MAX_MATCHES, MAX_CHAR_LIMIT
 from ..tools import FunctionTool, ToolContext
+
+if TYPE_CHECKING:
+    from ..cache import ToolOutputCacheStore
 
 _REF_HELP = (
     "Reference id of a cached tool output, as shown in '[tool output truncated; ref=<id>]' or "
@@ -179,6 +182,6 @@ class CacheReaderTool(FunctionTool):
 
     __slots__ = ("output_store",)
 
-    def __init__(self, output_store: Any, **definition: Any) -> None:
+    def __init__(self, output_store: ToolOutputCacheStore, **definition: Any) -> None:
         super().__init__(**definition)
         self.output_store = output_store

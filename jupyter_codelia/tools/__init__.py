@@ -38,6 +38,7 @@ from ._results import (
     to_tool_message,
 )
 from ._schema import Nullable
+from ._toolset import SessionStateHook, ToolSet
 
 __all__ = [
     "CancelSignal",
@@ -50,6 +51,7 @@ __all__ = [
     "PermissionDecision",
     "PermissionHook",
     "RunCancelled",
+    "SessionStateHook",
     "TaskComplete",
     "TextResult",
     "Tool",
@@ -61,6 +63,7 @@ __all__ = [
     "ToolInputError",
     "ToolMessage",
     "ToolResult",
+    "ToolSet",
     "coerce_result",
     "define_tool",
     "done_tool",

@@ -13,9 +13,9 @@ from jupyter_codelia.agent import Agent
 from jupyter_codelia.agent import events as ev
 from jupyter_codelia.cache import ToolOutputCache, ToolOutputCacheStore
 from jupyter_codelia.llm.anthropic import AnthropicChat
-from jupyter_codelia.standard_tools import ToolSet, standard_tools
+from jupyter_codelia.standard_tools import standard_tools
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
-from jupyter_codelia.tools import define_tool
+from jupyter_codelia.tools import ToolSet, define_tool
 
 BIG = "\n".join(f"row {i} " + "x" * 60 for i in range(2000))  # ~130 KB, over the 50 KB cap
 

@@ -269,7 +269,8 @@ def test_side_panel_answer_resolves_a_blocking_cells_pending_prompt(
             pending = _json_on_subshell(
                 k,
                 subshell,
-                "__import__('json').dumps(list(get_ipython()._codelia_notebook_agent.pending))",
+                "__import__('json').dumps([r.request_id for r in "
+                "get_ipython()._codelia_notebook_agent.approvals.open_requests()])",
                 tmp_path / "pending.json",
                 "the pending requests",
             )

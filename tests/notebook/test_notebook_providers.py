@@ -23,8 +23,8 @@ from jupyter_codelia.notebook.config import (
     describe_settings,
     resolve_settings,
 )
-from jupyter_codelia.notebook.runner import NotebookAgent, _llm_factory
-from jupyter_codelia.testing import ScriptedOpenAIServer
+from jupyter_codelia.notebook.runner import NotebookAgent, chat_model
+from jupyter_codelia.testing import ScriptedOpenAIServer, reply, text
 
 OPENAI_KEY = "sk-proj-SECRET-abcdef0123456789"
 
@@ -112,17 +112,17 @@ def test_keys_come_from_each_providers_variable_and_are_never_shown(
 def test_the_factory_builds_the_chosen_provider(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert isinstance(_llm_factory(resolve_settings())(), AnthropicChat)
-    local = _llm_factory(resolve_settings().with_overrides(model="ollama:qwen3-coder"))()
+    assert isinstance(chat_model(resolve_settings()), AnthropicChat)
+    local = chat_model(resolve_settings().with_overrides(model="ollama:qwen3-coder"))
     assert isinstance(local, OpenAIChat)
     assert (local.provider, local.model) == ("ollama", "qwen3-coder")
     assert local.base_url == "http://localhost:11434/v1"
-    assert local._api_key == LOCAL_PLACEHOLDER_KEY
+    assert local.client.api_key == LOCAL_PLACEHOLDER_KEY  # a local server needs no key
     traits = Codelia()
     traits.provider = "vllm"
     traits.model = "qwen3-coder"
     traits.base_url = "http://127.0.0.1:9999/v1"
-    vllm = _llm_factory(resolve_settings(traits))()
+    vllm = chat_model(resolve_settings(traits))
     assert vllm.base_url == "http://127.0.0.1:9999/v1"
 
 
@@ -202,3 +202,27 @@ def test_a_model_without_vision_gets_a_note_before_the_run(
     settings = resolve_settings().with_overrides(model="openai:gpt-4")
     nb.prepare(settings, llm=OpenAIChat("gpt-4", api_key=OPENAI_KEY))
     assert "Note: the model 'gpt-4' cannot read images" in capsys.readouterr().out
+
+
+def test_the_notebook_agent_keeps_its_chat_model_from_turn_to_turn(
+    home: Path, shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each blocking turn runs on an event loop of its own; the agent's chat model (and the
+    request cache it keeps) serves them all, and a key set between turns is used."""
+    with ScriptedOpenAIServer([reply(text("first")), reply(text("second"))]) as server:
+        traits = Codelia()
+        traits.provider = "vllm"
+        traits.model = "qwen3-coder"
+        traits.base_url = server.url
+        traits.approval_mode = "full-access"
+        nb = NotebookAgent(shell, lambda: resolve_settings(traits))
+        agent = nb.prepare(nb.settings())
+        chat = agent.llm
+        first = nb.run_blocking(agent, "hello")
+        monkeypatch.setenv("VLLM_API_KEY", OPENAI_KEY)  # %env between turns
+        assert nb.prepare(nb.settings()) is agent
+        second = nb.run_blocking(agent, "again")
+        assert (first.status, first.final_text) == ("completed", "first")
+        assert (second.status, second.final_text) == ("completed", "second")
+        assert agent.llm is chat
+        assert len(server.requests) == 2

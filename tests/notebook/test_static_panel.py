@@ -200,7 +200,7 @@ def test_load_ext_warms_imports_and_the_first_agent_in_the_background(
             "from jupyter_codelia.notebook import _warmup\n_warmup.wait()\n"
             "nb = get_ipython()._codelia_notebook_agent\n"
             "print('anthropic' in sys.modules, 'ipywidgets' in sys.modules, nb.agent is None)\n"
-            "ready = nb._prebuilt[2]"
+            "ready = nb._prebuilt[1]"
         )
         assert warmed.stream_text().strip() == "True True True"
         # Nothing shows before the first run: no session listed, no todos.

@@ -1,0 +1,104 @@
+"""Approval requests: one question to a person and its one answer, whichever UI gives it first.
+
+When the permission policy says *confirm*, the agent opens an :class:`ApprovalRequest` in its
+:class:`Approvals` and announces it with a ``permission.request`` event. The request itself is
+the channel its answer travels back on: a kernel input prompt, a button in the cell panel or
+the side panel (over the comm) answer it by id through :meth:`Approvals.answer`, from any
+thread. The first answer wins and later ones are refused, so two UIs showing the same request
+never both decide it. A host that leaves nobody to answer denies what is still open when the
+run ends (:meth:`Approvals.deny_open`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel
+
+from . import events as ev
+
+Decision = Literal["allow", "allow_remember", "deny"]
+
+
+class ConfirmResponse(BaseModel):
+    """A person's answer to a permission request."""
+
+    decision: Decision
+    reason: str | None = None
+
+
+class ApprovalRequest:
+    """An open permission request (``event``) and the answer it is waiting for."""
+
+    def __init__(self, event: ev.PermissionRequestEvent, run_id: str | None) -> None:
+        self.event = event
+        self.run_id = run_id
+        # A concurrent future: answers come from other threads (the cell's, the comm's).
+        self._answer: concurrent.futures.Future[ConfirmResponse] = concurrent.futures.Future()
+
+    @property
+    def request_id(self) -> str:
+        return self.event.request_id
+
+    @property
+    def answered(self) -> bool:
+        return self._answer.done()
+
+    def answer(self, response: ConfirmResponse) -> bool:
+        """Give the answer (thread-safe); False when the request was already answered."""
+        try:
+            self._answer.set_result(response)
+        except concurrent.futures.InvalidStateError:
+            return False
+        return True
+
+    def when_answered(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the answering thread) once an answer is in, or now if it is."""
+        self._answer.add_done_callback(lambda _future: callback())
+
+    async def response(self) -> ConfirmResponse:
+        """Wait for the answer on the running event loop."""
+        return await asyncio.wrap_future(self._answer)
+
+
+class Approvals:
+    """The open approval requests of one or more agents, by request id (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, ApprovalRequest] = {}
+        self._lock = threading.Lock()
+
+    def open(self, event: ev.PermissionRequestEvent, run_id: str | None) -> ApprovalRequest:
+        request = ApprovalRequest(event, run_id)
+        with self._lock:
+            self._open[request.request_id] = request
+        return request
+
+    def close(self, request: ApprovalRequest) -> None:
+        with self._lock:
+            self._open.pop(request.request_id, None)
+
+    def get(self, request_id: str) -> ApprovalRequest | None:
+        with self._lock:
+            return self._open.get(request_id)
+
+    def answer(self, request_id: str, decision: Decision, reason: str | None = None) -> bool:
+        """Answer the open request ``request_id``; False when there is none or it is answered."""
+        request = self.get(request_id)
+        if request is None:
+            return False
+        return request.answer(ConfirmResponse(decision=decision, reason=reason))
+
+    def open_requests(self, run_id: str | None = None) -> list[ApprovalRequest]:
+        """The requests still waiting (of ``run_id`` only, when given), oldest first."""
+        with self._lock:
+            return [r for r in self._open.values() if run_id is None or r.run_id == run_id]
+
+    def deny_open(self, reason: str, *, run_id: str | None = None) -> int:
+        """Deny every open request (of ``run_id`` only, when given); how many were denied."""
+        denied = ConfirmResponse(decision="deny", reason=reason)
+        return sum(request.answer(denied) for request in self.open_requests(run_id))
