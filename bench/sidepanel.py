@@ -10,10 +10,11 @@ has not drawn yet, which content-visibility skips, and time little but script). 
 transcript is the baseline measured in the same run, interleaved; the target is a ratio of at
 most 1.5 (the view appends and patches nodes, it never re-renders the list).
 
-Measured (2 shared cores, load average 2.3-4.5 from other jobs; each line one run, 7 rounds):
+Measured (2 shared cores, load average 2.3-4.9 from other jobs; one run each, 7 rounds):
   cards as <details>:      1,530 µs at 100 vs 5,353 µs at 10,000: 3.50x;  1,376 vs 5,094: 3.70x
   cards with a header button (dom.ts Disclosure):  987 vs 859: 0.87x;  837 vs 882: 1.05x;
-                           804 vs 942: 1.17x;  789 vs 819: 1.04x
+                           804 vs 942: 1.17x;  789 vs 819: 1.04x;  648 vs 625: 0.96x;
+                           750 vs 871: 1.16x
 Chromium gives every <details> a user-agent shadow tree; inserting one cost about 0.5 ms of
 style work that grew with how many the page held. The earlier frameless loop read 1.63-1.77x on
 the <details> cards and 0.66-1.74x (15-27 µs, mostly noise) on the buttons.
