@@ -51,9 +51,11 @@ from ..tools import (
     SessionStateHook,
     Tool,
     ToolContext,
+    ToolIndex,
     ToolSet,
     execute_tool_call,
     find_tool,
+    tool_index,
 )
 from . import events as ev
 from ._approvals import Approvals
@@ -513,6 +515,7 @@ class Agent:
         choice = tool_choice or self.tool_choice
         definitions = [t.definition for t in tools]
         hook = self._permission_hook(run, tools)
+        by_name = tool_index(tools)
         base_ctx = ToolContext(
             signal=run.signal,
             overrides=self.dependency_overrides,
@@ -561,7 +564,7 @@ class Agent:
                 if (reached := self.budget.check()) is not None:
                     self.history.extend(not_run_messages(reply.calls[step - 1 :], reached))
                     return await self._end_for_budget(run, reached)
-                finished = await self._run_call(run, call, step, tools, hook, base_ctx)
+                finished = await self._run_call(run, call, step, by_name, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
                     self._emit(run, ev.FinalEvent(content=final))
@@ -618,7 +621,7 @@ class Agent:
         run: _Run,
         call: ToolCall,
         step: int,
-        tools: list[Tool],
+        tools: ToolIndex,
         hook: Any,
         base_ctx: ToolContext,
     ) -> str | None:
@@ -1014,7 +1017,7 @@ def _redact_message(message: ToolMessage) -> ToolMessage:
     return message if clean == content else message.model_copy(update={"content": clean})
 
 
-def _display_name(tools: list[Tool], name: str) -> str | None:
+def _display_name(tools: ToolIndex, name: str) -> str | None:
     """How front ends title a call: a tool's ``display_name`` (an MCP tool names its server)."""
     tool = find_tool(tools, name)
     label = getattr(tool, "display_name", None) if tool is not None else None

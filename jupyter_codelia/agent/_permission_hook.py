@@ -68,7 +68,9 @@ class PermissionHookBuilder:
 
     async def _decide(self, call: ToolCall, raw_args: str, ctx: ToolContext) -> PermissionDecision:
         name = call.function.name
-        args = parse_tool_args(raw_args)
+        # Parsing the arguments costs more than deciding; most decisions do not read them.
+        parsed = self.policy.reads_args(name)
+        args = parse_tool_args(raw_args) if parsed else None
         evaluation = self.policy.evaluate(name, args)
         if evaluation.kind == "allow":
             return PermissionDecision.allow()
@@ -76,6 +78,8 @@ class PermissionHookBuilder:
             return PermissionDecision.deny(evaluation.reason or "blocked by policy")
         if self.confirm is None and not self.host_answers:
             return PermissionDecision.deny("UI confirm not supported")
+        if not parsed:
+            args = parse_tool_args(raw_args)  # the preview and the request show them
         if name in _PREVIEW_TOOLS:
             preview = await self._preview(name, call, args, ctx)
             if preview.diff or preview.summary:

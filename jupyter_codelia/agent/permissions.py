@@ -361,6 +361,11 @@ class PermissionPolicy:
             )
         self._mode: ApprovalMode = mode
         self._system_allow = _system_rules(mode)
+        # The system rules for tools other than the shell name whole tools (no constraint, no
+        # server pattern), so one set lookup per call answers what scanning all rules did.
+        self._system_allow_tools = frozenset(
+            r.tool for r in self._system_allow if r.tool not in SHELL_TOOLS
+        )
 
     @property
     def allow_rules(self) -> list[PermissionRule]:
@@ -373,6 +378,13 @@ class PermissionPolicy:
 
     # --- decision ------------------------------------------------------------------------
 
+    @staticmethod
+    def reads_args(tool_name: str) -> bool:
+        """Whether ``evaluate`` looks at the arguments of a call of ``tool_name``: only shell
+        commands and skill names decide by them (a rule's constraints are valid for those tools
+        alone), so other calls need not parse their arguments to be decided."""
+        return tool_name in SHELL_TOOLS or tool_name == SKILL_TOOL
+
     def evaluate(self, tool_name: str, args: dict[str, Any] | None) -> Evaluation:
         """allow, deny (with the reason the model sees) or confirm (with why) for one call."""
         if tool_name in SHELL_TOOLS:
@@ -381,7 +393,7 @@ class PermissionPolicy:
             return Evaluation("deny", f"blocked by deny rule ({tool_name})")
         if self.mode == "full-access":
             return _ALLOW
-        if any(self._tool_rule_matches(r, tool_name, args) for r in self._system_allow) or any(
+        if tool_name in self._system_allow_tools or any(
             self._tool_rule_matches(r, tool_name, args) for r in self._allow
         ):
             return _ALLOW

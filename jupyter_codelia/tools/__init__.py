@@ -25,8 +25,10 @@ from ._executor import (
     PermissionDecision,
     PermissionHook,
     ToolExecution,
+    ToolIndex,
     execute_tool_call,
     find_tool,
+    tool_index,
 )
 from ._results import (
     JsonResult,
@@ -60,6 +62,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolExecution",
+    "ToolIndex",
     "ToolInputError",
     "ToolMessage",
     "ToolResult",
@@ -72,4 +75,5 @@ __all__ = [
     "result_content",
     "to_tool_message",
     "tool",
+    "tool_index",
 ]

@@ -10,7 +10,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar, cast
 
@@ -44,25 +44,89 @@ def _utc_now() -> datetime:
 
 
 @dataclass(slots=True)
+class _Shared:
+    """The part of a context that every fork shares (never reassigned: not frozen only
+    because a frozen dataclass's ``__init__`` costs six ``object.__setattr__`` calls)."""
+
+    signal: CancelSignal | None
+    logger: logging.Logger
+    now: Callable[[], datetime]
+    deps: dict[str, Any]
+    overrides: dict[str, Callable[[], Any]]
+    emit: EventSink | None
+
+
+_new_object = object.__new__
+
+
 class ToolContext:
     """Everything a tool may use besides its validated input.
 
     ``ToolContext()`` works with no arguments. ``overrides`` maps dependency ids to factories
     (sync or async) that replace ``DependencyKey.create``; resolved values are cached per context,
     and the executor forks a fresh context for every call.
+
+    What forks share sits in one object, so a fork (one per tool call) points at it instead of
+    copying every field.
     """
 
-    signal: CancelSignal | None = None
-    logger: logging.Logger = field(default=logger)
-    now: Callable[[], datetime] = field(default=_utc_now)
-    deps: dict[str, Any] = field(default_factory=dict)
-    overrides: dict[str, Callable[[], Any]] = field(default_factory=dict)
-    emit: EventSink | None = None
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    # Made on first resolve: most tool calls resolve nothing, and a fork happens per call.
-    _cache: dict[str, Any] | None = field(default=None, repr=False)
-    _locks: dict[str, asyncio.Lock] | None = field(default=None, repr=False)
+    __slots__ = ("_cache", "_locks", "_shared", "tool_call_id", "tool_name")
+
+    def __init__(
+        self,
+        signal: CancelSignal | None = None,
+        logger: logging.Logger = logger,
+        now: Callable[[], datetime] = _utc_now,
+        deps: dict[str, Any] | None = None,
+        overrides: dict[str, Callable[[], Any]] | None = None,
+        emit: EventSink | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+    ) -> None:
+        self._shared = _Shared(
+            signal,
+            logger,
+            now,
+            {} if deps is None else deps,
+            {} if overrides is None else overrides,
+            emit,
+        )
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        # Made on first resolve: most tool calls resolve nothing, and a fork happens per call.
+        self._cache: dict[str, Any] | None = None
+        self._locks: dict[str, asyncio.Lock] | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolContext(tool_call_id={self.tool_call_id!r}, tool_name={self.tool_name!r}, "
+            f"signal={self.signal!r}, deps={sorted(self.deps)!r}, "
+            f"overrides={sorted(self.overrides)!r})"
+        )
+
+    @property
+    def signal(self) -> CancelSignal | None:
+        return self._shared.signal
+
+    @property
+    def logger(self) -> logging.Logger:
+        return self._shared.logger
+
+    @property
+    def now(self) -> Callable[[], datetime]:
+        return self._shared.now
+
+    @property
+    def deps(self) -> dict[str, Any]:
+        return self._shared.deps
+
+    @property
+    def overrides(self) -> dict[str, Callable[[], Any]]:
+        return self._shared.overrides
+
+    @property
+    def emit(self) -> EventSink | None:
+        return self._shared.emit
 
     async def resolve(self, key: DependencyKey[T]) -> T:
         """The value of ``key``: an override, a value in ``deps``, or ``key.create()``; cached."""
@@ -91,16 +155,12 @@ class ToolContext:
 
     def fork(self, *, tool_call_id: str | None = None, tool_name: str | None = None) -> ToolContext:
         """A context sharing signal, logger, clock, deps, overrides and sink; empty cache."""
-        return ToolContext(
-            self.signal,
-            self.logger,
-            self.now,
-            self.deps,
-            self.overrides,
-            self.emit,
-            tool_call_id,
-            tool_name,
-        )
+        child: ToolContext = _new_object(ToolContext)
+        child._shared = self._shared
+        child.tool_call_id = tool_call_id
+        child.tool_name = tool_name
+        child._cache = child._locks = None
+        return child
 
     def check_cancelled(self) -> None:
         if self.signal is not None:

@@ -11,7 +11,7 @@ the validator with a dict, and FunctionTool return values skip the intermediate 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ from ..llm.messages import ToolCall, ToolMessage
 from ._context import ToolContext
 from ._define import FunctionTool, Tool, is_pending
 from ._errors import TaskComplete
-from ._results import coerce_result, result_content
+from ._results import value_content
 
 STOP_TURN_MESSAGE = (
     "Permission request was denied. Turn stopped. Please send your next input to continue."
@@ -40,12 +40,16 @@ class PermissionDecision:
 
     @classmethod
     def allow(cls) -> PermissionDecision:
-        return cls("allow")
+        # One shared answer: most calls are allowed, and building a frozen dataclass costs
+        # three object.__setattr__ calls.
+        return _ALLOWED
 
     @classmethod
     def deny(cls, reason: str | None = None, *, stop_turn: bool = False) -> PermissionDecision:
         return cls("deny", reason, stop_turn)
 
+
+_ALLOWED = PermissionDecision("allow")
 
 PermissionHook = Callable[[ToolCall, str, ToolContext], Awaitable[PermissionDecision]]
 
@@ -57,7 +61,26 @@ class ToolExecution:
     final_message: str | None = None
 
 
-def find_tool(tools: Sequence[Tool], name: str) -> Tool | None:
+ToolIndex = dict[str, Tool]
+"""Tools by name, as ``tool_index`` builds it: a per-call lookup is one dict access."""
+
+
+def tool_index(tools: Iterable[Tool]) -> ToolIndex:
+    """Name → tool for a run's tools, the first of each name winning as in ``find_tool``.
+
+    A run looks up every call's tool (and its display name); scanning a list of two dozen tools
+    each time costs more than the rest of the dispatch, so the agent builds this once per run.
+    """
+    index: ToolIndex = {}
+    for candidate in tools:
+        index.setdefault(candidate.name, candidate)
+    return index
+
+
+def find_tool(tools: Sequence[Tool] | ToolIndex, name: str) -> Tool | None:
+    """The first tool called ``name`` in a sequence, or the tool an index maps it to."""
+    if isinstance(tools, dict):
+        return tools.get(name)
     for candidate in tools:
         if candidate.name == name:
             return candidate
@@ -85,17 +108,19 @@ def exception_text(exc: BaseException) -> str:
 
 async def execute_tool_call(
     call: ToolCall,
-    tools: Sequence[Tool],
+    tools: Sequence[Tool] | ToolIndex,
     ctx: ToolContext | None = None,
     *,
     can_execute_tool: PermissionHook | None = None,
 ) -> ToolExecution:
-    """Run ``call`` against ``tools``; never raises except for cancellation."""
+    """Run ``call`` against ``tools`` (a sequence, or an index from ``tool_index``); never
+    raises except for cancellation."""
     base = ctx if ctx is not None else ToolContext()
     name = call.function.name
     tool = find_tool(tools, name)
     if tool is None:
-        available = ", ".join(t.name for t in tools) or "(none)"
+        names = tools.keys() if isinstance(tools, dict) else (t.name for t in tools)
+        available = ", ".join(names) or "(none)"
         return ToolExecution(
             error_message(call, f"Error: Unknown tool '{name}'. Available tools: {available}")
         )
@@ -135,8 +160,8 @@ async def execute_tool_call(
     except Exception as exc:
         return ToolExecution(error_message(call, f"{ERROR_PREFIX}{exception_text(exc)}"))
     try:
-        # A str return needs no coercion: it is already the message content.
-        content = value if type(value) is str else result_content(coerce_result(value))
+        # A str is already the content: the common case spares even the call.
+        content = value if type(value) is str else value_content(value)
         message = _validate_tool_message(
             {"tool_call_id": call.id, "tool_name": name, "content": content}
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,12 +70,35 @@ def result_content(result: TextResult | JsonResult | PartsResult) -> str | list[
         return result.text
     if isinstance(result, PartsResult):
         return list(result.parts)
-    if result.value is None:
+    return _json_content(result.value)
+
+
+# Returns that coerce_result turns into a JsonResult of themselves, whatever their value.
+_PLAIN_JSON_TYPES = frozenset({int, float, bool, type(None)})
+
+
+def value_content(value: Any) -> str | list[Any]:
+    """ToolMessage content for what ``execute`` returned: ``result_content(coerce_result(value))``.
+
+    The executor needs this for every call. The common returns (a str, a dict that is not
+    shaped like a result, a number) skip the intermediate result model: building it and the
+    pydantic ``isinstance`` checks cost about as much as the JSON encoding itself.
+    """
+    kind = type(value)
+    if kind is str:
+        return cast(str, value)
+    if (kind is dict and not _is_result_dict(value)) or kind in _PLAIN_JSON_TYPES:
+        return _json_content(value)
+    return result_content(coerce_result(value))
+
+
+def _json_content(value: Any) -> str:
+    if value is None:
         return "null"
     try:
-        return compact_json(result.value)
+        return compact_json(value)
     except (TypeError, ValueError):
-        return str(result.value)
+        return str(value)
 
 
 def to_tool_message(

@@ -85,6 +85,32 @@ def test_trusted_mode_adds_file_writes_and_sed_awk() -> None:
     assert policy.evaluate("shell", shell("rm a")).kind == "confirm"
 
 
+def test_the_system_allowlist_matches_whole_tool_names_only() -> None:
+    policy = PermissionPolicy("minimal", deny=[rule("grep")])
+    for near_miss in ["Read", "read ", "read_lines", "github__read", "read__*", "", "shell_x"]:
+        assert policy.evaluate(near_miss, {}).kind == "confirm", near_miss
+    assert policy.evaluate("grep", {}) == Evaluation("deny", "blocked by deny rule (grep)")
+    assert policy.evaluate("read", None) == ALLOW  # arguments that are no object change nothing
+
+
+def test_only_shell_and_skill_decisions_read_the_arguments() -> None:
+    policy = PermissionPolicy(
+        "minimal",
+        allow=[rule("webfetch"), rule("skill_load", skill_name="pdf"), rule("github__*")],
+        deny=[rule("shell", command="rm"), rule("python")],
+    )
+    # The permission hook skips parsing the arguments of these: the answer must not change.
+    for tool in ["read", "webfetch", "python", "write", "github__issue", "my_tool"]:
+        assert not policy.reads_args(tool)
+        for args in ({}, {"command": "rm -rf /", "name": "pdf"}, {"name": "other"}):
+            assert policy.evaluate(tool, args) == policy.evaluate(tool, None), (tool, args)
+    assert policy.reads_args("shell") and policy.reads_args("bash")
+    assert policy.reads_args("skill_load")
+    assert policy.evaluate("skill_load", {"name": "pdf"}) == ALLOW
+    assert policy.evaluate("skill_load", {"name": "other"}).kind == "confirm"
+    assert policy.evaluate("shell", shell("rm -rf /")).kind == "deny"
+
+
 def test_full_access_allows_everything_but_deny_rules() -> None:
     policy = PermissionPolicy(
         "full-access",

@@ -52,6 +52,11 @@ def test_a_context_needs_no_arguments() -> None:
     assert now.tzinfo is timezone.utc
     ctx.check_cancelled()  # no signal: nothing to raise
     ctx.send({"type": "ignored"})  # no sink: dropped
+    ctx.deps["mine"] = 1
+    assert ToolContext().deps == {}  # every context gets its own dicts
+    assert repr(ctx.fork(tool_call_id="c1", tool_name="t")) == (
+        "ToolContext(tool_call_id='c1', tool_name='t', signal=None, deps=['mine'], overrides=[])"
+    )
 
 
 @pytest.mark.asyncio
@@ -190,6 +195,10 @@ async def test_fork_shares_everything_but_the_cache_and_call_identity() -> None:
     assert (child.tool_call_id, child.tool_name) == ("c9", "t")
     child.send({"type": "todos.updated"})
     assert events == [{"type": "todos.updated"}]
+    grandchild = child.fork()
+    assert (grandchild.tool_call_id, grandchild.tool_name) == (None, None)
+    assert grandchild.deps is ctx.deps and grandchild.emit == ctx.emit
+    assert (ctx.tool_call_id, ctx.tool_name) == (None, None)  # forking leaves the parent alone
 
 
 # --- cancellation signal ------------------------------------------------------------------------

@@ -85,6 +85,30 @@ async def test_a_sync_function_returning_an_awaitable_is_awaited() -> None:
     assert await run(tool, '{"a": 1}') == TextResult(text="done")
 
 
+class Later:
+    """An awaitable that is neither a coroutine nor a future."""
+
+    def __await__(self) -> Any:
+        yield from asyncio.sleep(0).__await__()
+        return {"from": "custom awaitable"}
+
+
+class NotAwaitable(dict[str, Any]):
+    """A dict subclass: a plain value, whatever its type."""
+
+
+@pytest.mark.asyncio
+async def test_every_kind_of_awaitable_is_awaited_and_nothing_else() -> None:
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    future.set_result("from future")
+    assert await run(returning(future), '{"a": 1}') == TextResult(text="from future")
+    assert await run(returning(Later()), '{"a": 1}') == JsonResult(
+        value={"from": "custom awaitable"}
+    )
+    plain = NotAwaitable(a=1)
+    assert await run(returning(plain), '{"a": 1}') == JsonResult(value={"a": 1})
+
+
 @pytest.mark.asyncio
 async def test_empty_arguments_mean_an_empty_object() -> None:
     class Defaults(BaseModel):

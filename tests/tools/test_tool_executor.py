@@ -20,10 +20,13 @@ from jupyter_codelia.tools import (
     ToolContext,
     ToolExecution,
     ToolMessage,
+    coerce_result,
     define_tool,
     done_tool,
     execute_tool_call,
     find_tool,
+    result_content,
+    tool_index,
 )
 
 STOP_TURN = "Permission request was denied. Turn stopped. Please send your next input to continue."
@@ -73,6 +76,26 @@ async def test_first_tool_with_the_name_wins() -> None:
     first = define_tool(name="add", description="d", input=AddInput, execute=lambda p, c: "first")
     assert (await execute_tool_call(call(), [first, add_tool()])).message.content == "first"
     assert find_tool([first], "missing") is None
+
+
+@pytest.mark.asyncio
+async def test_an_index_finds_what_the_sequence_finds() -> None:
+    first = define_tool(name="add", description="d", input=AddInput, execute=lambda p, c: "first")
+    tools = [first, add_tool(), done_tool()]
+    index = tool_index(tools)
+    assert list(index) == ["add", "done"]
+    for name in ("add", "done", "missing"):
+        assert find_tool(index, name) is find_tool(tools, name)
+    by_index = await execute_tool_call(call(), index)
+    assert by_index == await execute_tool_call(call(), tools)
+    assert by_index.message.content == "first"
+    unknown = await execute_tool_call(call("subtract"), index)
+    assert unknown == ToolExecution(
+        error("Error: Unknown tool 'subtract'. Available tools: add, done", name="subtract")
+    )
+    assert (await execute_tool_call(call("x"), tool_index([]))).message.content == (
+        "Error: Unknown tool 'x'. Available tools: (none)"
+    )
 
 
 @pytest.mark.asyncio
@@ -152,6 +175,64 @@ async def test_an_invalid_return_value_is_reported() -> None:
     )
     result = await execute_tool_call(call(), [unserialisable])
     assert result.message.content == "{1j}"  # json fails → str(value)
+
+
+def returning(value: Any) -> Any:
+    return define_tool(name="add", description="d", input=AddInput, execute=lambda p, c: value)
+
+
+class DictSubclass(dict[str, Any]):
+    pass
+
+
+def circular() -> dict[str, Any]:
+    value: dict[str, Any] = {"name": "loop"}
+    value["self"] = value
+    return value
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "value",
+    [
+        "text", "", "\ud800 lone surrogate", {"b": 1, "a": "é"},
+        {"type": "text", "text": "as dict"}, {"type": "json", "value": None},
+        {"type": "text", "text": 5}, {"type": "parts", "parts": []},
+        {"set": {1}}, {(1, 2): "tuple key"}, {"nan": float("nan")}, circular(), DictSubclass(a=1),
+        7, -2.5, True, None, float("inf"), [1, "x"], [{"type": "text", "text": "a"}], (1, 2),
+        JsonResult(value={"z": 1}), TextResult(text="same"),
+    ],
+)  # fmt: skip
+async def test_the_message_content_is_what_coercion_gives(value: Any) -> None:
+    # The executor skips the intermediate result for common returns; the content is the same.
+    result = await execute_tool_call(call(), [returning(value)])
+    assert result.message.is_error is None
+    assert result.message.content == result_content(coerce_result(value))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (10**5000, "Exceeds the limit (4300 digits) for integer string conversion"),
+        ({"n": 10**5000}, "Exceeds the limit (4300 digits) for integer string conversion"),
+        (
+            [{"type": "document", "source": {"data": "eA==", "url": "https://example.com/a.pdf"}}],
+            "a document source needs exactly one of data (base64) or url",
+        ),
+    ],
+    ids=["huge int", "dict holding a huge int", "document with two sources"],
+)
+async def test_a_return_value_that_cannot_become_content_is_an_error(
+    value: Any, problem: str
+) -> None:
+    result = await execute_tool_call(call(), [returning(value)])
+    assert result.message.is_error is True
+    assert isinstance(result.message.content, str)
+    assert result.message.content.startswith(
+        "Error executing tool: tool returned an invalid result: "
+    )
+    assert problem in result.message.content
 
 
 @pytest.mark.asyncio
