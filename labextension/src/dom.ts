@@ -30,6 +30,54 @@ export function button(
   return node;
 }
 
+let disclosureCount = 0;
+
+/**
+ * A section that opens and closes: a header button (`aria-expanded`) over a body hidden while
+ * closed. The transcript uses it instead of `<details>`: Chromium gives every `<details>` a
+ * user-agent shadow tree, and inserting one costs about half a millisecond of style work that
+ * grows with how many the page already holds, so in a transcript of thousands of tool cards
+ * every new event got slower (bench/sidepanel.py).
+ */
+export class Disclosure {
+  readonly node: HTMLElement;
+  readonly header: HTMLButtonElement;
+  readonly body: HTMLElement;
+
+  /** @param onToggle - called after the section opened or closed (by a click or `open`). */
+  constructor(
+    className: string,
+    private readonly onToggle?: (open: boolean) => void
+  ) {
+    disclosureCount += 1;
+    this.node = el('div', `jp-codelia-disclosure ${className}`);
+    this.header = el('button', 'jp-codelia-disclosure-header');
+    this.header.type = 'button';
+    this.header.setAttribute('aria-expanded', 'false');
+    this.body = el('div', 'jp-codelia-disclosure-body');
+    this.body.id = `jp-codelia-disclosure-${disclosureCount}`;
+    this.body.hidden = true;
+    this.header.setAttribute('aria-controls', this.body.id);
+    this.header.addEventListener('click', () => {
+      this.open = !this.open;
+    });
+    this.node.append(this.header, this.body);
+  }
+
+  get open(): boolean {
+    return !this.body.hidden;
+  }
+
+  set open(value: boolean) {
+    if (value === this.open) {
+      return;
+    }
+    this.body.hidden = !value;
+    this.header.setAttribute('aria-expanded', String(value));
+    this.onToggle?.(value);
+  }
+}
+
 /** A unified diff as coloured lines (added, removed, hunk headers, file headers). */
 export function renderDiff(diff: string): HTMLElement {
   const pre = el('pre', 'jp-codelia-diff');

@@ -9,7 +9,7 @@ import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { argBlocks, fencedCode } from './args';
-import { button, el, formatDuration, renderDiff } from './dom';
+import { button, Disclosure, el, formatDuration, renderDiff } from './dom';
 import { revertButton } from './notebooktools';
 import { Citation, PermissionDecision } from './protocol';
 import {
@@ -93,10 +93,10 @@ class MarkdownView implements ItemView {
     this.node = el('div', classes);
     this.renderer = rendermime.createRenderer('text/markdown');
     if (item.kind === 'reasoning') {
-      const details = el('details');
-      details.appendChild(el('summary', undefined, 'Thinking'));
-      details.appendChild(this.renderer.node);
-      this.node.appendChild(details);
+      const thinking = new Disclosure('jp-codelia-thinking');
+      thinking.header.textContent = 'Thinking';
+      thinking.body.appendChild(this.renderer.node);
+      this.node.appendChild(thinking.node);
     } else {
       this.node.appendChild(this.renderer.node);
     }
@@ -213,7 +213,8 @@ function disposeAll(renderers: IRenderMime.IRenderer[]): void {
 }
 
 class ToolView implements ItemView {
-  readonly node: HTMLDetailsElement;
+  readonly node: HTMLElement;
+  private readonly card: Disclosure;
   private readonly status: HTMLElement;
   private readonly duration: HTMLElement;
   private readonly name: HTMLElement;
@@ -229,15 +230,17 @@ class ToolView implements ItemView {
     private readonly rendermime: IRenderMimeRegistry
   ) {
     this.item = item;
-    this.node = el('details', 'jp-codelia-item jp-codelia-tool');
-    const summary = el('summary', 'jp-codelia-tool-header');
+    this.card = new Disclosure('jp-codelia-item jp-codelia-tool', () =>
+      this.renderBody()
+    );
+    this.node = this.card.node;
     this.status = el('span', 'jp-codelia-tool-status');
     this.name = el('span', 'jp-codelia-tool-name');
     this.duration = el('span', 'jp-codelia-tool-duration');
-    summary.append(this.status, this.name, this.duration);
-    this.body = el('div', 'jp-codelia-tool-body');
-    this.node.append(summary, this.body);
-    this.node.addEventListener('toggle', () => this.renderBody());
+    this.card.header.classList.add('jp-codelia-tool-header');
+    this.card.header.append(this.status, this.name, this.duration);
+    this.body = this.card.body;
+    this.body.classList.add('jp-codelia-tool-body');
     this.update(item);
   }
 
@@ -257,7 +260,7 @@ class ToolView implements ItemView {
       item.diff ||
       item.images.length > 0
     ) {
-      this.node.open = true;
+      this.card.open = true;
     }
     this.renderBody();
   }
@@ -267,7 +270,7 @@ class ToolView implements ItemView {
    * conversation holds hundreds of closed cards, and their DOM would cost memory and GC time.
    */
   private renderBody(): void {
-    if (!this.node.open || this.bodyCurrent) {
+    if (!this.card.open || this.bodyCurrent) {
       return;
     }
     this.bodyCurrent = true;
@@ -304,24 +307,18 @@ class ToolView implements ItemView {
       body.appendChild(img);
     }
     if (item.result !== null && !item.diff) {
-      const result = el('details', 'jp-codelia-result');
+      const result = new Disclosure('jp-codelia-result');
       result.open = item.isError;
       const clipped = item.result.length > RESULT_DISPLAY_CHARS;
-      result.appendChild(
-        el(
-          'summary',
-          undefined,
-          `${item.isError ? 'Error' : 'Result'} (${item.result.length.toLocaleString()} chars)`
-        )
-      );
-      result.appendChild(
+      result.header.textContent = `${item.isError ? 'Error' : 'Result'} (${item.result.length.toLocaleString()} chars)`;
+      result.body.appendChild(
         el(
           'pre',
           item.isError ? 'jp-codelia-result-text jp-mod-error' : 'jp-codelia-result-text',
           clipped ? item.result.slice(0, RESULT_DISPLAY_CHARS) + '\n…' : item.result
         )
       );
-      body.appendChild(result);
+      body.appendChild(result.node);
     }
     if (item.outputRef) {
       const ref = item.outputRef;

@@ -286,8 +286,9 @@ def test_approval_card_shows_the_code_that_will_run(
     card.locator(".jp-codelia-allow").click()
     page.locator(f"{PANEL} .jp-codelia-final", has_text="Printed pi.").wait_for()
     tool = page.locator(f"{PANEL} .jp-codelia-tool", has_text="python")
-    if tool.get_attribute("open") is None:
-        tool.locator("summary").click()
+    header = tool.locator(".jp-codelia-tool-header")
+    if header.get_attribute("aria-expanded") != "true":
+        header.click()
     assert tool.locator(".jp-codelia-code pre code").inner_text().strip() == code
     wait_idle_panel(page)
 
@@ -368,7 +369,7 @@ def test_cache_browser_pages_greps_and_shows_images_in_both_themes(
 
     # A closed card builds its body when opened; its link opens the entry in the browser.
     python_card = page.locator(f"{PANEL} .jp-codelia-tool", has_text="python")
-    python_card.locator("summary").first.click()
+    python_card.locator(".jp-codelia-tool-header").click()
     python_card.locator(".jp-codelia-link").click()
     label = page.locator(f"{PANEL} .jp-codelia-cache-page")
     page.wait_for_function(
