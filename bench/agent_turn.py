@@ -12,15 +12,16 @@ It prints the ratio agent/bare and the agent's added milliseconds per turn. Targ
 messages the agent adds at most 20% over the bare call, and the added time does not grow with
 the whole history (compare the added ms at 10 and at 1,000 messages).
 
-The request side no longer grows with the history: ``AnthropicChat`` keeps the last request's
-converted (and plain-text-collapsed) turns and reuses them up to the last seam of an unchanged
-history start (``MessagesCache``), so ``build_request`` at 1,000 messages fell from 1.0-1.3 ms
-to 0.17-0.28 ms (best of 30 x 20; at 10 messages 0.01 ms both). Measured on a 2-core machine at
-load average 10-15, the wall-clock ratio at 1,000 messages still ranged 1.0-2.0x from run to
-run, before and after alike (the noise is larger than the whole target). Runs that also timed
-an agent without a session store, interleaved, gave 0.98-1.25x for it against 1.3-1.8x with
-the store: what remains is the session writer thread (run-log records and the snapshot saved
-after every run, about 1 ms of CPU at 1,000 messages, competing for the GIL), not the request.
+Nothing the agent does per turn walks the whole history any more: ``AnthropicChat`` keeps the
+last request's converted turns and reuses them up to the last seam of an unchanged history start
+(``MessagesCache``: ``build_request`` at 1,000 messages 1.0-1.3 ms -> 0.17-0.28 ms), the history
+repair checks only the messages added since the history it last found healthy (``HistoryRepair``:
+three full passes of 0.2 ms each per turn before), session snapshots re-encode only new messages
+(``MessageCodec``), and the runner keeps one chat model per agent instead of rebuilding it each
+turn. Measured on the 2-core machine at load average 0.8 (several runs, 40 turns each): 1.01x,
+1.07x and 1.15x at 1,000 messages (added 0.1-1.1 ms), 0.96-1.05x at 10. Under load (average
+3-5, other test processes running) the same code measured 1.4-1.9x at both sizes: the noise
+then is larger than the whole target, and the added time still does not grow with history.
 
     python bench/agent_turn.py [--turns 30] [--provider anthropic|openai]
 """
