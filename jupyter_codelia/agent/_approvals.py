@@ -86,12 +86,16 @@ class Approvals:
         with self._lock:
             return self._open.get(request_id)
 
-    def answer(self, request_id: str, decision: Decision, reason: str | None = None) -> bool:
-        """Answer the open request ``request_id``; False when there is none or it is answered."""
+    def answer(self, request_id: str, decision: str, reason: str | None = None) -> bool:
+        """Answer the open request ``request_id``; False when there is none or it is answered.
+
+        ``decision`` is validated (a front end sends a plain string): anything but ``allow``,
+        ``allow_remember`` or ``deny`` raises pydantic's ``ValidationError``."""
         request = self.get(request_id)
         if request is None:
             return False
-        return request.answer(ConfirmResponse(decision=decision, reason=reason))
+        response = ConfirmResponse.model_validate({"decision": decision, "reason": reason})
+        return request.answer(response)
 
     def open_requests(self, run_id: str | None = None) -> list[ApprovalRequest]:
         """The requests still waiting (of ``run_id`` only, when given), oldest first."""

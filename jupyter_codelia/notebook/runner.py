@@ -366,13 +366,7 @@ class NotebookAgent:
     def respond(self, request_id: str, decision: str, reason: str | None = None) -> bool:
         """Answer an open permission request (thread-safe); False if there is no such open
         request or it was answered already (by another UI)."""
-        from ..agent import ConfirmResponse
-
-        request = self.approvals.get(request_id)
-        if request is None:
-            return False
-        response = ConfirmResponse.model_validate({"decision": decision, "reason": reason})
-        return request.answer(response)
+        return self.approvals.answer(request_id, decision, reason)
 
     def cancel(self, run_id: str) -> bool:
         active = self.active

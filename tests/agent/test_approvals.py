@@ -154,3 +154,17 @@ async def test_without_a_callback_or_a_host_nobody_is_waited_for(
     events = [e async for e in agent.run_stream("add")]
     assert _results(events) == ["Permission denied: UI confirm not supported"]
     assert not any(isinstance(e, ev.PermissionRequestEvent) for e in events)
+
+
+def test_an_answer_that_is_not_a_decision_is_refused_and_leaves_the_request_open() -> None:
+    from pydantic import ValidationError
+
+    approvals = Approvals()
+    request = approvals.open(
+        ev.PermissionRequestEvent(request_id="r1", tool="add", title="t", message="m"), "run"
+    )
+    with pytest.raises(ValidationError, match="'allow', 'allow_remember' or 'deny'"):
+        approvals.answer("r1", "maybe")
+    assert not request.answered
+    assert not approvals.answer("unknown-id", "allow")  # no such request: nothing answered
+    assert approvals.answer("r1", "allow") and request.answered

@@ -123,3 +123,9 @@ async def test_two_sessions_reusing_call_ids_keep_their_own_outputs(
     sessions = {e.ref_id: e.session_id for e in reader.list_entries()}
     assert sessions == {"toolu_1": agents[0].session_id, "toolu_1-2": agents[1].session_id}
     assert agents[0].session_id != agents[1].session_id
+
+
+def test_a_tool_set_whose_output_store_is_not_a_store_is_refused_by_name() -> None:
+    chat = AnthropicChat(api_key="sk-ant-test-0000", base_url="http://127.0.0.1:9")
+    with pytest.raises(TypeError, match="output_store must be a ToolOutputCacheStore, not"):
+        Agent(chat, ToolSet([big_tool], output_store="/tmp/cache"))
