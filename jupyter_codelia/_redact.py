@@ -112,6 +112,22 @@ def _pattern_replacer(key: _KeyPattern) -> Callable[[re.Match[str]], str]:
 _PATTERN_REPLACERS = tuple((key.pattern, _pattern_replacer(key)) for key in _KEY_PATTERNS)
 
 
+def _literal_starts(source: str) -> tuple[str, ...]:
+    """The literal text every match of a key pattern starts with (``gh[pousr]_`` gives five)."""
+    found = re.match(r"([A-Za-z_-]*)(?:\[([a-z]+)\]([_-]))?", source)
+    assert found is not None  # the pattern above matches every string
+    head, choices, separator = found.groups()
+    if choices is None:
+        return (head,)
+    return tuple(head + choice + separator for choice in choices)
+
+
+#: Every key starts with one of these; a stream that pauses on a prefix of one holds it back.
+_KEY_STARTS = tuple(
+    start for key in _KEY_PATTERNS for start in _literal_starts(key.pattern.pattern)
+)
+
+
 @dataclass(frozen=True)
 class _Redactor:
     """The compiled form of one set of secrets."""
@@ -343,6 +359,28 @@ class StreamRedactor:
         self._run_start = max(0, self._run_start - cut)
         return redactor.text(held[:cut])
 
+    def release(self, *, idle: bool = False) -> str:
+        """What :meth:`feed` held back that is safe to show now, before the stream goes on.
+
+        For a reader that looks at a stream while it pauses (a job's last line on a card): all
+        the held text, redacted, except a tail that could still become a secret with the next
+        piece, which stays held: a proper prefix of a known secret, or a run of key characters
+        that begins like a credential (``sk-...``, ``ghp_...``, or a prefix of such a start such
+        as ``gh``). With ``idle`` (the stream has been quiet for a while) a run that is only a
+        prefix of a credential's start (``git``) is released too; prefixes of known secrets
+        never are.
+        """
+        held = self._held
+        if not held:
+            return ""
+        redactor = _current_redactor()
+        cut = min(_secret_start(held, redactor), _key_start(held, idle=idle))
+        if cut <= 0:
+            return ""
+        self._held = held[cut:]
+        self._run_start = max(0, self._run_start - cut)
+        return redactor.text(held[:cut])
+
     def flush(self) -> str:
         """The redacted rest of the stream; the redactor is then empty and can be reused."""
         rest, self._held, self._run_start = self._held, "", 0
@@ -364,3 +402,41 @@ def _safe_cut(text: str, cut: int, redactor: _Redactor) -> int:
             if start != -1 and start < cut:
                 cut, moved = start, True
     return cut
+
+
+#: A run of key characters longer than this at the end of a paused stream is released except
+#: for its last this-many characters (no credential is longer).
+_LONGEST_KEY = 512
+
+
+def _secret_start(text: str, redactor: _Redactor) -> int:
+    """Where the longest tail of ``text`` that is a proper prefix of a known secret starts."""
+    start = len(text)
+    for secret in redactor.ordered:
+        first = secret[0]
+        position = text.find(first, max(0, len(text) - len(secret) + 1))
+        while position != -1 and position < start:
+            if secret.startswith(text[position:]):
+                start = position
+                break
+            position = text.find(first, position + 1)
+    return start
+
+
+def _key_start(text: str, *, idle: bool) -> int:
+    """Where a credential that ``text`` may end in the middle of starts (``len(text)``: none)."""
+    run_start = len(text.rstrip(_TOKEN_CHARS))
+    floor = max(run_start, len(text) - _LONGEST_KEY)
+    position = floor
+    while position < len(text):
+        # A key is a whole token: it starts where the run starts or after a "-" inside it.
+        if position == run_start or not _is_word_char(text[position - 1]):
+            tail = text[position:]
+            for start in _KEY_STARTS:
+                if tail.startswith(start) or (not idle and start.startswith(tail)):
+                    return position
+        following = text.find("-", position, len(text) - 1)
+        if following == -1:
+            break
+        position = following + 1
+    return len(text)

@@ -3,7 +3,8 @@
 The code runs on a fresh daemon thread so the agent's event loop (and with it the panel, the Stop
 button and approvals) stays responsive, and so a runaway snippet can be abandoned after its
 timeout. Output is captured per thread: ``print`` from the user's own cells running meanwhile
-keeps going to the notebook, only the tool thread's writes are collected.
+keeps going to the notebook, only the tool thread's writes are collected, and those of the
+threads it starts (a thread remembers the capture of the thread that started it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ MAX_STREAM_CHARS = 200_000
 """Per-stream cap of captured text: the output cache handles big outputs, memory must not grow."""
 
 _GRACE_SECONDS = 2.0
+SNIPPET_FILENAME_PREFIX = "<codelia-python-"
+"""The file name of every snippet's code objects (tracebacks, a stuck job's line)."""
 _counter = itertools.count(1)
+# The attribute a thread started by a capturing thread carries: that thread's capture.
+_INHERITED = "_codelia_capture"
 
 
 class ExecutionAbandoned(Exception):  # noqa: N818 - injected into the worker, not an error class
@@ -122,14 +127,14 @@ class _RoutedStream(io.TextIOBase):
         self.routes: dict[int, Capture] = {}
 
     def write(self, text: str) -> int:
-        capture = self.routes.get(threading.get_ident())
+        capture = _route(self.routes)
         if capture is None:
             return int(self.original.write(text) or 0)
         capture.write(self.name, str(text))
         return len(text)
 
     def flush(self) -> None:
-        if threading.get_ident() not in self.routes:
+        if _route(self.routes) is None:
             self.original.flush()
 
     def writable(self) -> bool:
@@ -150,21 +155,45 @@ class _RoutedDisplayPublisher:
         self.routes: dict[int, Capture] = {}
 
     def publish(self, data: dict[str, Any], metadata: Any = None, *args: Any, **kw: Any) -> None:
-        capture = self.routes.get(threading.get_ident())
+        capture = _route(self.routes)
         if capture is None:
             self.original.publish(data, metadata, *args, **kw)
             return
         capture.display(data)
 
     def clear_output(self, *args: Any, **kw: Any) -> None:
-        if threading.get_ident() not in self.routes:
+        if _route(self.routes) is None:
             self.original.clear_output(*args, **kw)
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.original, attr)
 
 
+def _route(routes: dict[int, Capture]) -> Capture | None:
+    """The capture of the current thread, or of the capturing thread that started it."""
+    capture = routes.get(threading.get_ident())
+    if capture is None:
+        capture = getattr(threading.current_thread(), _INHERITED, None)
+        if capture is not None and capture.ended and capture.forward is None:
+            return None  # a foreground call that returned: its leftovers print as before
+    return capture
+
+
 _routing_lock = threading.Lock()
+_thread_start = threading.Thread.start
+
+
+def _start_inheriting_route(thread: threading.Thread) -> None:
+    """``Thread.start`` that hands the starting thread's capture to the new thread first."""
+    capture = _capture_of_current_thread()
+    if capture is not None:
+        setattr(thread, _INHERITED, capture)
+    _thread_start(thread)
+
+
+def _capture_of_current_thread() -> Capture | None:
+    stream = sys.stdout
+    return _route(stream.routes) if isinstance(stream, _RoutedStream) else None
 
 
 @contextmanager
@@ -172,6 +201,8 @@ def _routed(capture: Capture, shell: Any) -> Iterator[None]:
     """Route the current thread's stdout, stderr and displays into ``capture``."""
     ident = threading.get_ident()
     with _routing_lock:
+        # Installed once, never removed: threads started while nothing captures are untouched.
+        threading.Thread.start = _start_inheriting_route  # type: ignore[method-assign,assignment]
         stdout = sys.stdout if isinstance(sys.stdout, _RoutedStream) else None
         if stdout is None:
             stdout = _RoutedStream(sys.stdout, "stdout")
@@ -242,7 +273,7 @@ def _format_error(exc: BaseException, filename: str) -> str:
 
 
 def _run(code: str, namespace: dict[str, Any], shell: Any, capture: Capture) -> None:
-    filename = f"<codelia-python-{next(_counter)}>"
+    filename = f"{SNIPPET_FILENAME_PREFIX}{next(_counter)}>"
     # Registering the source lets tracebacks show the offending lines.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     with _routed(capture, shell):

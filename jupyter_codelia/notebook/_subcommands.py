@@ -147,13 +147,21 @@ def _jobs(nb: NotebookAgent, argument: str) -> None:
         return
     if words:
         raise UsageError("Usage: %codelia jobs, or %codelia jobs stop JOB_ID.")
+    from .._redact import redact_secrets
+
     jobs = nb.jobs.jobs()
-    if not jobs:
+    previous = nb.jobs.previous_lines()
+    if not jobs and not previous:
         print("No background jobs.")
         return
+    lines = []
     for job in jobs:
         last = job.output.last_lines(1)
-        print(job.status_line() + (f"\n  {last[-1][:200]}" if last else ""))
+        lines.append(job.status_line() + (f"\n  {last[-1][:200]}" if last else ""))
+    if previous:
+        lines.append("Jobs of the kernel before the last restart (none of them runs any more):")
+        lines += [f"  {line}" for line in previous]
+    print(redact_secrets("\n".join(lines)))
 
 
 def _sessions(nb: NotebookAgent) -> None:

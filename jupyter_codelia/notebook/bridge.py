@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._redact import redact_secrets
 from ..errors import CodeliaError
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class Bridge:
             else WireActiveRun(
                 run_id=active.run_id,
                 session_id=active.session_id,
-                prompt=active.prompt,
+                prompt=redact_secrets(active.prompt),
                 source=active.source,
             ),
             api_key_configured=api_key_configured(provider=provider),

@@ -2,9 +2,10 @@
 
 ``python`` with ``background: true`` starts the code on its own thread here; a foreground call
 that outlives its timeout is adopted the same way (:func:`adopt_python_job`). The job's thread
-keeps its own output routing (see ``_execute``), so its prints, warnings and ``display()`` calls
-land in the job, never in whatever cell happens to be running. Stopping raises an exception in
-the job's thread at its next Python step.
+keeps its own output routing (see ``_execute``), and so do the threads it starts, so its prints,
+warnings and ``display()`` calls land in the job, never in whatever cell happens to be running.
+Stopping raises an exception in the job's thread at its next Python step; code stuck in native
+code cannot be interrupted from another thread, and the job's note then says so plainly.
 
 :class:`JobCards` draws one card per job (elapsed time, last lines, a tqdm progress bar and a
 Stop button) and keeps them fresh from a daemon thread, since jobs outlive the turn whose panel
@@ -13,20 +14,27 @@ shows them.
 
 from __future__ import annotations
 
+import linecache
+import os
+import sys
 import threading
 import time
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._redact import redact_secrets
 from ..standard_tools.jobs import Job, JobRegistry, png_of_display
 from ..wire import JobProgress, JobUpdated, JobView
 from . import _describe
-from ._execute import MAX_STREAM_CHARS, Capture, start_thread, stop_thread
+from ._execute import MAX_STREAM_CHARS, SNIPPET_FILENAME_PREFIX, Capture, start_thread, stop_thread
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
 
 REFRESH_SECONDS = 0.5
+PYTHON_STOP_GRACE_SECONDS = 1.0
+"""How long a stopped python job may take to reach its next Python step before its note says
+why it has not stopped."""
 _IDLE_ROUNDS = 4
 
 
@@ -38,7 +46,7 @@ class _JobForward:
         self.format_value = format_value
 
     def write(self, stream: str, text: str) -> None:
-        self.job.write(text)
+        self.job.write(text, stream)
 
     def display(self, data: dict[str, Any]) -> None:
         png = png_of_display(data)
@@ -49,7 +57,7 @@ class _JobForward:
 
     def finished(self, capture: Capture) -> None:
         if capture.error is not None:
-            self.job.write(capture.error + "\n")
+            self.job.write(capture.error + "\n", "stderr")
             last = capture.error.strip().splitlines()[-1] if capture.error.strip() else "error"
             self.job.finish("failed", last[:200])
             return
@@ -57,6 +65,81 @@ class _JobForward:
             text = self.format_value(capture.result)
             self.job.write("[result]\n" + _describe.clip_chars(text, MAX_STREAM_CHARS) + "\n")
         self.job.finish("completed")
+
+
+class _PythonStop:
+    """Stops a python job: an exception raised in its thread at the next Python step.
+
+    Code inside native code (``time.sleep``, a C extension, a blocking read) gets it only when
+    that call returns, and nothing can interrupt it from another thread: after a short grace
+    the job's note says so plainly, naming the call, so the person and the model know what to
+    expect and what their options are.
+    """
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self.job: Job | None = None
+
+    def __call__(self) -> None:
+        stop_thread(self.capture)
+        timer = threading.Timer(PYTHON_STOP_GRACE_SECONDS, self._explain)
+        timer.daemon = True
+        timer.start()
+
+    def _explain(self) -> None:
+        job, thread = self.job, self.capture.thread
+        if job is None or thread is None or job.done.is_set() or thread.ident is None:
+            return
+        first = _innermost(thread.ident)
+        time.sleep(0.2)
+        second = _innermost(thread.ident)
+        if job.done.is_set() or second is None:
+            return
+        where = _where(second)
+        if first is not None and first[:2] == second[:2]:
+            job.note = (
+                f"did not stop: it is inside native code ({where}), which Python cannot "
+                "interrupt from another thread. It stops by itself as soon as that call "
+                "returns to Python (the stop stays requested). Interrupting the kernel does not "
+                "reach a job's thread; to end it now, restart the kernel (this ends every job "
+                "and clears the namespace)."
+            )
+        else:
+            job.note = (
+                f"did not stop: its code caught the stop and runs on ({where}; a bare "
+                "`except:` or `except BaseException` swallows it). Stop it again, or restart "
+                "the kernel to end it now."
+            )
+
+
+def _innermost(ident: int) -> tuple[int, int, Any] | None:
+    """(frame id, instruction offset, frame) of the innermost Python frame of a thread."""
+    frame = sys._current_frames().get(ident)
+    if frame is None:
+        return None
+    return id(frame), frame.f_lasti, frame
+
+
+def _where(sample: tuple[int, int, Any]) -> str:
+    """The job's line that is running, and the library call below it if there is one."""
+    frame = sample[2]
+    innermost = frame
+    job_frame = None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(SNIPPET_FILENAME_PREFIX):
+            job_frame = frame
+            break
+        frame = frame.f_back
+    parts = []
+    if job_frame is not None:
+        source = linecache.getline(job_frame.f_code.co_filename, job_frame.f_lineno).strip()
+        parts.append(f"line {job_frame.f_lineno} of the job: `{source[:120]}`")
+    if innermost is not job_frame:
+        code = innermost.f_code
+        parts.append(
+            f"in {code.co_name} ({os.path.basename(code.co_filename)}:{innermost.f_lineno})"
+        )
+    return ", ".join(parts) or "no Python frame of its own"
 
 
 def start_python_job(
@@ -68,7 +151,9 @@ def start_python_job(
 ) -> Job:
     """Run ``code`` in ``namespace`` on a new thread as a background job."""
     capture = Capture()
-    job = registry.create("python", code, lambda: stop_thread(capture))
+    stopper = _PythonStop(capture)
+    job = registry.create("python", code, stopper)
+    stopper.job = job
     capture.adopt(_JobForward(job, format_value))
     start_thread(code, namespace, shell, capture, name=f"codelia-{job.job_id}")
     return job
@@ -81,9 +166,13 @@ def adopt_python_job(
 
     What the call printed so far is the job's first output, already shown to the model.
     """
-    job = registry.create("python", code, lambda: stop_thread(capture), announce=False)
-    for text in (*capture.stdout, *capture.stderr):
-        job.write(text)
+    stopper = _PythonStop(capture)
+    job = registry.create("python", code, stopper, announce=False)
+    stopper.job = job
+    for text in capture.stdout:
+        job.write(text, "stdout")
+    for text in capture.stderr:
+        job.write(text, "stderr")
     job.model_cursor = job.output.end
     if not capture.adopt(_JobForward(job, format_value)):
         registry.discard(job.job_id)
@@ -93,20 +182,25 @@ def adopt_python_job(
 
 
 def job_view(job: Job) -> JobView:
-    """A job as the side panel sees it: state, elapsed time, last lines and progress."""
+    """A job as the side panel sees it: state, elapsed time, last lines and progress.
+
+    Its parts are masked where they are made (title, output, summary); the view is masked
+    once more, like every agent event, since it leaves the kernel.
+    """
     progress = job.output.progress()
-    return JobView(
+    view = JobView(
         job_id=job.job_id,
         kind=job.kind,
         title=job.title,
         state=job.state,
         elapsed_s=round(job.elapsed_seconds, 1),
-        summary=job.summary,
+        summary=job.summary if job.summary is not None or not job.running else job.note,
         last_lines=job.output.last_lines(),
         progress=None
         if progress is None
         else JobProgress(percent=progress.percent, done=progress.done, total=progress.total),
     )
+    return redact_secrets(view)
 
 
 class JobNotifier:
@@ -119,7 +213,7 @@ class JobNotifier:
     def __init__(self, registry: JobRegistry, broadcast: Any) -> None:
         self.registry = registry
         self.broadcast = broadcast
-        self._sent: dict[str, tuple[int, str]] = {}
+        self._sent: dict[str, tuple[int, str, str | None]] = {}
         registry.subscribe(lambda job: self._started(job))
 
     def _started(self, job: Job) -> None:
@@ -127,7 +221,7 @@ class JobNotifier:
         _ticker.watch(self)
 
     def _send(self, job: Job) -> None:
-        self._sent[job.job_id] = (job.output.end, job.state)
+        self._sent[job.job_id] = (job.output.end, job.state, job.note)
         self.broadcast(JobUpdated(job=job_view(job)).dump())
 
     def refresh(self) -> bool:
@@ -136,7 +230,7 @@ class JobNotifier:
             last = self._sent.get(job.job_id)
             if last is not None and last[1] != "running":
                 continue  # its end was sent already
-            if last != (job.output.end, job.state):
+            if last != (job.output.end, job.state, job.note):
                 self._send(job)
             alive = alive or job.running
         return alive
@@ -218,6 +312,7 @@ class _JobCard:
             f"[{job.kind}] <code>{renderers.escape(job.title)}</code>"
             f'<span style="color:#777"> · {job.state} · {job.elapsed_seconds:.0f} s'
             + (f" · {renderers.escape(job.summary)}" if job.summary else "")
+            + (f" · {renderers.escape(job.note)}" if job.note and job.running else "")
             + "</span></div>"
         )
         if self.header.value != header:

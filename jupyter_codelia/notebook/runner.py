@@ -28,10 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._redact import redact_secrets
 from .._text import describe_exc
 from ..agent import Approvals
 from ..agent import events as ev
-from ..standard_tools.jobs import JobRegistry
+from ..standard_tools.jobs import JobRecords, JobRegistry
 from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
 from .config import ConfigError, Settings, tool_output_dir
@@ -74,9 +75,12 @@ class NotebookAgent:
         self.last_agent: Agent | None = None
         """The agent of the latest run (the notebook's, or a detached one such as the demo's)."""
         self._prebuilt: tuple[tuple[Any, ...], Agent] | None = None
-        self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
-        # Shell jobs run in process groups of their own: without this they would outlive the
-        # kernel (python jobs are daemon threads and end with it anyway).
+        # Outlives agents and turns, like the kernel's threads. Each shell job's guard ends it
+        # when the kernel is gone however it ended; stopping them at exit only saves the wait.
+        self.jobs = JobRegistry(
+            records=JobRecords(lambda: self.home() / "jobs" / (_kernel_id() or "no-kernel-id")),
+            output_store=self.output_store,
+        )
         atexit.register(self.jobs.stop_all)
         from .jobs import JobNotifier
 
@@ -396,7 +400,7 @@ class NotebookAgent:
         started = RunStarted(
             run_id=run.run_id,
             session_id=run.session_id,
-            prompt=prompt,
+            prompt=redact_secrets(prompt),  # masked like the agent's own user-message event
             source=source,
             demo=self.is_demo(agent),
         )

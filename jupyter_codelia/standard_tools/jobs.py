@@ -1,34 +1,37 @@
 """Background jobs: the registry, their live output, and the ``job_*`` tools the model uses.
 
 A job is long work (a training loop, a slow query, a server) that runs while the conversation
-goes on and outlives the turn that started it. This module is the generic part: a thread-safe
-:class:`JobRegistry` of :class:`Job` records, each with its output so far (interleaved stdout and
-stderr, bounded in memory), the images it displayed, a stop function and a finish event. What a
-job *runs* is up to its starter: ``shell`` with ``background: true`` starts a detached process
-group here (:func:`start_shell_job`), and the notebook starts Python jobs on threads in the live
-namespace.
+goes on and outlives the turn that started it, but never the kernel. This module is the generic
+part: a thread-safe :class:`JobRegistry` of :class:`Job` records, each with its output so far
+(interleaved stdout and stderr, masked and bounded, see ``_job_output``), the images it
+displayed, a stop function and a finish event. What a job *runs* is up to its starter: ``shell``
+with ``background: true`` starts a guarded process tree (``_shell_job``), and the notebook
+starts Python jobs on threads in the live namespace.
+
+Everything a job shows is masked like the agent's events: its title when it is registered, its
+output as it arrives, its summary when it ends. With ``records`` the registry keeps a file per
+running job (``_job_records``), so a kernel restarted after a crash or a kill says which jobs of
+the previous one were stopped; with an output store each job's whole output streams into the
+output cache.
 
 The model watches jobs with ``job_list``, ``job_output`` (new output since its last read; the
 agent's output cache keeps long reads and pages them), ``job_wait`` (bounded, returns early when
 the job ends) and ``job_stop``. :meth:`JobRegistry.turn_notice` tells the next turn which jobs
-are still running and which finished since the model last heard of them.
+are still running, which finished since the model last heard of them, and which the previous
+kernel took with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import codecs
 import itertools
-import os
-import re
-import signal
-import subprocess
+import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,109 +39,42 @@ from .._redact import redact_secrets
 from .._text import js_round
 from ..llm.messages import ImagePart, TextPart
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
+from ._job_output import LAST_LINES, MAX_JOB_IMAGES, MAX_JOB_OUTPUT_CHARS, JobOutput, Progress
+from ._job_records import JobRecords, PreviousJob
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..cache.protocol import ToolOutputStore
+
+__all__ = [
+    "LAST_LINES",
+    "MAX_JOB_IMAGES",
+    "MAX_JOB_OUTPUT_CHARS",
+    "Job",
+    "JobNotFoundError",
+    "JobOutput",
+    "JobRecords",
+    "JobRegistry",
+    "PreviousJob",
+    "Progress",
+    "job_tools",
+    "png_of_display",
+    "start_shell_job",
+]
 
 JobState = Literal["running", "completed", "failed", "stopped"]
 JobKind = Literal["python", "shell"]
 
-MAX_JOB_OUTPUT_CHARS = 2_000_000
-"""Output a job keeps in memory; older text is dropped (and counted) beyond this."""
-MAX_JOB_IMAGES = 20
 MAX_WAIT_SECONDS = 600.0
 DEFAULT_WAIT_SECONDS = 30.0
 STOP_GRACE_SECONDS = 3.0
-LAST_LINES = 5
 _POLL_SECONDS = 0.05
-_READ_CHUNK = 64 * 1024
-# tqdm's bar: " 45%|████▌     | 45/100 [00:04<00:05, 9.8it/s]"; the numbers are what matters.
-_TQDM = re.compile(r"(\d{1,3})%\|[^|\n\r]*\|\s*(\d+(?:\.\d+)?[kMG]?)/(\d+(?:\.\d+)?[kMG]?)")
 _ids = itertools.count(1)
 
 
 class JobNotFoundError(ToolError):
     """No job with the given id in this kernel's registry."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """The latest tqdm-style progress line of a job's output."""
-
-    percent: int
-    done: str
-    total: str
-
-
-@dataclass
-class JobOutput:
-    """Interleaved output text of one job, bounded; thread-safe appends from any writer."""
-
-    text: str = ""
-    dropped_chars: int = 0
-    images: list[bytes] = field(default_factory=list)
-    dropped_images: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def end(self) -> int:
-        """Characters written so far (dropped ones included): the cursor of the next write."""
-        return self.dropped_chars + len(self.text)
-
-    def write(self, text: str) -> None:
-        if not text:
-            return
-        with self._lock:
-            combined = self.text + text
-            overflow = len(combined) - MAX_JOB_OUTPUT_CHARS
-            if overflow > 0:
-                combined = combined[overflow:]
-                self.dropped_chars += overflow
-            self.text = combined
-
-    def add_image(self, png: bytes) -> None:
-        with self._lock:
-            self.images.append(png)
-            if len(self.images) > MAX_JOB_IMAGES:
-                self.images.pop(0)
-                self.dropped_images += 1
-
-    def since(self, cursor: int) -> tuple[str, int]:
-        """(text written after ``cursor``, characters of it that were already dropped)."""
-        with self._lock:
-            lost = max(0, self.dropped_chars - cursor)
-            start = max(0, cursor - self.dropped_chars)
-            return self.text[start:], lost
-
-    def images_since(self, cursor: int) -> list[bytes]:
-        with self._lock:
-            start = max(0, cursor - self.dropped_images)
-            return list(self.images[start:])
-
-    @property
-    def image_count(self) -> int:
-        return self.dropped_images + len(self.images)
-
-    def last_lines(self, count: int = LAST_LINES) -> list[str]:
-        """The last non-empty lines as a terminal would show them (``\\r`` rewrites a line)."""
-        with self._lock:
-            tail = self.text[-8192:]
-        lines = [line.rsplit("\r", 1)[-1] if "\r" in line else line for line in _rows(tail)]
-        return [line for line in lines if line.strip()][-count:]
-
-    def progress(self) -> Progress | None:
-        with self._lock:
-            tail = self.text[-4096:]
-        matches = list(_TQDM.finditer(tail))
-        if not matches:
-            return None
-        last = matches[-1]
-        return Progress(
-            percent=min(100, int(last.group(1))), done=last.group(2), total=last.group(3)
-        )
-
-
-def _rows(text: str) -> list[str]:
-    rows = text.split("\n")
-    # A trailing "\r" bar update with no newline after it is still the visible line.
-    return [row.rstrip("\r") if row.endswith("\r") else row for row in rows]
 
 
 @dataclass
@@ -154,7 +90,11 @@ class Job:
     state: JobState = "running"
     ended_monotonic: float | None = None
     summary: str | None = None
+    note: str | None = None
+    """Said while it runs: why a stop has not taken effect yet, or what keeps it running."""
     output: JobOutput = field(default_factory=JobOutput)
+    full_output_ref: str | None = None
+    """The output-cache entry with the whole output, kept when memory had to drop part of it."""
     stop_requested: bool = False
     model_cursor: int = 0
     model_image_cursor: int = 0
@@ -171,8 +111,8 @@ class Job:
     def running(self) -> bool:
         return self.state == "running"
 
-    def write(self, text: str) -> None:
-        self.output.write(text)
+    def write(self, text: str, stream: str = "stdout") -> None:
+        self.output.write(text, stream)
 
     def finish(self, state: JobState, summary: str | None = None) -> None:
         """Record the end (the first call wins: a stop racing a natural end keeps one outcome)."""
@@ -180,8 +120,10 @@ class Job:
             return
         if self.stop_requested and state != "completed":
             state = "stopped"
+        self.full_output_ref = self.output.close()
         self.state = state
-        self.summary = summary
+        self.summary = redact_secrets(summary)
+        self.note = None
         self.ended_monotonic = time.monotonic()
         self.done.set()
         for listener in list(self._listeners):
@@ -197,6 +139,7 @@ class Job:
         if self.done.is_set():
             return
         self.stop_requested = True
+        self.note = None  # what held it up before is no longer the news
         self.stop_fn()
 
     def status_line(self) -> str:
@@ -205,6 +148,9 @@ class Job:
         progress = self.output.progress()
         if progress is not None and self.running:
             line += f" ({progress.percent}%, {progress.done}/{progress.total})"
+        note = self.note
+        if note is not None and self.running:
+            line += f"\n  note: {note}"
         return line
 
 
@@ -213,23 +159,66 @@ def _seconds(value: float) -> str:
 
 
 class JobRegistry:
-    """The jobs of one kernel (or one agent host); outlives agents and turns."""
+    """The jobs of one kernel (or one agent host); outlives agents and turns.
 
-    def __init__(self) -> None:
+    ``records`` keeps a file per running job so the next kernel can report them; without it
+    nothing is written. ``output_store`` gives the output cache each job's whole output streams
+    into (``standard_tools`` fills it with its own store when it is unset).
+    """
+
+    def __init__(
+        self,
+        *,
+        records: JobRecords | None = None,
+        output_store: Callable[[], ToolOutputStore | None] | None = None,
+    ) -> None:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Job], None]] = []
+        self.records = records
+        self.output_store = output_store
+        self._reported_previous: set[tuple[str, float]] = set()
 
     def create(
         self, kind: JobKind, title: str, stop_fn: Callable[[], None], *, announce: bool = True
     ) -> Job:
         """Register a new running job; listeners hear of it now, or at :meth:`announce`."""
-        job = Job(job_id=f"job-{next(_ids)}", kind=kind, title=_title(title), stop_fn=stop_fn)
+        job_id = f"job-{next(_ids)}"
+        job = Job(
+            job_id=job_id,
+            kind=kind,
+            # Masked before it is clipped: a cut through a secret would leave half of it.
+            title=_title(redact_secrets(title)),
+            stop_fn=stop_fn,
+            output=JobOutput(self._sink(job_id)),
+        )
         with self._lock:
             self._jobs[job.job_id] = job
+        if self.records is not None:
+            self.records.save(job.job_id, kind, job.title, job.started_at)
+            records = self.records
+            job.on_finish(lambda ended: records.forget(ended.job_id))
         if announce:
             self.announce(job)
         return job
+
+    def _sink(self, job_id: str) -> Any:
+        store = self.output_store() if self.output_store is not None else None
+        if store is None:
+            return None
+        # A restarted kernel numbers its jobs from 1 again: the suffix keeps ref ids unique.
+        return store.writer(
+            tool_call_id=f"{job_id}_output_{secrets.token_hex(3)}", tool_name="job_output"
+        )
+
+    def record_path(self, job: Job) -> Path | None:
+        """Where ``job``'s record is (for a guard that updates it when the kernel is gone)."""
+        return self.records.path_for(job.job_id) if self.records is not None else None
+
+    def update_record(self, job: Job, **extra: Any) -> None:
+        """Rewrite ``job``'s record with ``extra`` (a shell job's guard pid, once it runs)."""
+        if self.records is not None and job.running:
+            self.records.save(job.job_id, job.kind, job.title, job.started_at, **extra)
 
     def announce(self, job: Job) -> None:
         for listener in list(self._listeners):
@@ -238,7 +227,11 @@ class JobRegistry:
     def discard(self, job_id: str) -> None:
         """Forget a job that never ran (its code ended before it was handed over)."""
         with self._lock:
-            self._jobs.pop(job_id, None)
+            job = self._jobs.pop(job_id, None)
+        if job is not None:
+            job.output.close()
+            if self.records is not None:
+                self.records.forget(job_id)
 
     def subscribe(self, listener: Callable[[Job], None]) -> Callable[[], None]:
         """Call ``listener`` with every job created from now on; returns an unsubscriber."""
@@ -265,16 +258,32 @@ class JobRegistry:
         for job in self.running():
             job.stop()
 
+    def previous_lines(self) -> list[str]:
+        """The jobs the previous kernel with this id had running, and how each ended."""
+        if self.records is None:
+            return []
+        return [job.line() for job in self.records.previous()]
+
     def turn_notice(self) -> str | None:
         """What the next request should tell the model: running jobs, and ends not yet reported.
 
-        An end counts as reported once a notice or a ``job_*`` tool result showed it.
+        An end counts as reported once a notice or a ``job_*`` tool result showed it; the jobs
+        an earlier kernel took with it are told once.
         """
         running = [job for job in self.jobs() if job.running]
         ended = [job for job in self.jobs() if not job.running and not job.reported_end]
-        if not running and not ended:
+        previous: list[PreviousJob] = []
+        if self.records is not None:
+            for old in self.records.previous():
+                key = (old.job_id, old.started_at)
+                if key not in self._reported_previous:
+                    self._reported_previous.add(key)
+                    previous.append(old)
+        if not running and not ended and not previous:
             return None
         lines = ["[background jobs]"]
+        for old in previous:
+            lines.append(f"from before the kernel restarted: {old.line()}")
         for job in ended:
             job.reported_end = True
             unread = job.output.end - job.model_cursor
@@ -284,7 +293,8 @@ class JobRegistry:
                 lines.append(f"  {unread} characters of output not read yet (job_output)")
         for job in running:
             lines.append(f"still running: {job.status_line()}")
-        lines.append("Use job_output / job_wait / job_stop with the job id.")
+        if running or ended:
+            lines.append("Use job_output / job_wait / job_stop with the job id.")
         return "\n".join(lines)
 
 
@@ -293,95 +303,13 @@ def _title(text: str) -> str:
     return first[:80] + ("…" if len(first) > 80 or text.strip().count("\n") else "")
 
 
-# --- shell jobs --------------------------------------------------------------------------------
-
-
 def start_shell_job(
     registry: JobRegistry, command: str, cwd: str, env: dict[str, str], shell: str
 ) -> Job:
-    """Start ``command`` detached in its own process group; reader threads fill the job's output.
+    """Start ``command`` as a guarded background job (see ``_shell_job``)."""
+    from ._shell_job import start_guarded
 
-    The process is independent of any event loop, so it keeps running after the turn (and the
-    turn's loop) ends. Stopping signals the whole group: SIGTERM, then SIGKILL after a grace.
-    """
-    try:
-        process = subprocess.Popen(
-            [shell, "-c", command],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ToolError(f"Could not start {shell}: {exc}") from exc
-
-    def stop() -> None:
-        _signal_group(process.pid, signal.SIGTERM)
-        threading.Thread(target=_kill_later, args=(process,), daemon=True).start()
-
-    job = registry.create("shell", redact_secrets(command), stop)
-    readers = [
-        threading.Thread(target=_read_stream, args=(process.stdout, job), daemon=True),
-        threading.Thread(target=_read_stream, args=(process.stderr, job), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-
-    def watch() -> None:
-        code = process.wait()
-        # A child that left the group may still hold a pipe: do not wait for it forever.
-        for reader in readers:
-            reader.join(2.0)
-        if code == 0:
-            job.finish("completed", "exit code 0")
-        elif code < 0:
-            job.finish("failed", f"terminated by {_signal_name(-code)}")
-        else:
-            job.finish("failed", f"exit code {code}")
-
-    threading.Thread(target=watch, name=f"codelia-{job.job_id}", daemon=True).start()
-    return job
-
-
-def _read_stream(stream: Any, job: Job) -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    carry = ""
-    while True:
-        chunk = os.read(stream.fileno(), _READ_CHUNK)
-        if not chunk:
-            break
-        # Mask secrets line by line; an unfinished line waits for its end (or a long pause).
-        buffered = carry + decoder.decode(chunk)
-        cut = max(buffered.rfind("\n"), buffered.rfind("\r")) + 1
-        carry = buffered[cut:]
-        if cut:
-            job.write(redact_secrets(buffered[:cut]))
-    job.write(redact_secrets(carry + decoder.decode(b"", final=True)))
-    stream.close()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # the whole group is already gone
-
-
-def _kill_later(process: subprocess.Popen[bytes]) -> None:
-    try:
-        process.wait(STOP_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(process.pid, signal.SIGKILL)
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+    return start_guarded(registry, command, cwd, env, shell, grace=STOP_GRACE_SECONDS)
 
 
 # --- the tools ---------------------------------------------------------------------------------
@@ -427,17 +355,19 @@ def read_new_output(job: Job, since: Literal["new", "start"], tail_lines: int | 
     Advances the model's read cursor and marks a finished job's end as reported.
     """
     cursor = 0 if since == "start" else job.model_cursor
-    end = job.output.end
+    ended = not job.running
     text, lost = job.output.since(cursor)
     image_cursor = 0 if since == "start" else job.model_image_cursor
     images = job.output.images_since(image_cursor)
-    job.model_cursor = end
-    job.model_image_cursor = job.output.image_count
-    if not job.running:
+    job.model_cursor = cursor + lost + len(text)
+    job.model_image_cursor = image_cursor + len(images)
+    if ended:
         job.reported_end = True
     sections = [job.status_line() + (f" ({job.summary})" if job.summary else "")]
     if lost:
-        sections.append(f"[note] {lost:,} earlier characters were dropped (memory bound)")
+        sections.append(
+            f"[note] {lost:,} earlier characters were dropped from memory; " + _where_whole(job)
+        )
     if tail_lines is not None:
         text = "\n".join(text.rstrip("\n").split("\n")[-tail_lines:])
     label = "output since last read" if since == "new" else "output"
@@ -450,10 +380,27 @@ def read_new_output(job: Job, since: Literal["new", "start"], tail_lines: int | 
     return [TextPart(text=body), *(ImagePart.from_bytes(png, "image/png") for png in images)]
 
 
-async def wait_for_job(job: Job, timeout: float, ctx: ToolContext) -> bool:
-    """Wait until ``job`` ends or ``timeout`` passes (cancellable); whether it ended."""
+def _where_whole(job: Job) -> str:
+    if job.full_output_ref is not None:
+        return (
+            "the whole output is in the output cache: "
+            f'tool_output_cache({{"ref_id": "{job.full_output_ref}"}}) reads it, '
+            "tool_output_cache_grep searches it"
+        )
+    if job.running and job.output.streams_to_cache:
+        return "the whole output goes to the output cache, readable there once the job ends"
+    return "no output cache keeps the whole output here"
+
+
+async def wait_for_job(
+    job: Job, timeout: float, ctx: ToolContext, *, or_note: bool = False
+) -> bool:
+    """Wait until ``job`` ends (or, with ``or_note``, says why it does not) or ``timeout``
+    passes (cancellable); whether it ended."""
     deadline = time.monotonic() + timeout
     while not job.done.is_set():
+        if or_note and job.note is not None:
+            return False
         ctx.check_cancelled()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -498,15 +445,14 @@ def job_tools(registry: JobRegistry) -> list[FunctionTool]:
         if not job.running:
             return read_new_output(job, "new", 50)
         job.stop()
-        ended = await wait_for_job(job, STOP_GRACE_SECONDS + 2.0, ctx)
+        ended = await wait_for_job(job, STOP_GRACE_SECONDS + 2.0, ctx, or_note=True)
         result = read_new_output(job, "new", 50)
         if ended:
             return result
-        note = (
-            "[stop] asked to stop; it has not ended yet (native code stops at its next Python "
-            "step, a process after SIGKILL)\n"
-        )
-        return note + result if isinstance(result, str) else result
+        note = f"[stop] {job.note or 'asked to stop; it has not ended yet'}\n"
+        if isinstance(result, str):
+            return note + result
+        return [TextPart(text=note + result[0].text), *result[1:]]
 
     return [
         define_tool(

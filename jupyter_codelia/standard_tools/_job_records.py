@@ -1,0 +1,174 @@
+"""Job records on disk: which jobs a kernel runs, so the next kernel can say what was stopped.
+
+Each running job has a small JSON file under ``<home>/jobs/<kernel>/`` (owner-only), written
+when it starts and removed when it ends while its kernel lives. ``<kernel>`` is the kernel's id,
+which a restart keeps. A kernel that dies leaves its files behind: a shell job's guard marks its
+file ``stopped`` once it has ended the job's processes, and a python job (a thread of the dead
+kernel) ended with it. The next kernel with the same id reads them (:meth:`JobRecords.previous`)
+and tells the person (``%codelia jobs``) and the model (the next turn's notice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._private import make_private_dirs, write_private
+
+#: Records of dead kernels older than this are deleted unread (a kernel id never came back).
+MAX_RECORD_AGE_SECONDS = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class PreviousJob:
+    """A job of an earlier kernel process with this kernel's id, and how it ended."""
+
+    job_id: str
+    kind: str
+    title: str
+    started_at: float
+    outcome: str
+
+    def line(self) -> str:
+        started = time.strftime("%H:%M:%S", time.localtime(self.started_at))
+        return f"{self.job_id} [{self.kind}] started {started}: {self.title} — {self.outcome}"
+
+
+class JobRecords:
+    """This kernel's job records, in ``directory()`` (resolved at each use: the home may move)."""
+
+    def __init__(self, directory: Callable[[], Path], kernel_pid: int | None = None) -> None:
+        self._directory = directory
+        self._pid = os.getpid() if kernel_pid is None else kernel_pid
+        self._start = process_start(self._pid)
+        self._seen: list[PreviousJob] = []
+
+    def path_for(self, job_id: str) -> Path | None:
+        """Where the record of ``job_id`` goes; None when the directory cannot be made."""
+        directory = self._directory()
+        try:
+            make_private_dirs(directory)
+        except OSError:
+            return None
+        return directory / f"{self._pid}-{job_id}.json"
+
+    def save(
+        self, job_id: str, kind: str, title: str, started_at: float, **extra: Any
+    ) -> Path | None:
+        path = self.path_for(job_id)
+        if path is None:
+            return None
+        record = {
+            "job_id": job_id,
+            "kind": kind,
+            "title": title,
+            "started_at": started_at,
+            "kernel_pid": self._pid,
+            "kernel_start": self._start,
+            "state": "running",
+            **extra,
+        }
+        try:
+            write_private(path, json.dumps(record).encode("utf-8"))
+        except OSError:
+            return None
+        return path
+
+    def forget(self, job_id: str) -> None:
+        path = self.path_for(job_id)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def previous(self) -> list[PreviousJob]:
+        """Jobs of earlier kernel processes with this id: each is reported from first sight on.
+
+        A record whose guard is still ending the job stays on disk and is read again later;
+        every other one moves into memory and its file is removed.
+        """
+        directory = self._directory()
+        try:
+            paths = sorted(directory.glob("*.json"))
+        except OSError:
+            paths = []
+        for path in paths:
+            found = self._take(path)
+            if found is not None:
+                self._seen.append(found)
+        return list(self._seen)
+
+    def _take(self, path: Path) -> PreviousJob | None:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            pid = int(record["kernel_pid"])
+            found = PreviousJob(
+                job_id=str(record["job_id"]),
+                kind=str(record["kind"]),
+                title=str(record["title"]),
+                started_at=float(record["started_at"]),
+                outcome=_outcome(record),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            with contextlib.suppress(OSError):
+                path.unlink()  # unreadable: nothing to report from it
+            return None
+        if pid == self._pid or _alive(pid, record.get("kernel_start")):
+            return None  # this kernel's own, or a kernel that is still there
+        if record.get("state") == "running" and _alive(
+            record.get("guard_pid"), record.get("guard_start")
+        ):
+            return None  # its guard is ending it right now; read again next time
+        with contextlib.suppress(OSError):
+            if time.time() - path.stat().st_mtime < MAX_RECORD_AGE_SECONDS:
+                path.unlink()
+                return found
+            path.unlink()
+        return None
+
+
+def _outcome(record: dict[str, Any]) -> str:
+    state = record.get("state")
+    if record.get("kind") == "python":
+        return "ended with the kernel (python jobs run on the kernel's threads)"
+    if state == "stopped":
+        return "stopped when the kernel ended (its processes got SIGTERM, then SIGKILL)"
+    if state == "ended":
+        return "its processes ended on their own after the kernel did"
+    return "ended with the kernel (its guard process is gone too)"
+
+
+def process_start(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, from /proc): with the pid, a process's
+    identity, since pids are reused. None without /proc or once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None  # a zombie has ended already
+    return fields[19].decode()
+
+
+def _alive(pid: object, start: object) -> bool:
+    """Whether the process ``pid`` that started at ``start`` still runs."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    now = process_start(pid)
+    if now is not None:
+        return start is None or now == start
+    if os.path.isdir("/proc"):
+        return False
+    try:  # no /proc: trust the pid
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
