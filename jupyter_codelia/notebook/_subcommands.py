@@ -157,7 +157,8 @@ def _jobs(nb: NotebookAgent, argument: str) -> None:
     lines = []
     for job in jobs:
         last = job.output.last_lines(1)
-        lines.append(job.status_line() + (f"\n  {last[-1][:200]}" if last else ""))
+        summary = f" ({job.summary})" if job.summary else ""
+        lines.append(job.status_line() + summary + (f"\n  {last[-1][:200]}" if last else ""))
     if previous:
         lines.append("Jobs of the kernel before the last restart (none of them runs any more):")
         lines += [f"  {line}" for line in previous]

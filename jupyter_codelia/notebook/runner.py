@@ -81,7 +81,7 @@ class NotebookAgent:
             records=JobRecords(lambda: self.home() / "jobs" / (_kernel_id() or "no-kernel-id")),
             output_store=self.output_store,
         )
-        atexit.register(self.jobs.stop_all)
+        atexit.register(self.jobs.end_with_the_kernel)
         from .jobs import JobNotifier
 
         self._job_notifier = JobNotifier(self.jobs, self.broadcast)

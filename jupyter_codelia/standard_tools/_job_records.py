@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ class JobRecords:
             "started_at": started_at,
             "kernel_pid": self._pid,
             "kernel_start": self._start,
+            # "stopped" once the exiting kernel or, after the kernel, the guard stopped it.
             "state": "running",
             **extra,
         }
@@ -87,23 +88,28 @@ class JobRecords:
                 path.unlink()
 
     def previous(self) -> list[PreviousJob]:
-        """Jobs of earlier kernel processes with this id: each is reported from first sight on.
+        """Jobs of earlier kernel processes with this id, and how each ended.
 
-        A record whose guard is still ending the job stays on disk and is read again later;
-        every other one moves into memory and its file is removed.
+        A record whose guard is still ending the job stays on disk and is read again next
+        time; every other one moves into memory (reported for this kernel's life) and its file
+        is removed.
         """
         directory = self._directory()
         try:
             paths = sorted(directory.glob("*.json"))
         except OSError:
             paths = []
+        ending: list[PreviousJob] = []
         for path in paths:
             found = self._take(path)
-            if found is not None:
-                self._seen.append(found)
-        return list(self._seen)
+            if found is None:
+                continue
+            job, final = found
+            (self._seen if final else ending).append(job)
+        return [*self._seen, *ending]
 
-    def _take(self, path: Path) -> PreviousJob | None:
+    def _take(self, path: Path) -> tuple[PreviousJob, bool] | None:
+        """The job of a record of a dead kernel, and whether that record is final (removed)."""
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
             pid = int(record["kernel_pid"])
@@ -120,16 +126,15 @@ class JobRecords:
             return None
         if pid == self._pid or _alive(pid, record.get("kernel_start")):
             return None  # this kernel's own, or a kernel that is still there
-        if record.get("state") == "running" and _alive(
-            record.get("guard_pid"), record.get("guard_start")
-        ):
-            return None  # its guard is ending it right now; read again next time
-        with contextlib.suppress(OSError):
-            if time.time() - path.stat().st_mtime < MAX_RECORD_AGE_SECONDS:
-                path.unlink()
-                return found
+        if _alive(record.get("guard_pid"), record.get("guard_start")):
+            outcome = "being stopped: its guard is ending its processes (the kernel ended)"
+            return replace(found, outcome=outcome), False
+        try:
+            fresh = time.time() - path.stat().st_mtime < MAX_RECORD_AGE_SECONDS
             path.unlink()
-        return None
+        except OSError:
+            return None  # another kernel took it meanwhile
+        return (found, True) if fresh else None
 
 
 def _outcome(record: dict[str, Any]) -> str:

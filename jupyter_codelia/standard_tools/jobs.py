@@ -96,6 +96,8 @@ class Job:
     full_output_ref: str | None = None
     """The output-cache entry with the whole output, kept when memory had to drop part of it."""
     stop_requested: bool = False
+    record_extra: dict[str, Any] = field(default_factory=dict)
+    """What the starter added to the job's record on disk (see ``JobRegistry.update_record``)."""
     model_cursor: int = 0
     model_image_cursor: int = 0
     reported_end: bool = False
@@ -178,6 +180,7 @@ class JobRegistry:
         self.records = records
         self.output_store = output_store
         self._reported_previous: set[tuple[str, float]] = set()
+        self._kernel_ending = False
 
     def create(
         self, kind: JobKind, title: str, stop_fn: Callable[[], None], *, announce: bool = True
@@ -196,8 +199,7 @@ class JobRegistry:
             self._jobs[job.job_id] = job
         if self.records is not None:
             self.records.save(job.job_id, kind, job.title, job.started_at)
-            records = self.records
-            job.on_finish(lambda ended: records.forget(ended.job_id))
+            job.on_finish(self._forget_record)
         if announce:
             self.announce(job)
         return job
@@ -216,9 +218,10 @@ class JobRegistry:
         return self.records.path_for(job.job_id) if self.records is not None else None
 
     def update_record(self, job: Job, **extra: Any) -> None:
-        """Rewrite ``job``'s record with ``extra`` (a shell job's guard pid, once it runs)."""
+        """Add ``extra`` to ``job``'s record (a shell job's guard, once it runs)."""
         if self.records is not None and job.running:
-            self.records.save(job.job_id, job.kind, job.title, job.started_at, **extra)
+            job.record_extra.update(extra)
+            self.records.save(job.job_id, job.kind, job.title, job.started_at, **job.record_extra)
 
     def announce(self, job: Job) -> None:
         for listener in list(self._listeners):
@@ -257,6 +260,19 @@ class JobRegistry:
     def stop_all(self) -> None:
         for job in self.running():
             job.stop()
+
+    def end_with_the_kernel(self) -> None:
+        """The kernel is exiting: stop every job, and keep the records of those still running
+        so the next kernel says they were stopped (the guards finish the stopping)."""
+        self._kernel_ending = True
+        for job in self.running():
+            if job.kind == "shell":
+                self.update_record(job, state="stopped")
+        self.stop_all()
+
+    def _forget_record(self, job: Job) -> None:
+        if self.records is not None and not self._kernel_ending:
+            self.records.forget(job.job_id)
 
     def previous_lines(self) -> list[str]:
         """The jobs the previous kernel with this id had running, and how each ended."""
