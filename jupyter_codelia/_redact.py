@@ -92,15 +92,17 @@ def _has_mixed_classes(token: str) -> bool:
     )
 
 
-def _pattern_replacer(key: _KeyPattern) -> Callable[[re.Match[str]], str]:
+def _pattern_replacer(key: _KeyPattern, *, after_word: bool) -> Callable[[re.Match[str]], str]:
+    """The replacement for ``key``'s matches; with ``after_word`` the text continues a word
+    (a stream's piece after a word character), so a match at its very start is no token."""
+
     def replace(match: re.Match[str]) -> str:
         text = match.string
         start, end = match.span()
         # Prefixes like "sk-" also occur inside words ("task-", "ask-ant-"): a key must be a
         # whole token. Checked here, not in a lookbehind, which makes the scan 25x slower.
-        if (start > 0 and _is_word_char(text[start - 1])) or (
-            end < len(text) and _is_word_char(text[end])
-        ):
+        word_before = _is_word_char(text[start - 1]) if start > 0 else after_word
+        if word_before or (end < len(text) and _is_word_char(text[end])):
             return match.group(0)
         if key.needs_mixed_classes and not _has_mixed_classes(match.group(0)):
             return match.group(0)
@@ -109,7 +111,12 @@ def _pattern_replacer(key: _KeyPattern) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-_PATTERN_REPLACERS = tuple((key.pattern, _pattern_replacer(key)) for key in _KEY_PATTERNS)
+_PATTERN_REPLACERS = {
+    after_word: tuple(
+        (key.pattern, _pattern_replacer(key, after_word=after_word)) for key in _KEY_PATTERNS
+    )
+    for after_word in (False, True)
+}
 
 
 def _literal_starts(source: str) -> tuple[str, ...]:
@@ -152,7 +159,7 @@ class _Redactor:
             combined=re.compile("|".join(alternatives)),
         )
 
-    def text(self, text: str) -> str:
+    def text(self, text: str, *, after_word: bool = False) -> str:
         if len(text) < MIN_SECRET_LENGTH:
             return text
         if len(text) <= _SMALL_TEXT and self.combined.search(text) is None:
@@ -161,7 +168,7 @@ class _Redactor:
         for secret in self.ordered:
             if secret in redacted:
                 redacted = redacted.replace(secret, REDACTED)
-        for pattern, replacer in _PATTERN_REPLACERS:
+        for pattern, replacer in _PATTERN_REPLACERS[after_word]:
             redacted = pattern.sub(replacer, redacted)
         return redacted
 
@@ -337,6 +344,16 @@ class StreamRedactor:
         self._held = ""
         # Where the run of token characters at the end of ``_held`` starts.
         self._run_start = 0
+        # Whether the text passed on so far ends in a word character: then a key pattern at
+        # the start of the held text is inside a word ("ta" + "sk-ant-...") and no key.
+        self._after_word = False
+
+    def _pass_on(self, text: str, redactor: _Redactor) -> str:
+        if not text:
+            return ""
+        redacted = redactor.text(text, after_word=self._after_word)
+        self._after_word = _is_word_char(text[-1])
+        return redacted
 
     def feed(self, piece: str) -> str:
         if not piece:
@@ -357,34 +374,34 @@ class StreamRedactor:
             return ""
         self._held = held[cut:]
         self._run_start = max(0, self._run_start - cut)
-        return redactor.text(held[:cut])
+        return self._pass_on(held[:cut], redactor)
 
-    def release(self, *, idle: bool = False) -> str:
+    def release(self) -> str:
         """What :meth:`feed` held back that is safe to show now, before the stream goes on.
 
         For a reader that looks at a stream while it pauses (a job's last line on a card): all
         the held text, redacted, except a tail that could still become a secret with the next
-        piece, which stays held: a proper prefix of a known secret, or a run of key characters
-        that begins like a credential (``sk-...``, ``ghp_...``, or a prefix of such a start such
-        as ``gh``). With ``idle`` (the stream has been quiet for a while) a run that is only a
-        prefix of a credential's start (``git``) is released too; prefixes of known secrets
-        never are.
+        piece, which stays held however long the pause: a proper prefix of a known secret, or
+        a run of key characters that begins like a credential (``sk-...``, ``ghp_...``) or
+        could still grow into such a start (``gh``, ``githu``).
         """
         held = self._held
         if not held:
             return ""
         redactor = _current_redactor()
-        cut = min(_secret_start(held, redactor), _key_start(held, idle=idle))
+        cut = min(_secret_start(held, redactor), _key_start(held))
         if cut <= 0:
             return ""
         self._held = held[cut:]
         self._run_start = max(0, self._run_start - cut)
-        return redactor.text(held[:cut])
+        return self._pass_on(held[:cut], redactor)
 
     def flush(self) -> str:
         """The redacted rest of the stream; the redactor is then empty and can be reused."""
         rest, self._held, self._run_start = self._held, "", 0
-        return _current_redactor().text(rest)
+        redacted = self._pass_on(rest, _current_redactor())
+        self._after_word = False
+        return redacted
 
 
 def _safe_cut(text: str, cut: int, redactor: _Redactor) -> int:
@@ -423,7 +440,7 @@ def _secret_start(text: str, redactor: _Redactor) -> int:
     return start
 
 
-def _key_start(text: str, *, idle: bool) -> int:
+def _key_start(text: str) -> int:
     """Where a credential that ``text`` may end in the middle of starts (``len(text)``: none)."""
     run_start = len(text.rstrip(_TOKEN_CHARS))
     floor = max(run_start, len(text) - _LONGEST_KEY)
@@ -433,7 +450,7 @@ def _key_start(text: str, *, idle: bool) -> int:
         if position == run_start or not _is_word_char(text[position - 1]):
             tail = text[position:]
             for start in _KEY_STARTS:
-                if tail.startswith(start) or (not idle and start.startswith(tail)):
+                if tail.startswith(start) or start.startswith(tail):
                     return position
         following = text.find("-", position, len(text) - 1)
         if following == -1:

@@ -220,3 +220,41 @@ def test_stream_redactor_in_tiny_pieces_and_unbounded_token_runs(fake_key: str) 
     emitted = sum(len(stream.feed("x" * 4096)) for _ in range(64))
     assert emitted >= 64 * 4096 - _redact.MAX_TOKEN_RUN - 4096
     assert emitted + len(stream.flush()) == 64 * 4096
+
+
+def test_stream_redactor_release_shows_a_paused_stream_but_never_half_a_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-FAKE-release-0123456789")
+    stream = _redact.StreamRedactor()
+    shown = stream.feed("epoch 3 loss=0.123")
+    # feed() holds back a secret's length; a reader looking while the stream pauses sees all.
+    assert shown + stream.release() == "epoch 3 loss=0.123"
+    # A prefix of a known secret stays held, however short, until the stream goes on.
+    assert stream.feed("\nvalue tok-FAKE-rel") + stream.release() == "\nvalue "
+    assert stream.release() == ""  # held for as long as the pause lasts
+    assert stream.feed("ease-0123456789 ok") + stream.release() == "[REDACTED] ok"
+    # The start of a credential's shape is held too, and so is what could still grow into one
+    # ("gh" could become "ghp_...", "githu" could become "github_pat_...").
+    assert stream.feed(" key ghp_") + stream.release() == " key "
+    assert stream.feed("Ab1" * 12 + " using gh") + stream.release() == "[REDACTED] using "
+    assert stream.feed("oul") + stream.release() == "ghoul"
+    assert stream.flush() == ""
+
+
+def test_stream_redactor_release_at_every_split_keeps_the_whole_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DB_PASSWORD", "correct horse battery")
+    github = "ghp_" + "Ab1" * 12
+    text = f"key {FAKE_KEY}, pw 'correct horse battery' and {github}; task-ant-abcdefghijklmn."
+    whole = redact_secrets(text)
+    for cut in range(len(text) + 1):
+        stream = _redact.StreamRedactor()
+        pieces = [stream.feed(text[:cut]), stream.release()]
+        pieces += [stream.feed(text[cut:]), stream.release(), stream.flush()]
+        assert "".join(pieces) == whole, cut
+        for piece in pieces:
+            assert "sk-ant-api" not in piece and "Ab1Ab1" not in piece, (cut, piece)
+            assert "horse" not in piece and "orse batt" not in piece, (cut, piece)
+            assert "k-ant-api" not in piece and "p_Ab1" not in piece, (cut, piece)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -35,8 +34,6 @@ MAX_JOB_IMAGES = 20
 LAST_LINES = 5
 LINE_VIEW_CHARS = 300
 """A line longer than this shows only its last characters in a job's last lines."""
-IDLE_SECONDS = 1.0
-"""A stream quiet this long releases even a held prefix of a credential's start (``git``)."""
 _FEED_CHARS = 64 * 1024
 # Small committed pieces are joined into the last chunk up to this size, so the chunk list
 # stays short and a read walks few of them.
@@ -54,14 +51,6 @@ class Progress:
     total: str
 
 
-class _Stream:
-    """One source of output (stdout, stderr): its redactor and when it last wrote."""
-
-    def __init__(self) -> None:
-        self.redactor = StreamRedactor()
-        self.last_write = 0.0
-
-
 class JobOutput:
     """Interleaved, masked output text of one job and its images; thread-safe."""
 
@@ -76,7 +65,9 @@ class JobOutput:
         self._dropped_chars = 0
         self._pending: list[tuple[str, str]] = []
         self._pending_chars = 0
-        self._streams: dict[str, _Stream] = {}
+        # One redactor per source (stdout, stderr), so a secret split across two writes of one
+        # stream is masked whole whatever the other stream wrote in between.
+        self._streams: dict[str, StreamRedactor] = {}
         self._images: list[bytes] = []
         self._dropped_images = 0
         self._closed = False
@@ -89,10 +80,8 @@ class JobOutput:
         with self._lock:
             self._pending.append((stream, text))
             self._pending_chars += len(text)
-            source = self._streams.get(stream)
-            if source is None:
-                source = self._streams[stream] = _Stream()
-            source.last_write = time.monotonic()
+            if stream not in self._streams:
+                self._streams[stream] = StreamRedactor()
             if self._pending_chars >= _FEED_CHARS:
                 self._feed_pending()
 
@@ -108,8 +97,8 @@ class JobOutput:
         kept (only when memory dropped part of it). Later writes are still kept in memory."""
         with self._lock:
             self._feed_pending()
-            for source in self._streams.values():
-                self._keep(source.redactor.flush())
+            for redactor in self._streams.values():
+                self._keep(redactor.flush())
             sink, self._sink = self._sink, None
             self._closed = True
         if sink is None:
@@ -132,22 +121,20 @@ class JobOutput:
             if previous is not None and previous != stream:
                 # The other stream's text comes next: show what the last one held that cannot
                 # be the start of a secret, so the order stays as written.
-                self._keep(self._streams[previous].redactor.release())
+                self._keep(self._streams[previous].release())
             piece = (
                 pending[index][1]
                 if end == index + 1
                 else "".join(text for _stream, text in pending[index:end])
             )
-            self._keep(self._streams[stream].redactor.feed(piece))
+            self._keep(self._streams[stream].feed(piece))
             previous, index = stream, end
 
     def _settle(self) -> None:
         """Bring the kept text up to date for a reader."""
         self._feed_pending()
-        now = time.monotonic()
-        for source in self._streams.values():
-            idle = now - source.last_write >= IDLE_SECONDS
-            self._keep(source.redactor.release(idle=idle))
+        for redactor in self._streams.values():
+            self._keep(redactor.release())
 
     def _keep(self, text: str) -> None:
         if not text:

@@ -219,8 +219,8 @@ class JobRegistry:
 
     def update_record(self, job: Job, **extra: Any) -> None:
         """Add ``extra`` to ``job``'s record (a shell job's guard, once it runs)."""
+        job.record_extra.update(extra)
         if self.records is not None and job.running:
-            job.record_extra.update(extra)
             self.records.save(job.job_id, job.kind, job.title, job.started_at, **job.record_extra)
 
     def announce(self, job: Job) -> None:

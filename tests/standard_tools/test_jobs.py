@@ -172,3 +172,203 @@ async def test_long_job_output_is_paged_through_the_output_cache(tmp_path: Path)
     cached = await call({t.name: t for t in tools}, "tool_output_cache", ref_id=ref.group(1),
                         offset=19990, limit=20)  # fmt: skip
     assert "row 20000 of the long job output" in cached  # ... and paged from the cache
+
+
+# --- output: masked as it arrives, bounded, visible ---------------------------------------------
+
+
+def test_a_secret_split_across_writes_is_masked_whatever_comes_between(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JOBS_API_TOKEN", FAKE_TOKEN)
+    for cut in range(1, len(FAKE_TOKEN)):
+        output = JobOutput()
+        reads = [output.since(0)[0]]
+        output.write(f"token {FAKE_TOKEN[:cut]}", "stdout")
+        reads.append(output.since(0)[0])  # a card looking while the stream pauses
+        output.write(" 12%|#  | 12/100\r", "stderr")
+        reads.append(output.since(0)[0])
+        output.write(f"{FAKE_TOKEN[cut:]} done\n", "stdout")
+        reads.append(output.since(0)[0])
+        output.close()
+        reads.append(output.text)
+        for read in reads:
+            for fragment in (FAKE_TOKEN[:cut], FAKE_TOKEN[cut:]):
+                if len(fragment) >= 4:
+                    assert fragment not in read, (cut, read)
+        # The held start of the secret waits for its end; the other stream is not held up.
+        assert output.text == "token  12%|#  | 12/100\r[REDACTED] done\n", cut
+
+
+def test_a_paused_job_shows_its_last_line_at_once() -> None:
+    output = JobOutput()
+    output.write("loading\nepoch 3 loss=0.123")
+    assert output.last_lines() == ["loading", "epoch 3 loss=0.123"]
+    assert output.since(0) == ("loading\nepoch 3 loss=0.123", 0)
+
+
+def test_many_small_writes_are_buffered_and_masked_in_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jupyter_codelia import _redact
+
+    monkeypatch.setenv("JOBS_API_TOKEN", FAKE_TOKEN)
+    feeds: list[int] = []
+    original = _redact.StreamRedactor.feed
+
+    def counted(self: _redact.StreamRedactor, piece: str) -> str:
+        feeds.append(len(piece))
+        return original(self, piece)
+
+    monkeypatch.setattr(_redact.StreamRedactor, "feed", counted)
+    output = JobOutput()
+    for index in range(100_000):
+        output.write(f"{index} {FAKE_TOKEN}" if index % 1000 == 0 else str(index))
+        output.write("\n")
+    text, _lost = output.since(0)
+    assert FAKE_TOKEN not in text and text.count("[REDACTED]") == 100
+    assert text.endswith("99998\n99999\n")
+    # 200,000 writes, masked in a few dozen batches: nothing is scanned per write.
+    assert len(feeds) <= sum(feeds) // (64 * 1024) + 2
+
+
+def test_endless_output_without_newlines_stays_bounded_and_its_end_visible() -> None:
+    from jupyter_codelia.standard_tools import jobs
+
+    output = JobOutput()
+    piece = "x" * 1_000_000
+    for _ in range(10):
+        output.write(piece)
+    output.write("...THE-END")
+    assert output.tail(10) == "...THE-END"
+    assert output.end == 10_000_010
+    assert len(output.text) == jobs.MAX_JOB_OUTPUT_CHARS
+    assert output.last_lines() == ["…" + ("x" * 290) + "...THE-END"]
+
+
+# --- shell jobs under their guard --------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_shell_job_printing_without_newlines_shows_its_end_and_keeps_all_in_the_cache(
+    tmp_path: Path,
+) -> None:
+    from jupyter_codelia.cache import ToolOutputCacheStore
+
+    store = ToolOutputCacheStore(tmp_path / "cache", max_entry_bytes=8_000_000)
+    registry = JobRegistry(output_store=lambda: store)
+    tools = {
+        t.name: t
+        for t in standard_tools(tmp_path, output_store=store, include_web=False, jobs=registry)
+    }
+    tag = marker()
+    command = f"head -c 30000000 /dev/zero | tr '\\0' x; printf 'END-OF-LINE'; sleep {tag}"
+    started = await call(tools, "shell", command=command, background=True)
+    job = registry.get(started["job_id"])
+    await wait_until(lambda: job.output.tail(11) == "END-OF-LINE", "the end of the line", 60)
+    read = await call(tools, "job_output", job_id=job.job_id, tail_lines=1)
+    assert read.rstrip().endswith("xxxxEND-OF-LINE")
+    assert "earlier characters were dropped from memory; the whole output goes to the " in read
+    assert len(job.output.text) <= 2_000_000
+    stopped = await call(tools, "job_stop", job_id=job.job_id)
+    assert f"{job.job_id} [shell] stopped" in stopped
+    assert job.full_output_ref is not None
+    again = await call(tools, "job_output", job_id=job.job_id, since="start", tail_lines=1)
+    ref = job.full_output_ref
+    assert f'the whole output is in the output cache: tool_output_cache({{"ref_id": "{ref}"}})' in (
+        again
+    )
+    assert store.get_entry(ref).size_bytes <= 8_000_000 + 1000  # within the per-entry cap
+    assert "bytes dropped from the middle" in store.grep(ref, "bytes dropped from the middle")
+    # Its head, the note, and the tail window that ends with the last characters written.
+    assert "match at line 3 " in store.grep(ref, "END-OF-LINE")
+
+
+HOST = """
+import sys, time
+from pathlib import Path
+from jupyter_codelia.standard_tools.jobs import JobRecords, JobRegistry, start_shell_job
+registry = JobRegistry(records=JobRecords(lambda: Path(sys.argv[1])))
+for command in sys.argv[2:]:
+    start_shell_job(registry, command, ".", dict(__import__("os").environ), "/bin/bash")
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def test_jobs_end_when_their_host_is_killed_and_the_next_one_says_so(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from jupyter_codelia.standard_tools.jobs import JobRecords
+
+    tag = marker()
+    commands = [
+        f"trap '' TERM; sleep {tag}; echo never",
+        f"(setsid sleep {tag} &); sleep {tag}",
+        f"setsid sleep {tag} & sleep {tag} & wait",
+    ]
+    records = tmp_path / "records"
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, str(records), *commands], stdout=subprocess.PIPE
+    )
+    assert host.stdout is not None and host.stdout.readline() == b"started\n"
+    deadline = time.monotonic() + 20
+    while len(live_processes(tag)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(live_processes(tag)) >= 6
+    assert len(list(records.glob("*.json"))) == 3
+    os.kill(host.pid, signal.SIGKILL)
+    host.wait()
+    deadline = time.monotonic() + 30
+    while live_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert live_processes(tag) == []
+    previous = JobRecords(lambda: records).previous()
+    assert sorted(job.job_id for job in previous) == ["job-1", "job-2", "job-3"]
+    assert {job.outcome for job in previous} == {
+        "stopped when the kernel ended (its processes got SIGTERM, then SIGKILL)"
+    }
+    assert list(records.glob("*.json")) == []  # reported once, then forgotten
+
+
+@pytest.mark.asyncio
+async def test_job_stop_reaches_setsid_children_and_a_job_lasts_as_long_as_its_processes(
+    tmp_path: Path,
+) -> None:
+    registry, tools = job_tools_for(tmp_path)
+    tag = marker()
+    escaped = await call(
+        tools, "shell", command=f"setsid sleep {tag} & sleep {tag} & exit 0", background=True
+    )
+    job = registry.get(escaped["job_id"])
+    await wait_until(lambda: job.note is not None, "the command's exit with children left", 30)
+    assert job.running
+    listed = await call(tools, "job_list")
+    assert "note: its command exited (exit code 0); processes it started are still running" in (
+        listed
+    )
+    assert len(live_processes(tag)) == 3  # its guard (the command is its argument) and two
+    stopped = await call(tools, "job_stop", job_id=job.job_id)
+    assert f"{job.job_id} [shell] stopped" in stopped
+    assert live_processes(tag) == []
+
+
+@pytest.mark.asyncio
+async def test_a_killed_guard_ends_the_job_and_says_so(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    registry, tools = job_tools_for(tmp_path)
+    tag = marker()
+    started = await call(tools, "shell", command=f"sleep {tag}", background=True)
+    job = registry.get(started["job_id"])
+    await wait_until(lambda: len(live_processes(tag)) == 2, "the guard and the command to run")
+    os.kill(job.record_extra["guard_pid"], signal.SIGKILL)
+    await wait_until(job.done.is_set, "the job to end with its guard")
+    assert job.state == "failed"
+    assert job.summary == "its guard process ended unexpectedly (terminated by SIGKILL)"
+    await wait_until(lambda: not live_processes(tag), "the command to die with its guard")
