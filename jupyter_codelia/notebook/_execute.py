@@ -36,11 +36,41 @@ _INHERITED = "_codelia_capture"
 
 
 class ExecutionAbandoned(Exception):  # noqa: N818 - injected into the worker, not an error class
-    """Raised inside the tool's thread when its timeout passes or the run is cancelled."""
+    """Raised inside the tool's thread when its timeout passes or the run is cancelled.
+
+    Made in that thread when it is raised there, so making one records that the stop arrived
+    (code that catches it and runs on can be told from code stuck in native code).
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        _delivered.add(threading.get_ident())
+
+
+_delivered: set[int] = set()
+
+
+class WriteBuffer(Protocol):
+    """Writes of one thread kept for a forward without a lock or a call per write.
+
+    ``items`` takes ``str`` (stdout) and 1-tuples ``(text,)`` (stderr); the owner takes them in
+    order when it is read and on :meth:`spill`; :meth:`retire` takes the rest when the thread
+    stops writing here.
+    """
+
+    items: list[Any]
+
+    def spill(self) -> None: ...
+
+    def retire(self) -> None: ...
 
 
 class CaptureForward(Protocol):
     """Where a capture's output goes once a background job owns the snippet."""
+
+    def buffered(self) -> WriteBuffer | None:
+        """A buffer for the capturing thread's writes (None: every write goes to write())."""
+        ...
 
     def write(self, stream: str, text: str) -> None: ...
 
@@ -93,11 +123,15 @@ class Capture:
         forward.display(data)
 
     def write(self, stream: str, text: str) -> None:
-        with self._lock:
-            forward = self.forward
-            if forward is None:
-                self._keep(stream, text)
-                return
+        # Once adopted, every write goes on without the lock: ``forward`` is set only once,
+        # and a job's output can take a hundred thousand small prints a second.
+        forward = self.forward
+        if forward is None:
+            with self._lock:
+                forward = self.forward
+                if forward is None:
+                    self._keep(stream, text)
+                    return
         forward.write(stream, text)
 
     def _keep(self, stream: str, text: str) -> None:
@@ -117,6 +151,13 @@ class Capture:
             self.stderr_chars += len(text)
 
 
+#: Spill a thread's buffered writes to their owner after this many.
+SPILL_WRITES = 2048
+# The write buffers of capturing threads whose capture a job owns, by thread id: set and
+# removed by the thread itself (inside ``_routed``), so a reused thread id never finds one.
+_buffers: dict[int, WriteBuffer] = {}
+
+
 class _RoutedStream(io.TextIOBase):
     """Sends writes from registered threads to their Capture, everything else to ``original``."""
 
@@ -124,12 +165,31 @@ class _RoutedStream(io.TextIOBase):
         super().__init__()
         self.original = original
         self.name = name
+        self._stdout = name == "stdout"
         self.routes: dict[int, Capture] = {}
 
     def write(self, text: str) -> int:
-        capture = _route(self.routes)
+        # The fast path, for a job's thread: one append (print makes several writes per call,
+        # and a job may print a hundred thousand lines).
+        buffer = _buffers.get(threading.get_ident())
+        if buffer is not None:
+            items = buffer.items
+            items.append(text if self._stdout else (text,))
+            if len(items) >= SPILL_WRITES:
+                buffer.spill()
+            return len(text)
+        ident = threading.get_ident()
+        capture = self.routes.get(ident)
         if capture is None:
-            return int(self.original.write(text) or 0)
+            capture = _inherited()
+            if capture is None:
+                return int(self.original.write(text) or 0)
+        elif capture.forward is not None:
+            buffer = capture.forward.buffered()
+            if buffer is not None:
+                _buffers[ident] = buffer
+                buffer.items.append(text if self._stdout else (text,))
+                return len(text)
         capture.write(self.name, str(text))
         return len(text)
 
@@ -159,6 +219,9 @@ class _RoutedDisplayPublisher:
         if capture is None:
             self.original.publish(data, metadata, *args, **kw)
             return
+        buffer = _buffers.get(threading.get_ident())
+        if buffer is not None:
+            buffer.spill()  # what it printed before the display comes before it
         capture.display(data)
 
     def clear_output(self, *args: Any, **kw: Any) -> None:
@@ -172,10 +235,14 @@ class _RoutedDisplayPublisher:
 def _route(routes: dict[int, Capture]) -> Capture | None:
     """The capture of the current thread, or of the capturing thread that started it."""
     capture = routes.get(threading.get_ident())
-    if capture is None:
-        capture = getattr(threading.current_thread(), _INHERITED, None)
-        if capture is not None and capture.ended and capture.forward is None:
-            return None  # a foreground call that returned: its leftovers print as before
+    return capture if capture is not None else _inherited()
+
+
+def _inherited() -> Capture | None:
+    """The capture handed to the current thread by the capturing thread that started it."""
+    capture: Capture | None = getattr(threading.current_thread(), _INHERITED, None)
+    if capture is not None and capture.ended and capture.forward is None:
+        return None  # a foreground call that returned: its leftovers print as before
     return capture
 
 
@@ -225,6 +292,9 @@ def _routed(capture: Capture, shell: Any) -> Iterator[None]:
     try:
         yield
     finally:
+        buffer = _buffers.pop(ident, None)
+        if buffer is not None:
+            buffer.retire()
         with _routing_lock:
             stdout.routes.pop(ident, None)
             stderr.routes.pop(ident, None)
@@ -334,7 +404,15 @@ def start_thread(
 def stop_thread(capture: Capture) -> None:
     """Ask the code running into ``capture`` to stop at its next Python step."""
     if capture.thread is not None:
+        if capture.thread.ident is not None:
+            _delivered.discard(capture.thread.ident)
         _inject(capture.thread)
+
+
+def stop_arrived(capture: Capture) -> bool:
+    """Whether the last :func:`stop_thread` reached the code (it may have caught it)."""
+    thread = capture.thread
+    return thread is not None and thread.ident in _delivered
 
 
 async def run_code(

@@ -26,7 +26,15 @@ from .._redact import redact_secrets
 from ..standard_tools.jobs import Job, JobRegistry, png_of_display
 from ..wire import JobProgress, JobUpdated, JobView
 from . import _describe
-from ._execute import MAX_STREAM_CHARS, SNIPPET_FILENAME_PREFIX, Capture, start_thread, stop_thread
+from ._execute import (
+    MAX_STREAM_CHARS,
+    SNIPPET_FILENAME_PREFIX,
+    Capture,
+    WriteBuffer,
+    start_thread,
+    stop_arrived,
+    stop_thread,
+)
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
@@ -44,6 +52,9 @@ class _JobForward:
     def __init__(self, job: Job, format_value: Any) -> None:
         self.job = job
         self.format_value = format_value
+
+    def buffered(self) -> WriteBuffer:
+        return self.job.output.buffer()
 
     def write(self, stream: str, text: str) -> None:
         self.job.write(text, stream)
@@ -90,13 +101,11 @@ class _PythonStop:
         job, thread = self.job, self.capture.thread
         if job is None or thread is None or job.done.is_set() or thread.ident is None:
             return
-        first = _innermost(thread.ident)
-        time.sleep(0.2)
-        second = _innermost(thread.ident)
-        if job.done.is_set() or second is None:
+        frame = sys._current_frames().get(thread.ident)
+        if job.done.is_set() or frame is None:
             return
-        where = _where(second)
-        if first is not None and first[:2] == second[:2]:
+        where = redact_secrets(_where(frame))  # the line may hold a token
+        if not stop_arrived(self.capture):
             job.note = (
                 f"did not stop: it is inside native code ({where}), which Python cannot "
                 "interrupt from another thread. It stops by itself as soon as that call "
@@ -112,17 +121,8 @@ class _PythonStop:
             )
 
 
-def _innermost(ident: int) -> tuple[int, int, Any] | None:
-    """(frame id, instruction offset, frame) of the innermost Python frame of a thread."""
-    frame = sys._current_frames().get(ident)
-    if frame is None:
-        return None
-    return id(frame), frame.f_lasti, frame
-
-
-def _where(sample: tuple[int, int, Any]) -> str:
+def _where(frame: Any) -> str:
     """The job's line that is running, and the library call below it if there is one."""
-    frame = sample[2]
     innermost = frame
     job_frame = None
     while frame is not None:

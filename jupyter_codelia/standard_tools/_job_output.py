@@ -24,6 +24,7 @@ import re
 import threading
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from .._redact import StreamRedactor
 from ..cache.protocol import OutputWriter
@@ -68,6 +69,7 @@ class JobOutput:
         # One redactor per source (stdout, stderr), so a secret split across two writes of one
         # stream is masked whole whatever the other stream wrote in between.
         self._streams: dict[str, StreamRedactor] = {}
+        self._buffers: list[_WriteBuffer] = []
         self._images: list[bytes] = []
         self._dropped_images = 0
         self._closed = False
@@ -85,6 +87,42 @@ class JobOutput:
             if self._pending_chars >= _FEED_CHARS:
                 self._feed_pending()
 
+    def buffer(self) -> _WriteBuffer:
+        """A buffer one writer thread appends its writes to without locking (see
+        ``_WriteBuffer``); taken in order at every read."""
+        buffer = _WriteBuffer(self)
+        with self._lock:
+            self._buffers.append(buffer)
+        return buffer
+
+    def _absorb(self, buffer: _WriteBuffer, *, retire: bool = False) -> None:
+        with self._lock:
+            self._take(buffer)
+            if retire and buffer in self._buffers:
+                self._buffers.remove(buffer)
+            if self._pending_chars >= _FEED_CHARS:
+                self._feed_pending()
+
+    def _take(self, buffer: _WriteBuffer) -> None:
+        """Move what ``buffer`` holds into the pending writes (its writer may append meanwhile:
+        only the items counted here are taken)."""
+        items = buffer.items
+        count = len(items)
+        if not count:
+            return
+        taken = items[:count]
+        del items[:count]
+        if set(map(type, taken)) == {str}:  # stdout only, the usual case: one join in C
+            text = "".join(taken)
+            self._pending.append(("stdout", text))
+            self._pending_chars += len(text)
+            return
+        for item in taken:
+            stream, text = ("stdout", item) if type(item) is str else ("stderr", item[0])
+            text = text if type(text) is str else str(text)
+            self._pending.append((stream, text))
+            self._pending_chars += len(text)
+
     def add_image(self, png: bytes) -> None:
         with self._lock:
             self._images.append(png)
@@ -96,6 +134,8 @@ class JobOutput:
         """Mask and keep everything still held; the full output's cache ref id, if one was
         kept (only when memory dropped part of it). Later writes are still kept in memory."""
         with self._lock:
+            for buffer in self._buffers:
+                self._take(buffer)
             self._feed_pending()
             for redactor in self._streams.values():
                 self._keep(redactor.flush())
@@ -127,11 +167,16 @@ class JobOutput:
                 if end == index + 1
                 else "".join(text for _stream, text in pending[index:end])
             )
-            self._keep(self._streams[stream].feed(piece))
+            redactor = self._streams.get(stream)
+            if redactor is None:
+                redactor = self._streams[stream] = StreamRedactor()
+            self._keep(redactor.feed(piece))
             previous, index = stream, end
 
     def _settle(self) -> None:
         """Bring the kept text up to date for a reader."""
+        for buffer in self._buffers:
+            self._take(buffer)
         self._feed_pending()
         for redactor in self._streams.values():
             self._keep(redactor.release())
@@ -231,6 +276,23 @@ class JobOutput:
         return Progress(
             percent=min(100, int(last.group(1))), done=last.group(2), total=last.group(3)
         )
+
+
+class _WriteBuffer:
+    """Writes of one thread: ``items`` takes ``str`` (stdout) and 1-tuples ``(text,)``
+    (stderr) with a plain append, so a print costs no call and no lock; the output takes them
+    at each read, on :meth:`spill` (the writer's, every few thousand writes) and on
+    :meth:`retire` (the writer stops)."""
+
+    def __init__(self, output: JobOutput) -> None:
+        self.items: list[Any] = []
+        self._output = output
+
+    def spill(self) -> None:
+        self._output._absorb(self)
+
+    def retire(self) -> None:
+        self._output._absorb(self, retire=True)
 
 
 def _rows(text: str) -> list[str]:

@@ -347,3 +347,41 @@ def test_job_images_reach_the_model_and_bad_subcommands_explain_themselves(
             failed = kernel.execute(line)
             assert failed.status == "error", line
             assert failed.reply["content"]["evalue"].startswith(message), failed.reply["content"]
+
+
+def test_a_python_job_in_native_code_says_plainly_why_it_does_not_stop(start_kernel: Any) -> None:
+    napping = "import time\nprint('napping', flush=True)\ntime.sleep(12)\nprint('woke up')\n"
+    stubborn = (
+        "import time\n"
+        "while True:\n"
+        "    try:\n"
+        "        time.sleep(0.05)\n"
+        "    except BaseException:\n"
+        "        pass\n"
+    )
+    script = [
+        reply(
+            tool_use("python", {"code": napping, "background": True}),
+            tool_use("python", {"code": stubborn, "background": True}),
+        ),
+        reply(tool_use("job_stop", {"job_id": "job-1"}), tool_use("job_stop", {"job_id": "job-2"})),
+        reply(tool_use("job_wait", {"job_id": "job-1", "timeout_seconds": 60})),
+        reply(text("The nap ended.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%%codelia --approval-mode full-access\nnap, then stop")
+        assert run.status == "ok", run.reply["content"]
+        _started, _started_2, napped, caught, waited = _tool_results(server)
+        assert "[stop] did not stop: it is inside native code (line 3 of the job: " in napped
+        assert "`time.sleep(12)`), which Python cannot interrupt from another thread" in napped
+        assert "to end it now, restart the kernel" in napped
+        assert "job-1 [python] running" in napped
+        assert "[stop] did not stop: its code caught the stop and runs on (line " in caught
+        # The stop stays requested: the nap ends at its next Python step, not after it.
+        assert "job-1 [python] stopped" in waited
+        assert "woke up" not in waited
+        listed = kernel.execute("%codelia jobs").stream_text()
+        assert "job-2 [python] running" in listed
+        assert "note: did not stop: its code caught the stop" in listed
