@@ -156,6 +156,8 @@ SPILL_WRITES = 2048
 # The write buffers of capturing threads whose capture a job owns, by thread id: set and
 # removed by the thread itself (inside ``_routed``), so a reused thread id never finds one.
 _buffers: dict[int, WriteBuffer] = {}
+_buffer_of = _buffers.get
+_thread_id = threading.get_ident
 
 
 class _RoutedStream(io.TextIOBase):
@@ -171,7 +173,7 @@ class _RoutedStream(io.TextIOBase):
     def write(self, text: str) -> int:
         # The fast path, for a job's thread: one append (print makes several writes per call,
         # and a job may print a hundred thousand lines).
-        buffer = _buffers.get(threading.get_ident())
+        buffer = _buffer_of(_thread_id())
         if buffer is not None:
             items = buffer.items
             items.append(text if self._stdout else (text,))
