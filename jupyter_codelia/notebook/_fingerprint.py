@@ -2,9 +2,10 @@
 
 :func:`fingerprint` returns a *mark*, a tuple compared with ``==``, for the kinds of object undo
 tracks; None for values that cannot be changed in place (numbers, strings, tuples, modules,
-functions, classes); and raises :class:`NotTrackable`, with the reason, for everything else:
-other objects (a fitted model, a figure: only rebinding their name is seen), containers over
-``CONTAINER_LIMIT`` items, and a fingerprint that passes its deadline (:class:`OutOfTime`).
+functions, classes); and raises :class:`NotTrackableError`, with the reason, for everything
+else: other objects (a fitted model, a figure: only rebinding their name is seen), containers
+over ``CONTAINER_LIMIT`` items, and a fingerprint that passes its deadline
+(:class:`FingerprintTimeoutError`).
 
 What a mark compares:
 
@@ -79,11 +80,11 @@ _IMMUTABLE: tuple[type, ...] = (
 )
 
 
-class NotTrackable(CodeliaError):
+class NotTrackableError(CodeliaError):
     """An object whose in-place changes undo cannot see; the message says why, for the report."""
 
 
-class OutOfTime(NotTrackable):
+class FingerprintTimeoutError(NotTrackableError):
     """A fingerprint passed its deadline."""
 
 
@@ -118,14 +119,14 @@ class RefSet(Refs):
             and set(map(id, self.items)) == set(map(id, other.items))
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 def fingerprint(value: Any, deadline: float | None = None) -> Mark | None:
     """A mark that changes when ``value`` is changed in place; None: it cannot be.
 
-    Raises :class:`NotTrackable` (the reason in its message) for objects whose changes cannot
-    be seen, and :class:`OutOfTime` once ``time.monotonic()`` passes ``deadline``.
+    Raises :class:`NotTrackableError` (the reason in its message) for objects whose changes cannot
+    be seen, and :class:`FingerprintTimeoutError` once ``time.monotonic()`` passes ``deadline``.
     """
     if _describe.is_dataframe(value) or _describe.is_series(value):
         return _frame_mark(value, deadline)
@@ -140,11 +141,11 @@ def fingerprint(value: Any, deadline: float | None = None) -> Mark | None:
         return ("set", RefSet(tuple(set.__iter__(_within_limit(value, set.__len__(value))))))
     if isinstance(value, bytearray):
         if bytearray.__len__(value) > BYTEARRAY_LIMIT:
-            raise NotTrackable(f"over {_describe.human_bytes(BYTEARRAY_LIMIT)}, too large")
+            raise NotTrackableError(f"over {_describe.human_bytes(BYTEARRAY_LIMIT)}, too large")
         return ("bytearray", hash(bytes(value)))
     if cannot_change(value):
         return None
-    raise NotTrackable("changes made inside it are not seen, only rebinding the name")
+    raise NotTrackableError("changes made inside it are not seen, only rebinding the name")
 
 
 def cannot_change(value: Any) -> bool:
@@ -159,13 +160,13 @@ def cannot_change(value: Any) -> bool:
 
 def _within_limit(value: Any, length: int) -> Any:
     if length > CONTAINER_LIMIT:
-        raise NotTrackable(f"over {CONTAINER_LIMIT:,} items, too large to fingerprint")
+        raise NotTrackableError(f"over {CONTAINER_LIMIT:,} items, too large to fingerprint")
     return value
 
 
 def check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
-        raise OutOfTime("too large/slow to fingerprint in its time budget")
+        raise FingerprintTimeoutError("too large/slow to fingerprint in its time budget")
 
 
 def _positions(length: int, count: int) -> Any:
@@ -176,7 +177,7 @@ def _positions(length: int, count: int) -> Any:
 def _frame_mark(frame: Any, deadline: float | None) -> Mark:
     blocks = getattr(getattr(frame, "_mgr", None), "blocks", None)
     if not isinstance(blocks, tuple):
-        raise NotTrackable("this pandas version keeps frames in a layout undo does not know")
+        raise NotTrackableError("this pandas version keeps frames in a layout undo does not know")
     numpy = sys.modules["numpy"]
     is_frame = _describe.is_dataframe(frame)
     axes = (frame.index, frame.columns) if is_frame else (frame.index,)
@@ -223,7 +224,9 @@ def _extension_mark(values: Any, *, exact: bool) -> Mark:
     """Extension arrays by value: their items are fresh scalars each time they are read."""
     numpy = sys.modules["numpy"]
     length = len(values)
-    sample = values if exact or length <= SAMPLE_CELLS else values.take(_positions(length, SAMPLE_CELLS))
+    sample = (
+        values if exact or length <= SAMPLE_CELLS else values.take(_positions(length, SAMPLE_CELLS))
+    )
     missing = numpy.asarray(sample.isna(), dtype=bool)
     items = numpy.asarray(sample, dtype=object).tolist()
     key = tuple(_NA if gone else item for item, gone in zip(items, missing.tolist(), strict=True))

@@ -41,7 +41,13 @@ from .._text import describe_exc
 from ..errors import CodeliaError
 from . import _describe
 from ._execute import UNFINISHED, StepFailed, run_steps
-from ._fingerprint import Mark, NotTrackable, OutOfTime, fingerprint, shallow_size
+from ._fingerprint import (
+    FingerprintTimeoutError,
+    Mark,
+    NotTrackableError,
+    fingerprint,
+    shallow_size,
+)
 
 COPY_BUDGET_BYTES = 100 * 1024 * 1024
 """Copies kept per run for restoring in-place changes; larger objects are not copied."""
@@ -279,7 +285,9 @@ class NamespaceUndo:
             left -= size
             return _Copy(kept, kept_mark, size)
 
-        copies = await run_steps([_bound(copy_one, e) for e in entries], seconds, name="codelia-undo")
+        copies = await run_steps(
+            [_bound(copy_one, e) for e in entries], seconds, name="codelia-undo"
+        )
         for entry, outcome in zip(entries, copies, strict=True):
             if isinstance(outcome, _Copy):
                 entry.kept, entry.kept_mark, entry.copy_note = (
@@ -447,7 +455,7 @@ def _put_back(obj: Any, mutations: list[Mutation]) -> _Contents:
 def _mark_or_none(value: Any) -> Mark | None:
     try:
         return fingerprint(value)
-    except NotTrackable:
+    except NotTrackableError:
         return None
 
 
@@ -496,9 +504,9 @@ def _mutation_of(mutations: dict[int, Mutation], value: Any) -> Mutation | None:
 def _problem(outcome: Any, seconds: float, doing: str) -> str | None:
     """Why a fingerprint step gave no mark (``doing`` names the step), or None when it did."""
     error = outcome.error if isinstance(outcome, StepFailed) else None
-    if outcome is UNFINISHED or isinstance(error, OutOfTime):
+    if outcome is UNFINISHED or isinstance(error, FingerprintTimeoutError):
         return f"too large/slow: {doing} took over the {_ms(seconds)} budget"
-    if isinstance(error, NotTrackable):
+    if isinstance(error, NotTrackableError):
         return str(error)
     if error is not None:
         return f"{doing} failed ({_reason(error)})"
@@ -564,7 +572,7 @@ def names_in(code: str) -> set[str]:
     return found
 
 
-_SIZED = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
+_SIZED: tuple[Any, ...] = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
 
 
 def describe(value: Any) -> str:

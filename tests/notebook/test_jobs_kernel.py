@@ -220,6 +220,69 @@ def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any
         assert kernel.execute("print(keep)").stream_text().strip() == "old"
 
 
+SLOW_ARRAY = (
+    "import threading\n"
+    "class Slow(np.ndarray):\n"
+    "    @property\n"
+    "    def __array_interface__(self):  # what a fingerprint reads: blocks for 30 s\n"
+    "        threading.Event().wait(30)\n"
+    "        return super().__array_interface__\n"
+    "slow = np.zeros(3).view(Slow)\n"
+)
+
+
+def test_undo_of_a_run_in_a_real_kernel_is_exact_and_a_slow_object_does_not_stall_it(
+    start_kernel: Any,
+) -> None:
+    script = [
+        reply(tool_use("python", {"code": "df.loc[0, 'a'] = 10\nitems.append(2)"})),
+        reply(tool_use("python", {"code": "df.loc[1, 'a'] = 20\narr[0] = 5"})),
+        reply(tool_use("python", {"code": "slow.shape", "timeout_seconds": 1})),
+        reply(text("Done.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        setup = kernel.execute(
+            "import numpy as np, pandas as pd\n"
+            "df = pd.DataFrame({'a': [1, 2, 3]})\n"
+            "items = [1]\n"
+            "also = items\n"
+            "arr = np.zeros(3)\n" + SLOW_ARRAY
+        )
+        assert setup.status == "ok", setup.reply["content"]
+        run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
+        assert run.status == "ok", run.reply["content"]
+        first, second, slow = _tool_results(server)
+        assert "changed in place: df (DataFrame 3x1, copy kept), items (list len 2, copy kept)" in (
+            first
+        )
+        assert "changed in place: arr (ndarray 3, copy kept), df (DataFrame 3x1, copy kept)" in (
+            second
+        )
+        # The fingerprint gave up on slow within its budget: the call ran and says so.
+        assert "[result]\n(3,)" in slow
+        assert (
+            "[not tracked for undo]\nslow (Slow 3): too large/slow: fingerprinting it took over "
+            "the 50 ms budget"
+        ) in slow
+        kernel.execute("arr.flags.writeable = False")
+        undone = kernel.execute("%codelia undo")
+        assert undone.status == "ok", undone.reply["content"]
+        out = undone.stream_text()
+        assert "not restored" not in out
+        assert "restored: df (now the copy kept before the call; other references" in out
+        assert "restored: items (contents put back in place)" in out
+        assert (
+            "restored: arr (now the copy kept before the call, since putting it back in place "
+            "failed (ValueError: assignment destination is read-only)"
+        ) in out
+        check = kernel.execute("print(df['a'].tolist(), items, also, arr.tolist())")
+        assert check.stream_text().strip() == "[1, 2, 3] [1] [1] [0.0, 0.0, 0.0]"
+        again = kernel.execute("%codelia undo")
+        assert "Nothing to undo for the last run" in again.reply["content"]["evalue"]
+
+
 def test_shell_jobs_end_when_the_kernel_shuts_down(start_kernel: Any) -> None:
     import uuid
 
