@@ -53,6 +53,7 @@ SAMPLE_COLUMNS = 64
 CONTAINER_LIMIT = 100_000
 """Lists, dicts and sets with more items are not fingerprinted (the mark holds every item)."""
 BYTEARRAY_LIMIT = 64 * 1024 * 1024
+_CONTAINERS = (list, dict, set, bytearray)
 
 Mark = tuple[Any, ...]
 
@@ -148,6 +149,27 @@ def fingerprint(value: Any, deadline: float | None = None) -> Mark | None:
     raise NotTrackableError("changes made inside it are not seen, only rebinding the name")
 
 
+def runs_no_user_code(value: Any) -> bool:
+    """True when fingerprinting and copying ``value`` runs only numpy's, pandas' and Python's
+    own code (exact built-in and library types, or kinds not fingerprinted at all): safe to do
+    inline, its time bounded by the sizes and the deadline checks."""
+    kind = type(value)
+    if kind in (list, dict, set, bytearray):
+        return True
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and kind is numpy.ndarray:
+        return True
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and kind in (pandas.DataFrame, pandas.Series):
+        # Extension columns may be a third party's code, or categories of the user's objects.
+        blocks = getattr(getattr(value, "_mgr", None), "blocks", None)
+        return isinstance(blocks, tuple) and all(
+            _describe.is_ndarray(block.values) for block in blocks
+        )
+    tracked = _describe.is_dataframe(value) or _describe.is_series(value)
+    return not (tracked or _describe.is_ndarray(value) or isinstance(value, _CONTAINERS))
+
+
 def cannot_change(value: Any) -> bool:
     """Immutable values and code (functions, classes, modules): nothing to track in place."""
     if isinstance(value, _IMMUTABLE) or inspect.isroutine(value):
@@ -170,8 +192,12 @@ def check_deadline(deadline: float | None) -> None:
 
 
 def _positions(length: int, count: int) -> Any:
+    """``count`` positions spread evenly over ``length`` (all of them when fewer), first and last
+    included; distinct, since with ``length >= count`` the steps are at least one apart."""
     numpy = sys.modules["numpy"]
-    return numpy.unique(numpy.linspace(0, max(length - 1, 0), count).astype(numpy.int64))
+    if length <= count:
+        return numpy.arange(length, dtype=numpy.int64)
+    return numpy.linspace(0, length - 1, count).astype(numpy.int64)
 
 
 def _frame_mark(frame: Any, deadline: float | None) -> Mark:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import itertools
 import operator
 import time
@@ -46,6 +47,7 @@ from ._fingerprint import (
     Mark,
     NotTrackableError,
     fingerprint,
+    runs_no_user_code,
     shallow_size,
 )
 
@@ -57,6 +59,9 @@ FINGERPRINT_SHARE = 0.05
 ``FINGERPRINT_SECONDS``, whichever is larger; before the code its running time is not known."""
 COPY_SECONDS = 1.0
 COPY_SHARE = 0.25
+INLINE_COPY_BYTES = 1024 * 1024
+"""Copies up to this size of types that run no user code are made on the loop (a thread would
+cost more); bigger ones on the worker thread, so the loop is never held up for long."""
 """Copying before a call may take ``COPY_SECONDS``, at most this share of the call's timeout."""
 KEPT_RUNS = 3
 """Runs whose records (and so old values and copies) are kept for undo."""
@@ -217,9 +222,7 @@ class NamespaceUndo:
                 return now, None
             return now, fingerprint(entry.kept, deadline)  # did the copy change along?
 
-        checks = await run_steps(
-            [_bound(check, entry) for entry in snapshot.entries], seconds, name="codelia-undo"
-        )
+        checks = await _run_each(snapshot.entries, check, deadline)
         mutations: dict[int, Mutation] = {}
         untracked = list(snapshot.untracked)
         for entry, outcome in zip(snapshot.entries, checks, strict=True):
@@ -256,8 +259,7 @@ class NamespaceUndo:
     async def _fingerprint_all(self, entries: list[_Entry], seconds: float) -> list[Any]:
         """Per entry: its mark, None (nothing to track) or why it is not tracked."""
         deadline = time.monotonic() + seconds
-        steps = [_bound(fingerprint, entry.obj, deadline) for entry in entries]
-        outcomes = await run_steps(steps, seconds, name="codelia-undo")
+        outcomes = await _run_each(entries, lambda e: fingerprint(e.obj, deadline), deadline)
         problems = [_problem(outcome, seconds, "fingerprinting it") for outcome in outcomes]
         return [o if p is None else p for o, p in zip(outcomes, problems, strict=True)]
 
@@ -285,9 +287,14 @@ class NamespaceUndo:
             left -= size
             return _Copy(kept, kept_mark, size)
 
-        copies = await run_steps(
-            [_bound(copy_one, e) for e in entries], seconds, name="codelia-undo"
-        )
+        def quick(entry: _Entry) -> bool:
+            # Small copies, and refusals over the budget, of types that run no user code.
+            if not runs_no_user_code(entry.obj):
+                return False
+            size = shallow_size(entry.obj)
+            return size <= INLINE_COPY_BYTES or size > left
+
+        copies = await _run_each(entries, copy_one, deadline, inline=quick)
         for entry, outcome in zip(entries, copies, strict=True):
             if isinstance(outcome, _Copy):
                 entry.kept, entry.kept_mark, entry.copy_note = (
@@ -517,8 +524,40 @@ def _untracked(entry: _Entry, reason: str) -> list[Untracked]:
     return [Untracked(name, describe(entry.obj), reason) for name in entry.names]
 
 
-def _bound(function: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-    return lambda: function(*args)
+def _no_user_code(entry: _Entry) -> bool:
+    return runs_no_user_code(entry.obj)
+
+
+async def _run_each(
+    entries: list[_Entry],
+    step: Callable[[_Entry], Any],
+    deadline: float,
+    *,
+    inline: Callable[[_Entry], bool] = _no_user_code,
+) -> list[Any]:
+    """``step(entry)`` for each entry, as :func:`run_steps` reports it, by ``deadline``.
+
+    Entries ``inline`` accepts (by default those whose step runs no user code) run right here:
+    bounded by their size and the deadline checks, and a thread would cost more than they do.
+    The others run on a worker thread for the time that is left.
+    """
+    results: list[Any] = [UNFINISHED] * len(entries)
+    later: list[int] = []
+    for index, entry in enumerate(entries):
+        if not inline(entry):
+            later.append(index)
+            continue
+        try:
+            results[index] = step(entry)
+        except Exception as exc:
+            results[index] = StepFailed(exc)
+    if later:
+        left = max(deadline - time.monotonic(), 0.0)
+        steps = [functools.partial(step, entries[index]) for index in later]
+        outcomes = await run_steps(steps, left, name="codelia-undo")
+        for index, outcome in zip(later, outcomes, strict=True):
+            results[index] = outcome
+    return results
 
 
 def _reason(exc: BaseException) -> str:
