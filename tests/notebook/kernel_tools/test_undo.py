@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jupyter_codelia.notebook import _fingerprint
-from jupyter_codelia.notebook._execute import UNFINISHED, StepFailed, run_steps
-from jupyter_codelia.notebook._fingerprint import NotTrackableError, fingerprint
-from jupyter_codelia.notebook.kernel_tools import kernel_tools
-from jupyter_codelia.notebook.undo import NamespaceUndo, UndoError, names_in
+from jupyter_codelia.notebook.kernel_tools import _fingerprint
+from jupyter_codelia.notebook.kernel_tools._execute import UNFINISHED, StepFailed, run_steps
+from jupyter_codelia.notebook.kernel_tools._fingerprint import NotTrackableError, fingerprint
+from jupyter_codelia.notebook.kernel_tools.namespace import kernel_tools
+from jupyter_codelia.notebook.kernel_tools.undo import NamespaceUndo, UndoError, names_in
 from jupyter_codelia.tools import ToolContext
 
 

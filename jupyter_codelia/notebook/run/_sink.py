@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..agent import events as ev
-from ..wire import event_message, status_message
+from ...agent import events as ev
+from ...wire import event_message, status_message
 
 if TYPE_CHECKING:
-    from ..wire import RunStatus as LiveStatus
-    from .panel import RunPanel
+    from ...wire import RunStatus as LiveStatus
+    from ..ui.panel import RunPanel
     from .results import RunStatus
 
 Envelope = dict[str, Any]

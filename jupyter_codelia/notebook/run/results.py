@@ -6,7 +6,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 
 if TYPE_CHECKING:
     import asyncio

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._text import describe_exc
-from ..errors import CodeliaError
+from ..._text import clip_chars, describe_exc
+from ...errors import CodeliaError
 from . import _describe
 from ._execute import UNFINISHED, StepFailed, run_steps
 from ._fingerprint import (
@@ -561,7 +561,7 @@ async def _run_each(
 
 
 def _reason(exc: BaseException) -> str:
-    return _describe.clip_chars(describe_exc(exc), _REASON_CHARS)
+    return clip_chars(describe_exc(exc), _REASON_CHARS)
 
 
 def _ms(seconds: float) -> str:

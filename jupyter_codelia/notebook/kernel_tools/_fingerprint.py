@@ -41,7 +41,7 @@ import time
 import types
 from typing import Any
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 from . import _describe
 
 EXACT_CELLS = 65_536
