@@ -4,6 +4,10 @@ The code runs on a fresh daemon thread so the agent's event loop (and with it th
 button and approvals) stays responsive, and so a runaway snippet can be abandoned after its
 timeout. Output is captured per thread: ``print`` from the user's own cells running meanwhile
 keeps going to the notebook, only the tool thread's writes are collected.
+
+:func:`run_steps` is the same idea for short steps that may run user code on the agent's behalf
+(namespace undo's fingerprints and copies): a daemon thread under a time limit the awaiting loop
+never waits past, with one blocked step abandoned so the others still get their turn.
 """
 
 from __future__ import annotations

@@ -159,6 +159,18 @@ def test_timeout_stops_the_call_when_jobs_are_off(start_kernel: Any) -> None:
         assert "background job" not in result
 
 
+def _changed_by_a_run(kernel: Any, setup: str) -> Any:
+    """The kernel after ``setup`` (with numpy, pandas and a 3-row ``df``) and one agent run."""
+    kernel.execute("%load_ext jupyter_codelia")
+    prepared = kernel.execute(
+        "import numpy as np, pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3]})\n" + setup
+    )
+    assert prepared.status == "ok", prepared.reply["content"]
+    run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
+    assert run.status == "ok", run.reply["content"]
+    return kernel
+
+
 def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any) -> None:
     change = "keep = 'new'\ndel tmp\ndf['a'] = df['a'] * 10\nbig[0] = 5\nadded = 1\n"
     script = [
@@ -168,18 +180,12 @@ def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any
         reply(text("Changed keep again.")),
     ]
     with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
-        kernel.execute("%load_ext jupyter_codelia")
-        setup = kernel.execute(
-            "import numpy as np, pandas as pd\n"
-            "df = pd.DataFrame({'a': [1, 2, 3]})\n"
+        kernel = _changed_by_a_run(
+            start_kernel(server.url),
             "keep = 'old'\n"
             "tmp = [1, 2]\n"
-            "big = np.zeros(15_000_000)  # 114 MB: over the 100 MB copy budget"
+            "big = np.zeros(15_000_000)  # 114 MB: over the 100 MB copy budget",
         )
-        assert setup.status == "ok"
-        run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
-        assert run.status == "ok", run.reply["content"]
         (result,) = _tool_results(server)
         assert "added: added (int)" in result
         assert "rebound: keep (str len 3, was str len 3)" in result
@@ -241,18 +247,9 @@ def test_undo_of_a_run_in_a_real_kernel_is_exact_and_a_slow_object_does_not_stal
         reply(text("Done.")),
     ]
     with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
-        kernel.execute("%load_ext jupyter_codelia")
-        setup = kernel.execute(
-            "import numpy as np, pandas as pd\n"
-            "df = pd.DataFrame({'a': [1, 2, 3]})\n"
-            "items = [1]\n"
-            "also = items\n"
-            "arr = np.zeros(3)\n" + SLOW_ARRAY
+        kernel = _changed_by_a_run(
+            start_kernel(server.url), "items = [1]\nalso = items\narr = np.zeros(3)\n" + SLOW_ARRAY
         )
-        assert setup.status == "ok", setup.reply["content"]
-        run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
-        assert run.status == "ok", run.reply["content"]
         first, second, slow = _tool_results(server)
         assert "changed in place: df (DataFrame 3x1, copy kept), items (list len 2, copy kept)" in (
             first

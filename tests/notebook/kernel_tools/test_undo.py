@@ -19,6 +19,13 @@ from jupyter_codelia.notebook.kernel_tools.undo import NamespaceUndo, UndoError,
 from jupyter_codelia.tools import ToolContext
 
 
+def begun(ns: dict[str, Any], **options: Any) -> NamespaceUndo:
+    """Undo over ``ns`` with its first run begun."""
+    undo = NamespaceUndo(ns, **options)
+    undo.begin_run("run-1")
+    return undo
+
+
 async def run_python(
     ns: dict[str, Any], undo: NamespaceUndo, code: str, call_id: str, timeout: float = 0
 ) -> str:
@@ -34,8 +41,7 @@ async def run_python(
 async def test_report_lists_added_rebound_deleted_and_mutated_names() -> None:
     ns: dict[str, Any] = {"keep": "old", "tmp": [1, 2], "items": [1], "frame": pd.DataFrame()}
     ns.update(pd=pd, np=np)
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     text = await run_python(
         ns,
         undo,
@@ -56,8 +62,7 @@ async def test_report_lists_added_rebound_deleted_and_mutated_names() -> None:
 async def test_undo_restores_a_call_and_never_claims_what_it_did_not_do() -> None:
     aliased: dict[str, int] = {"a": 1}
     ns: dict[str, Any] = {"keep": "old", "config": aliased, "x": 1, "y": 2}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     await run_python(ns, undo, "keep = 'new'\nconfig['b'] = 2\nx = 10\ny = 20\ndel keep", "c1")
     ns["y"] = 99  # the user changed y again afterwards
     lines = undo.undo("c1")
@@ -74,8 +79,7 @@ async def test_undo_restores_a_call_and_never_claims_what_it_did_not_do() -> Non
 @pytest.mark.asyncio
 async def test_undo_of_a_run_reverts_its_calls_newest_first() -> None:
     ns: dict[str, Any] = {"n": 0}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     await run_python(ns, undo, "n = 1", "c1")
     await run_python(ns, undo, "n = 2\nm = 5", "c2")
     undo.begin_run("run-2")
@@ -93,8 +97,7 @@ async def test_in_place_dataframe_change_is_restored_and_over_budget_is_reported
     frame = pd.DataFrame({"a": [1, 2, 3]})
     big = np.zeros(1000)
     ns: dict[str, Any] = {"df": frame, "big": big}
-    undo = NamespaceUndo(ns, copy_budget_bytes=frame.memory_usage().sum() + 10)
-    undo.begin_run("run-1")
+    undo = begun(ns, copy_budget_bytes=frame.memory_usage().sum() + 10)
     text = await run_python(ns, undo, "df['a'] = df['a'] * 10\nbig[0] = 5", "c1")
     assert "df (DataFrame 3x1, copy kept)" in text
     assert "big (ndarray 1000, not restorable: no copy kept: 7.8 KB is over what is left" in text
@@ -156,13 +159,10 @@ async def test_a_copy_that_is_the_object_or_shares_it_is_not_kept() -> None:
     same = np.zeros(3).view(SelfCopyArray)
     shared = np.zeros(3).view(ViewCopyArray)
     ns: dict[str, Any] = {"l": listing, "same": same, "shared": shared}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     text = await run_python(ns, undo, "l.append(3)\nsame[0] = 5\nshared[0] = 7", "c1")
-    assert (
-        "same (SelfCopyArray 3, not restorable: no copy kept: its copy() returned the object "
-        in (text)
-    )
+    itself = "same (SelfCopyArray 3, not restorable: no copy kept: its copy() returned the object"
+    assert itself in text
     assert "shared (ViewCopyArray 3, not restorable: no copy kept: the copy changed along " in text
     lines = undo.undo("c1")
     # The list's copy is taken without its copy(): a real one, put back and checked.
@@ -177,8 +177,7 @@ async def test_a_copy_that_is_the_object_or_shares_it_is_not_kept() -> None:
 async def test_undo_of_a_run_restores_a_value_changed_by_two_calls_from_the_oldest_copy() -> None:
     frame = pd.DataFrame({"a": [1, 2, 3]})
     ns: dict[str, Any] = {"df": frame, "items": [1]}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     await run_python(ns, undo, "df.loc[0, 'a'] = 10\nitems.append(2)", "c1")
     await run_python(ns, undo, "df.loc[1, 'a'] = 20\nitems = 'rebound'", "c2")
     lines = undo.undo()
@@ -195,8 +194,7 @@ async def test_undo_of_a_run_restores_a_value_changed_by_two_calls_from_the_olde
 async def test_one_object_under_two_names_is_restored_through_both() -> None:
     shared = [1]
     ns: dict[str, Any] = {"a": shared, "b": shared}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     text = await run_python(ns, undo, "a.append(2)\nb.append(3)", "c1")
     assert "changed in place: a (list len 3, copy kept), b (the same object as a)" in text
     lines = undo.undo("c1")
@@ -220,8 +218,7 @@ async def test_in_place_changes_of_list_cells_and_of_objects_without_eq_are_seen
     odd = pd.DataFrame({"o": [RaisingEq(), RaisingEq()]})
     kept_odd = odd.loc[1, "o"]
     ns: dict[str, Any] = {"df": listed, "odd": odd, "RaisingEq": RaisingEq}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     code = "df.loc[0, 'n'] = 99\nodd.loc[1, 'o'] = RaisingEq()"
     text = await run_python(ns, undo, code, "c1")
     assert "changed in place: df (DataFrame 2x2, copy kept), odd (DataFrame 2x1, copy kept)" in (
@@ -239,8 +236,7 @@ async def test_in_place_changes_of_list_cells_and_of_objects_without_eq_are_seen
 async def test_an_item_replaced_with_no_copy_budget_is_reported_although_its_id_is_reused() -> None:
     plain = [object() for _ in range(3)]
     ns: dict[str, Any] = {"plain": plain}
-    undo = NamespaceUndo(ns, copy_budget_bytes=0)
-    undo.begin_run("run-1")
+    undo = begun(ns, copy_budget_bytes=0)
     text = await run_python(ns, undo, "plain.pop()\nplain.append(object())", "c1")
     assert "changed in place: plain (list len 3, not restorable: no copy kept: " in text
     (line,) = undo.undo("c1")
@@ -253,8 +249,7 @@ async def test_an_array_made_read_only_since_is_restored_by_its_copy_and_undo_ne
 ):
     array = np.zeros(3)
     ns: dict[str, Any] = {"arr": array}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     await run_python(ns, undo, "arr[0] = 5", "c1")
     array.flags.writeable = False
     assert undo.undo("c1") == [
@@ -271,8 +266,7 @@ async def test_an_array_made_read_only_since_is_restored_by_its_copy_and_undo_ne
 async def test_a_name_changed_again_since_is_left_alone_even_in_place() -> None:
     items = [1]
     ns: dict[str, Any] = {"items": items}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     await run_python(ns, undo, "items.append(2)", "c1")
     items.append(3)  # the user's own cell, afterwards
     assert undo.undo("c1") == ["not restored: items (changed again since the call)"]
@@ -326,8 +320,7 @@ async def test_what_is_not_tracked_is_said_in_the_calls_result() -> None:
         "name": "text",
         "f": len,
     }
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     text = await run_python(
         ns, undo, "model.coef.append(n)\nlen(huge), failing.shape, f, np, name", "c1"
     )
@@ -347,8 +340,7 @@ async def test_slow_fingerprints_and_copies_count_against_the_timeout_and_are_re
     waiting = np.zeros(3).view(BlockingArray)
     slow_copy = BlockingCopyList([1])
     ns: dict[str, Any] = {"slow_copy": slow_copy, "waiting": waiting}
-    undo = NamespaceUndo(ns)
-    undo.begin_run("run-1")
+    undo = begun(ns)
     try:
         text = await run_python(ns, undo, "slow_copy.append(2)\nwaiting.shape", "c1", timeout=1)
     finally:
@@ -398,3 +390,15 @@ async def test_run_steps_returns_results_failures_and_what_did_not_finish() -> N
     assert results == [UNFINISHED, UNFINISHED]
     await asyncio.sleep(0.1)
     assert "later" not in ran  # the thread was told to stop: it ran no further step
+
+
+@pytest.mark.asyncio
+async def test_a_value_changed_in_place_and_then_rebound_comes_back_with_its_old_contents() -> None:
+    items = [1]
+    ns: dict[str, Any] = {"items": items}
+    undo = begun(ns)
+    text = await run_python(ns, undo, "items.append(2)\nitems = ['new']", "c1")
+    first = "rebound: items (list len 1, was list len 2, which the call changed in place first:"
+    assert first in text
+    assert undo.undo("c1") == ["restored: items = list len 1 (its contents put back in place)"]
+    assert ns["items"] is items and items == [1]
