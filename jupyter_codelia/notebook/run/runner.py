@@ -34,8 +34,8 @@ from ...standard_tools.jobs import JobRegistry
 from ...wire import RunStarted, status_message
 from ..config import ConfigError, Settings, tool_output_dir
 from ..kernel_tools.undo import NamespaceUndo
-from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
-from .results import RunHandle, RunInterrupted, RunNotFinishedError, RunResult, RunStatus
+from ._sink import Envelope, Listener, LiveRun, RunSink, tick_forever
+from .results import FinalStatus, RunHandle, RunInterrupted, RunNotFinishedError, RunResult
 
 if TYPE_CHECKING:
     from ...agent import Agent, ApprovalRequest
@@ -74,7 +74,7 @@ class NotebookAgent:
         self._agent_key: tuple[Any, ...] | None = None
         self._detached: weakref.WeakSet[Any] = weakref.WeakSet()
         self.listeners: list[Listener] = []
-        self.active: ActiveRun | None = None
+        self.active: LiveRun | None = None
         self.approvals = Approvals()
         self.flush_interval = FLUSH_INTERVAL
         self.last_result: RunResult | None = None
@@ -386,10 +386,10 @@ class NotebookAgent:
 
     def _begin(
         self, agent: Agent, prompt: str, source: Literal["magic", "panel"], mode: Any
-    ) -> ActiveRun:
+    ) -> LiveRun:
         from ...tools import CancelSignal
 
-        run = ActiveRun(
+        run = LiveRun(
             run_id=str(uuid.uuid4()),
             session_id=agent.session_id,
             prompt=prompt,
@@ -412,8 +412,8 @@ class NotebookAgent:
         return run
 
     async def _drive(
-        self, agent: Agent, prompt: str, run: ActiveRun, deliver: Callable[[Any], None]
-    ) -> tuple[RunStatus, str, str | None]:
+        self, agent: Agent, prompt: str, run: LiveRun, deliver: Callable[[Any], None]
+    ) -> tuple[FinalStatus, str, str | None]:
         """Run one turn, handing each event to ``deliver``; never raises."""
         from ...agent import AgentRunError
         from ...tools import RunCancelled
@@ -452,7 +452,7 @@ class NotebookAgent:
         return f"<notebook_outline>\n{outline}\n</notebook_outline>"
 
     def _result(
-        self, agent: Agent, run: ActiveRun, before: tuple[int, int, float | None], outcome: Any
+        self, agent: Agent, run: LiveRun, before: tuple[int, int, float | None], outcome: Any
     ) -> RunResult:
         status, final, error = outcome
         usage = agent.usage
@@ -486,7 +486,7 @@ class NotebookAgent:
     ) -> RunResult:
         """Run a turn while the calling (cell) thread waits; KeyboardInterrupt cancels it."""
         run = self._begin(agent, prompt, "magic", "blocking")
-        sink = EventSink(self, run, panel, self.flush_interval)
+        sink = RunSink(self, run, panel, self.flush_interval)
         inbox: queue.Queue[Any] = queue.Queue()
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
         outcome: list[Any] = []
@@ -541,7 +541,7 @@ class NotebookAgent:
         return result
 
     def _ask_on_stdin(
-        self, event: ev.PermissionRequestEvent, run: ActiveRun, ask: Callable[[str], str] | None
+        self, event: ev.PermissionRequestEvent, run: LiveRun, ask: Callable[[str], str] | None
     ) -> None:
         """Ask the approval through the kernel's input prompt; no stdin (headless) → deny.
 
@@ -588,7 +588,7 @@ class NotebookAgent:
         """Start the turn as a task on the running (kernel) event loop and return at once."""
         loop = asyncio.get_event_loop()
         run = self._begin(agent, prompt, source, "background")
-        sink = EventSink(self, run, panel, self.flush_interval)
+        sink = RunSink(self, run, panel, self.flush_interval)
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
 
         async def main() -> RunResult:

@@ -397,7 +397,7 @@ def test_citations_are_numbered_links_under_the_answer() -> None:
 
 
 def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
-    from jupyter_codelia.notebook.run._sink import ActiveRun, EventSink
+    from jupyter_codelia.notebook.run._sink import LiveRun, RunSink
     from jupyter_codelia.tools import CancelSignal
 
     class Owner:
@@ -409,8 +409,8 @@ def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
             self.sent.append(envelope)
 
     owner = Owner()
-    run = ActiveRun("r1", "s1", "q", "magic", CancelSignal(), "blocking")
-    sink = EventSink(owner, run, None, interval=3600)
+    run = LiveRun("r1", "s1", "q", "magic", CancelSignal(), "blocking")
+    sink = RunSink(owner, run, None, interval=3600)
     sink.event(ev.TextDeltaEvent(delta="first "))  # sent at once: nothing sent before
     sink.event(ev.TextDeltaEvent(delta="void, still buffered"))
     sink.event(ev.TextDiscardedEvent())
