@@ -28,7 +28,7 @@ _FINISH_REASONS = {
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
-    "refusal": "content_filter",
+    "refusal": "stop",  # OpenAI ends a refusal normally, with the text in ``refusal``
 }
 # Anthropic error types (what Fault names) → OpenAI's (type, code).
 _ERROR_FIELDS: dict[str, tuple[str, str | None]] = {
