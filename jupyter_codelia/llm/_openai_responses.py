@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._openai_request import _text_only
+from ._openai_stream import usage_of
 from ._request_parts import BlockCache
 from .messages import (
     AssistantMessage,
@@ -255,16 +256,8 @@ class StreamedResponse:
 
 def usage_from_responses(model: str, usage: Item | None) -> ChatInvokeUsage:
     usage = usage or {}
-    input_tokens = int(usage.get("input_tokens") or 0)
-    output_tokens = int(usage.get("output_tokens") or 0)
     cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
-    return ChatInvokeUsage(
-        model=model,
-        input_tokens=input_tokens,
-        input_cached_tokens=int(cached) if cached else None,
-        output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens,
-    )
+    return usage_of(model, usage.get("input_tokens"), usage.get("output_tokens"), cached)
 
 
 __all__ = [

@@ -209,17 +209,28 @@ def usage_from_openai(model: str, usage: Any) -> ChatInvokeUsage:
     """Chat Completions usage → ours: ``prompt_tokens`` already counts cached tokens."""
     if usage is None:
         return ChatInvokeUsage(model=model)
-    input_tokens = int(usage.prompt_tokens or 0)
-    output_tokens = int(usage.completion_tokens or 0)
     details = usage.prompt_tokens_details
     cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return usage_of(model, usage.prompt_tokens, usage.completion_tokens, cached)
+
+
+def usage_of(model: str, input_tokens: Any, output_tokens: Any, cached: Any) -> ChatInvokeUsage:
+    """Usage from an OpenAI API's counts (either API; missing counts are 0): the input
+    already includes the cached tokens."""
+    given_input, given_output = int(input_tokens or 0), int(output_tokens or 0)
     return ChatInvokeUsage(
         model=model,
-        input_tokens=input_tokens,
+        input_tokens=given_input,
         input_cached_tokens=int(cached) if cached else None,
-        output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens,
+        output_tokens=given_output,
+        total_tokens=given_input + given_output,
     )
 
 
-__all__ = ["CHAT_REASONING", "REASONING_DELTA_FIELDS", "StreamedReply", "usage_from_openai"]
+__all__ = [
+    "CHAT_REASONING",
+    "REASONING_DELTA_FIELDS",
+    "StreamedReply",
+    "usage_from_openai",
+    "usage_of",
+]

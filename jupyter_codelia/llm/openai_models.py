@@ -36,13 +36,10 @@ a local model's name is never refused. Pure data and the standard library.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from .models import DEFAULT_MAX_TOKENS_CAP
-
-log = logging.getLogger("jupyter_codelia.llm")
+from .models import DEFAULT_MAX_TOKENS_CAP, note_unknown_model
 
 ReasoningForm = Literal["none", "hidden", "field", "signature", "think_tags"]
 SendBack = Literal["nothing", "as_received", "reasoning_content"]
@@ -175,9 +172,6 @@ UNKNOWN_OPENAI_MODEL = OpenAIModelInfo(None, None, "field")
 server's own applies), reasoning taken from any field or leading <think> tags, sent back as it
 came, capabilities unknown (a run is not refused for them)."""
 
-_noted_unknown: set[str] = set()
-
-
 def model_family(model: str) -> str | None:
     """The table prefix ``model`` belongs to (the longest that fits), or None."""
     name = model.split("/")[-1].split(":")[0].lower()
@@ -194,15 +188,12 @@ def model_info(model: str) -> OpenAIModelInfo:
     family = model_family(model)
     if family is not None:
         return _ROWS[family]
-    if model not in _noted_unknown:
-        _noted_unknown.add(model)
-        log.info(
-            "model %r is not in jupyter_codelia's OpenAI-compatible model table: no output "
-            "limit is sent unless one is set (the server's own applies), its context window "
-            "is unknown, and its reasoning is read and sent back in whatever form the server "
-            "uses",
-            model,
-        )
+    note_unknown_model(
+        model,
+        "model %r is not in jupyter_codelia's OpenAI-compatible model table: no output limit "
+        "is sent unless one is set (the server's own applies), its context window is unknown, "
+        "and its reasoning is read and sent back in whatever form the server uses",
+    )
     return UNKNOWN_OPENAI_MODEL
 
 

@@ -20,9 +20,7 @@ from jupyter_codelia.agent._agent import NO_ANSWER_AT_LIMIT
 from jupyter_codelia.llm.openai import OpenAIChat
 from jupyter_codelia.standard_tools import standard_tools
 from jupyter_codelia.testing import (
-    RecordedRequest,
     ScriptedOpenAIServer,
-    load_recording,
     recorded,
     reply,
 )
@@ -136,19 +134,16 @@ async def test_a_write_the_limit_cut_off_is_not_run_and_the_model_is_told_to_use
 
 
 @pytest.mark.asyncio
-async def test_a_deepseek_thinking_tool_turn_runs_through() -> None:
-    first = load_recording(RECORDINGS / "deepseek_thinking_tool_call.http")
-    refused = load_recording(RECORDINGS / "deepseek_reasoning_not_passed_back.http")
-    answer = load_recording(RECORDINGS / "deepseek_answer_after_tool.http")
+async def test_a_deepseek_thinking_tool_turn_runs_through(insisting_server: Any) -> None:
+    def accepts(turns: list[dict[str, Any]]) -> bool:
+        return all("reasoning_content" in m for m in turns if m.get("tool_calls"))
 
-    def play(request: RecordedRequest) -> Any:
-        turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
-        if not turns:
-            return first
-        ok = all("reasoning_content" in m for m in turns if m.get("tool_calls"))
-        return answer if ok else refused
-
-    with ScriptedOpenAIServer(play) as server:
+    with insisting_server(
+        "deepseek_thinking_tool_call.http",
+        "deepseek_answer_after_tool.http",
+        "deepseek_reasoning_not_passed_back.http",
+        accepts,
+    ) as server:
         chat = OpenAIChat("deepseek-v4-flash", base_url=server.url, api_key=KEY)
         events = await collect(agent_for(chat, [read]), "How many rows has data.csv?")
     assert events[-1].content == "data.csv has 3 rows."

@@ -26,7 +26,6 @@ from jupyter_codelia.llm import (
 )
 from jupyter_codelia.llm.openai import OpenAIChat
 from jupyter_codelia.testing import (
-    RecordedRequest,
     ScriptedOpenAIServer,
     load_recording,
     parse_recording,
@@ -297,26 +296,23 @@ async def test_a_content_filter_stop_is_marked() -> None:
 # --- 4. DeepSeek: reasoning_content goes back with tool-call turns --------------------------------
 
 
-def deepseek_server() -> ScriptedOpenAIServer:
-    """DeepSeek's rule: an assistant tool-call turn without reasoning_content is a 400."""
-    first = load_recording(RECORDINGS / "deepseek_thinking_tool_call.http")
-    refused = load_recording(RECORDINGS / "deepseek_reasoning_not_passed_back.http")
-    answer = load_recording(RECORDINGS / "deepseek_answer_after_tool.http")
+def deepseek_accepts(turns: list[dict[str, Any]]) -> bool:
+    """DeepSeek's rule: every assistant tool-call turn carries its reasoning_content."""
+    return all("reasoning_content" in m for m in turns if m.get("tool_calls"))
 
-    def play(request: RecordedRequest) -> Any:
-        turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
-        if not turns:
-            return first
-        if any(m.get("tool_calls") and "reasoning_content" not in m for m in turns):
-            return refused
-        return answer
 
-    return ScriptedOpenAIServer(play)
+DEEPSEEK_TURNS = (
+    "deepseek_thinking_tool_call.http",
+    "deepseek_answer_after_tool.http",
+    "deepseek_reasoning_not_passed_back.http",
+)
 
 
 @pytest.mark.asyncio
-async def test_deepseek_gets_its_reasoning_content_back_on_the_tool_call_turn() -> None:
-    with deepseek_server() as server:
+async def test_deepseek_gets_its_reasoning_content_back_on_the_tool_call_turn(
+    insisting_server: Any,
+) -> None:
+    with insisting_server(*DEEPSEEK_TURNS, deepseek_accepts) as server:
         chat = chat_for(server, "deepseek-v4-flash")
         reasoning_deltas: list[str] = []
         first = await ask(chat, on_reasoning_delta=reasoning_deltas.append)
@@ -363,26 +359,22 @@ async def test_deepseek_refusing_a_turn_is_a_final_bad_request_with_its_reason()
 # --- 5. Gemini: thought signatures and JSON-array errors ------------------------------------------
 
 
-def gemini_server() -> ScriptedOpenAIServer:
-    """Gemini's rule: a replayed call that had a thought_signature must bring it back."""
-    calls = load_recording(RECORDINGS / "gemini_parallel_calls_with_signature.http")
-    refused = load_recording(RECORDINGS / "gemini_missing_thought_signature.http")
-    answer = load_recording(RECORDINGS / "gemini_answer.http")
-
-    def play(request: RecordedRequest) -> Any:
-        turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
-        if not turns:
-            return calls
-        first_call = turns[0]["tool_calls"][0]
-        signature = (first_call.get("extra_content") or {}).get("google", {})
-        return answer if signature.get("thought_signature") else refused
-
-    return ScriptedOpenAIServer(play)
+def gemini_accepts(turns: list[dict[str, Any]]) -> bool:
+    """Gemini's rule: a replayed call that had a thought_signature brings it back."""
+    signature = (turns[0]["tool_calls"][0].get("extra_content") or {}).get("google", {})
+    return bool(signature.get("thought_signature"))
 
 
 @pytest.mark.asyncio
-async def test_gemini_parallel_calls_without_an_index_and_their_signature_round_trip() -> None:
-    with gemini_server() as server:
+async def test_gemini_parallel_calls_without_an_index_and_their_signature_round_trip(
+    insisting_server: Any,
+) -> None:
+    turns = (
+        "gemini_parallel_calls_with_signature.http",
+        "gemini_answer.http",
+        "gemini_missing_thought_signature.http",
+    )
+    with insisting_server(*turns, gemini_accepts) as server:
         chat = chat_for(server, "gemini-3-flash-preview", provider="gemini")
         first = await ask(chat)
         (message,) = first.messages
