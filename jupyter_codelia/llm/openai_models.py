@@ -172,6 +172,7 @@ UNKNOWN_OPENAI_MODEL = OpenAIModelInfo(None, None, "field")
 server's own applies), reasoning taken from any field or leading <think> tags, sent back as it
 came, capabilities unknown (a run is not refused for them)."""
 
+
 def model_family(model: str) -> str | None:
     """The table prefix ``model`` belongs to (the longest that fits), or None."""
     name = model.split("/")[-1].split(":")[0].lower()
