@@ -6,7 +6,9 @@ It plays the same scripts as :class:`~._server.ScriptedAnthropicServer` (``reply
 data lines (text in word-sized pieces, tool-call arguments in fragments, reasoning as
 ``reasoning_content``, a usage chunk) ending with ``data: [DONE]``; and ``POST /v1/responses``
 (the Responses API's named events, thinking as an encrypted ``reasoning`` item). Faults act
-out the same failures with OpenAI's error bodies.
+out the same failures with OpenAI's error bodies. A :func:`~._script.recorded` turn replays a
+real response of OpenAI or a compatible server byte for byte on either route (the recordings in
+tests/llm/recordings: DeepSeek, Gemini, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio, Azure).
 """
 
 from __future__ import annotations
