@@ -4,8 +4,9 @@ python job prints: N small ``print`` calls (80,000 and 160,000) in a background 
 (``start_python_job``: the thread's routed stdout, the capture, the job's buffered and masked
 output), against the same code printing into an ``io.StringIO`` on a thread (baseline, same
 run). Both are measured in CPU time of this process (``time.process_time``: the bench runs
-nothing else, and a busy machine moves wall times by 2x). Targets: the job at most 3x the StringIO, and linear: twice the prints take at most 2.5x
-the time (it was 84x and 144x, with 160,000 prints taking 9x as long as 80,000).
+nothing else, and a busy machine moves wall times by 2x). Targets: the job at most 3x the
+StringIO, and linear: twice the prints take at most 2.5x the time (it was 84x and 144x, with
+160,000 prints taking 9x as long as 80,000).
 
 shell job, one endless line: a shell job prints M MB (default 1024) with no newline through
 its guard. The bench samples this process's RSS and the job's visible end while the job runs,
@@ -32,7 +33,7 @@ from pathlib import Path
 import psutil
 
 from jupyter_codelia.cache import ToolOutputCacheStore
-from jupyter_codelia.notebook.jobs import start_python_job
+from jupyter_codelia.notebook.kernel_tools.python_jobs import start_python_job
 from jupyter_codelia.standard_tools.jobs import JobRegistry, start_shell_job
 
 PRINTS = "for i in range({count}):\n    print('step', i)\n"
@@ -107,9 +108,7 @@ def bench_endless_line(megabytes: int) -> None:
     assert ref is not None, "the whole output was not kept in the cache"
     entry = store.get_entry(ref)
     print(f"shell job, {megabytes} MB on one line with no newline:")
-    print(
-        f"  RSS over baseline: peak {(peak - baseline) / 1e6:6.1f} MB  (target < 50 MB)"
-    )
+    print(f"  RSS over baseline: peak {(peak - baseline) / 1e6:6.1f} MB  (target < 50 MB)")
     print(
         f"  visible end: moved in {moving} of {len(visible)} samples while printing "
         f"(target: it moves); at the end: {job.output.tail(7)!r}"

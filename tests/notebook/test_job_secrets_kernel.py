@@ -75,15 +75,19 @@ def test_every_channel_of_a_job_is_masked(start_kernel: Any) -> None:
         assert run.status == "ok", run.reply["content"]
         # Cards and job.updated follow the jobs while they print; the cell stays with them.
         front.wait(
-            lambda d: d.get("type") == "job.updated"
-            and d["job"]["job_id"] == "job-1"
-            and d["job"]["state"] == "failed",
+            lambda d: (
+                d.get("type") == "job.updated"
+                and d["job"]["job_id"] == "job-1"
+                and d["job"]["state"] == "failed"
+            ),
             timeout=60,
         )
         front.wait(
-            lambda d: d.get("type") == "job.updated"
-            and d["job"]["job_id"] == "job-2"
-            and d["job"]["state"] == "failed",
+            lambda d: (
+                d.get("type") == "job.updated"
+                and d["job"]["job_id"] == "job-2"
+                and d["job"]["state"] == "failed"
+            ),
             timeout=60,
         )
         listed = front.request({"type": "jobs.list"})
@@ -97,7 +101,8 @@ def test_every_channel_of_a_job_is_masked(start_kernel: Any) -> None:
             "import json\n"
             "from jupyter_codelia.standard_tools.jobs import job_tools\n"
             "from jupyter_codelia.tools import ToolContext\n"
-            "_nb = get_ipython()._codelia_notebook_agent\n"
+            "from jupyter_codelia.notebook import notebook_agent\n"
+            "_nb = notebook_agent(get_ipython())\n"
             "_read = {t.name: t for t in job_tools(_nb.jobs)}['job_output']\n"
             "for _id in ('job-1', 'job-2'):\n"
             "    _args = json.dumps({'job_id': _id, 'since': 'start'})\n"
@@ -129,7 +134,7 @@ def test_every_channel_of_a_job_is_masked(start_kernel: Any) -> None:
 
     # Each channel really carried the jobs (else the sweep proves nothing).
     updates = json.dumps(channels["job.updated"])
-    assert "\"title\": \"token = '[REDACTED]'  # the title shows this line" in updates
+    assert '"title": "token = \'[REDACTED]\'  # the title shows this line' in updates
     assert "KeyError: '[REDACTED]'" in updates  # the python job's summary
     assert "exit code 3" in updates
     cards = json.dumps(channels["job cards (jupyter.widget)"])
@@ -139,9 +144,7 @@ def test_every_channel_of_a_job_is_masked(start_kernel: Any) -> None:
     assert "job-1 [python] failed" in jobs_text and "job-2 [shell] failed" in jobs_text
     assert "[REDACTED]" in jobs_text
     started = channels["run.started"]
-    assert [d["prompt"] for d in started if d["source"] == "panel"] == [
-        "rotate [REDACTED] please"
-    ]
+    assert [d["prompt"] for d in started if d["source"] == "panel"] == ["rotate [REDACTED] please"]
     tool_text = str(channels["job_output tool result"])
     assert "[REDACTED] end of split" in tool_text  # the split write was masked whole
     assert "[REDACTED] shell split done" in tool_text
