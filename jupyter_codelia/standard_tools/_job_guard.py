@@ -196,11 +196,12 @@ class Guard:
     def _signal_all(self, number: int) -> set[int]:
         """Send ``number`` to every live process of the job; the pids it reached."""
         reached: set[int] = set()
+        found = _descendants(os.getpid())  # before the group's signal makes them zombies
         try:
             os.killpg(self.child, number)
         except OSError:
             pass  # the command's own group is gone already
-        for pid in _descendants(os.getpid()):
+        for pid in found:
             try:
                 os.kill(pid, number)
                 reached.add(pid)
