@@ -376,6 +376,11 @@ class StreamRedactor:
         self._run_start = max(0, self._run_start - cut)
         return self._pass_on(held[:cut], redactor)
 
+    @property
+    def holding(self) -> bool:
+        """Whether text is held back (a flush would return something)."""
+        return bool(self._held)
+
     def release(self) -> str:
         """What :meth:`feed` held back that is safe to show now, before the stream goes on.
 

@@ -36,6 +36,10 @@ LAST_LINES = 5
 LINE_VIEW_CHARS = 300
 """A line longer than this shows only its last characters in a job's last lines."""
 _FEED_CHARS = 64 * 1024
+# More sources than this (a job starting thread after thread) and those holding nothing go.
+_MAX_IDLE_REDACTORS = 8
+# A stream of one writer: (stream name, the writing thread's id or its write buffer).
+_Source = tuple[str, object]
 # Small committed pieces are joined into the last chunk up to this size, so the chunk list
 # stays short and a read walks few of them.
 _CHUNK_CHARS = 64 * 1024
@@ -64,26 +68,26 @@ class JobOutput:
         self._chunks: deque[str] = deque()
         self._kept_chars = 0
         self._dropped_chars = 0
-        self._pending: list[tuple[str, str]] = []
+        self._pending: list[tuple[_Source, str]] = []
         self._pending_chars = 0
-        # One redactor per source (stdout, stderr), so a secret split across two writes of one
-        # stream is masked whole whatever the other stream wrote in between.
-        self._streams: dict[str, StreamRedactor] = {}
+        # One redactor per source, a stream of one writer (a shell job's stdout, a python
+        # job's stderr, a thread it started), so a secret split across two writes of one
+        # source is masked whole whatever the others wrote in between.
+        self._redactors: dict[_Source, StreamRedactor] = {}
         self._buffers: list[_WriteBuffer] = []
         self._images: list[bytes] = []
         self._dropped_images = 0
-        self._closed = False
 
     # --- writing -------------------------------------------------------------------------
 
     def write(self, text: str, stream: str = "stdout") -> None:
+        """Add ``text`` written to ``stream`` by the calling thread."""
         if not text:
             return
         with self._lock:
-            self._pending.append((stream, text))
+            self._take_buffers()  # what the job's thread buffered came first
+            self._pending.append(((stream, threading.get_ident()), text))
             self._pending_chars += len(text)
-            if stream not in self._streams:
-                self._streams[stream] = StreamRedactor()
             if self._pending_chars >= _FEED_CHARS:
                 self._feed_pending()
 
@@ -103,6 +107,10 @@ class JobOutput:
             if self._pending_chars >= _FEED_CHARS:
                 self._feed_pending()
 
+    def _take_buffers(self) -> None:
+        for buffer in self._buffers:
+            self._take(buffer)
+
     def _take(self, buffer: _WriteBuffer) -> None:
         """Move what ``buffer`` holds into the pending writes (its writer may append meanwhile:
         only the items counted here are taken)."""
@@ -114,13 +122,13 @@ class JobOutput:
         del items[:count]
         if set(map(type, taken)) == {str}:  # stdout only, the usual case: one join in C
             text = "".join(taken)
-            self._pending.append(("stdout", text))
+            self._pending.append((buffer.stdout, text))
             self._pending_chars += len(text)
             return
         for item in taken:
-            stream, text = ("stdout", item) if type(item) is str else ("stderr", item[0])
+            source, text = (buffer.stdout, item) if type(item) is str else (buffer.stderr, item[0])
             text = text if type(text) is str else str(text)
-            self._pending.append((stream, text))
+            self._pending.append((source, text))
             self._pending_chars += len(text)
 
     def add_image(self, png: bytes) -> None:
@@ -134,13 +142,11 @@ class JobOutput:
         """Mask and keep everything still held; the full output's cache ref id, if one was
         kept (only when memory dropped part of it). Later writes are still kept in memory."""
         with self._lock:
-            for buffer in self._buffers:
-                self._take(buffer)
+            self._take_buffers()
             self._feed_pending()
-            for redactor in self._streams.values():
+            for redactor in self._redactors.values():
                 self._keep(redactor.flush())
             sink, self._sink = self._sink, None
-            self._closed = True
         if sink is None:
             return None
         if self._dropped_chars and self._sink_written:
@@ -149,37 +155,41 @@ class JobOutput:
         return None
 
     def _feed_pending(self) -> None:
-        """Mask the buffered writes in order, one run of writes of the same stream at a time."""
+        """Mask the pending writes in order, one run of writes of the same source at a time."""
         pending, self._pending, self._pending_chars = self._pending, [], 0
         index = 0
-        previous: str | None = None
+        previous: _Source | None = None
         while index < len(pending):
-            stream = pending[index][0]
+            source = pending[index][0]
             end = index + 1
-            while end < len(pending) and pending[end][0] == stream:
+            while end < len(pending) and pending[end][0] == source:
                 end += 1
-            if previous is not None and previous != stream:
-                # The other stream's text comes next: show what the last one held that cannot
+            if previous is not None and previous != source:
+                # Another source's text comes next: show what the last one held that cannot
                 # be the start of a secret, so the order stays as written.
-                self._keep(self._streams[previous].release())
+                self._keep(self._redactors[previous].release())
             piece = (
                 pending[index][1]
                 if end == index + 1
-                else "".join(text for _stream, text in pending[index:end])
+                else "".join(text for _source, text in pending[index:end])
             )
-            redactor = self._streams.get(stream)
+            redactor = self._redactors.get(source)
             if redactor is None:
-                redactor = self._streams[stream] = StreamRedactor()
+                redactor = self._redactors[source] = StreamRedactor()
             self._keep(redactor.feed(piece))
-            previous, index = stream, end
+            previous, index = source, end
 
     def _settle(self) -> None:
         """Bring the kept text up to date for a reader."""
-        for buffer in self._buffers:
-            self._take(buffer)
+        self._take_buffers()
         self._feed_pending()
-        for redactor in self._streams.values():
+        for redactor in self._redactors.values():
             self._keep(redactor.release())
+        if len(self._redactors) > _MAX_IDLE_REDACTORS:
+            # A job that starts thread after thread: forget the sources that hold nothing.
+            self._redactors = {
+                source: redactor for source, redactor in self._redactors.items() if redactor.holding
+            }
 
     def _keep(self, text: str) -> None:
         if not text:
@@ -287,6 +297,8 @@ class _WriteBuffer:
     def __init__(self, output: JobOutput) -> None:
         self.items: list[Any] = []
         self._output = output
+        self.stdout: _Source = ("stdout", self)
+        self.stderr: _Source = ("stderr", self)
 
     def spill(self) -> None:
         self._output._absorb(self)

@@ -200,6 +200,32 @@ def test_a_secret_split_across_writes_is_masked_whatever_comes_between(
         assert output.text == "token  12%|#  | 12/100\r[REDACTED] done\n", cut
 
 
+def test_a_secret_split_by_one_writer_is_masked_whatever_other_writers_print_between(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    monkeypatch.setenv("JOBS_API_TOKEN", FAKE_TOKEN)
+    output = JobOutput()
+    buffered = output.buffer()  # a python job's own thread appends here, without a lock
+    buffered.items.append(f"token {FAKE_TOKEN[:9]}")
+    reads = [output.since(0)[0]]
+
+    def other_thread() -> None:  # a thread the job started writes straight to the output
+        output.write("from another thread\n")
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    reads.append(output.since(0)[0])
+    buffered.items.append(f"{FAKE_TOKEN[9:]} end\n")
+    buffered.retire()
+    output.close()
+    for read in [*reads, output.text]:
+        assert FAKE_TOKEN[:9] not in read and FAKE_TOKEN[9:] not in read, read
+    assert output.text == "token from another thread\n[REDACTED] end\n"
+
+
 def test_a_paused_job_shows_its_last_line_at_once() -> None:
     output = JobOutput()
     output.write("loading\nepoch 3 loss=0.123")
