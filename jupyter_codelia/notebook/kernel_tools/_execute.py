@@ -163,8 +163,31 @@ SPILL_WRITES = 2048
 # The write buffers of capturing threads whose capture a job owns, by thread id: set and
 # removed by the thread itself (inside ``_routed``), so a reused thread id never finds one.
 _buffers: dict[int, WriteBuffer] = {}
-_buffer_of = _buffers.get
-_thread_id = threading.get_ident
+
+
+def _fast_write(stdout: bool) -> Any:
+    """``write`` of a routed stream whose fast path, for a job's thread, is one append: print
+    makes several writes per call and a job may print a hundred thousand lines, so what the
+    path looks up is bound once (as defaults) and stdout/stderr are told apart here, not by a
+    test per write."""
+
+    def write(
+        self: _RoutedStream,
+        text: str,
+        _buffer_of: Callable[[int], WriteBuffer | None] = _buffers.get,
+        _thread_id: Callable[[], int] = threading.get_ident,
+        _len: Callable[[Any], int] = len,
+    ) -> int:
+        buffer = _buffer_of(_thread_id())
+        if buffer is None:
+            return self._route_write(text)
+        items = buffer.items
+        items.append(text if stdout else (text,))
+        if _len(items) >= SPILL_WRITES:
+            buffer.spill()
+        return _len(text)
+
+    return write
 
 
 class _RoutedStream(io.TextIOBase):
@@ -174,19 +197,9 @@ class _RoutedStream(io.TextIOBase):
         super().__init__()
         self.original = original
         self.name = name
-        self._stdout = name == "stdout"
         self.routes: dict[int, Capture] = {}
 
-    def write(self, text: str) -> int:
-        # The fast path, for a job's thread: one append (print makes several writes per call,
-        # and a job may print a hundred thousand lines).
-        buffer = _buffer_of(_thread_id())
-        if buffer is not None:
-            items = buffer.items
-            items.append(text if self._stdout else (text,))
-            if len(items) >= SPILL_WRITES:
-                buffer.spill()
-            return len(text)
+    def _route_write(self, text: str) -> int:
         ident = threading.get_ident()
         capture = self.routes.get(ident)
         if capture is None:
@@ -196,8 +209,9 @@ class _RoutedStream(io.TextIOBase):
         elif capture.forward is not None:
             buffer = capture.forward.buffered()
             if buffer is not None:
+                # From now on this thread's writes take the fast path.
                 _buffers[ident] = buffer
-                buffer.items.append(text if self._stdout else (text,))
+                buffer.items.append(text if self.name == "stdout" else (text,))
                 return len(text)
         capture.write(self.name, str(text))
         return len(text)
@@ -214,6 +228,14 @@ class _RoutedStream(io.TextIOBase):
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.original, attr)
+
+
+class _RoutedStdout(_RoutedStream):
+    write = _fast_write(stdout=True)
+
+
+class _RoutedStderr(_RoutedStream):
+    write = _fast_write(stdout=False)
 
 
 class _RoutedDisplayPublisher:
@@ -281,11 +303,11 @@ def _routed(capture: Capture, shell: Any) -> Iterator[None]:
         threading.Thread.start = _start_inheriting_route  # type: ignore[method-assign,assignment]
         stdout = sys.stdout if isinstance(sys.stdout, _RoutedStream) else None
         if stdout is None:
-            stdout = _RoutedStream(sys.stdout, "stdout")
+            stdout = _RoutedStdout(sys.stdout, "stdout")
             sys.stdout = stdout
         stderr = sys.stderr if isinstance(sys.stderr, _RoutedStream) else None
         if stderr is None:
-            stderr = _RoutedStream(sys.stderr, "stderr")
+            stderr = _RoutedStderr(sys.stderr, "stderr")
             sys.stderr = stderr
         publisher: _RoutedDisplayPublisher | None = None
         if shell is not None:
