@@ -17,6 +17,9 @@ The command's own process also gets ``PR_SET_PDEATHSIG``, so it dies with a guar
 SIGKILL. The guard lives in a session of its own too, so signals to the kernel's process group
 (an interrupt, the SIGKILL of a forced restart) do not reach it.
 
+With ``--track`` the same file is the kernel's :class:`Tracker` instead: it ends the processes
+python jobs started themselves once the kernel is gone.
+
 Status lines go to the kernel on the pipe named by the first argument: ``started PID``, then
 ``exit CODE`` or ``signal N`` when the command's own process ends, ``killed N`` when N processes
 needed SIGKILL, and ``done`` when the last process of the job is gone. When the kernel is gone
@@ -25,6 +28,7 @@ kernel can say what was stopped. The job's stdout and stderr are the pipes the g
 the guard writes there only when it cannot start the command.
 
     python -I -S _job_guard.py STATUS_FD KERNEL_PID RECORD_PATH|- GRACE_SECONDS -- ARGV...
+    python -I -S _job_guard.py --track KERNEL_PID GRACE_SECONDS
 """
 
 from __future__ import annotations
@@ -215,6 +219,98 @@ class Guard:
         self.say("done")
 
 
+def process_start(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, from /proc): with the pid, a process's
+    identity, since pids are reused. None without /proc or once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None  # a zombie has ended already
+    return fields[19].decode()
+
+
+def end_trees(roots: dict[int, str], grace: float) -> int:
+    """End processes that are not our children, and everything below them: SIGTERM, up to
+    ``grace`` seconds, then SIGKILL. ``roots`` maps each pid to its :func:`process_start`, so
+    a reused pid is left alone. Returns how many processes needed SIGKILL."""
+    targets = _trees(roots)
+    for pid in targets:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _alive(targets):
+        time.sleep(0.05)
+    killed: set[int] = set()
+    for _round in range(_KILL_ROUNDS):
+        left = _alive({**targets, **_trees(_alive(roots))})
+        if not left:
+            break
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        killed |= set(left)
+        time.sleep(0.02)
+    return len(killed)
+
+
+def _trees(roots: dict[int, str]) -> dict[int, str]:
+    """The live ones of ``roots`` and every live process below them, each with its start."""
+    found: dict[int, str] = {}
+    for pid in _alive(roots):
+        for member in (pid, *_descendants(pid)):
+            start = process_start(member)
+            if start is not None:
+                found[member] = start
+    return found
+
+
+def _alive(processes: dict[int, str]) -> dict[int, str]:
+    return {pid: start for pid, start in processes.items() if process_start(pid) == start}
+
+
+def _signal(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except OSError:
+        pass  # it ended meanwhile
+
+
+class Tracker:
+    """The kernel's watch over processes that python jobs start themselves (``--track``).
+
+    Those are the kernel's own children, not a guard's, so no subreaper keeps them; the kernel
+    tells the tracker about each one it sees (``track PID START`` on stdin, ``untrack PID``
+    when it ended them itself), and when the kernel is gone the tracker ends each of them and
+    the processes below them.
+    """
+
+    def __init__(self, kernel_pid: int, grace: float) -> None:
+        self.kernel_pid = kernel_pid
+        self.grace = grace
+        self.tracked: dict[int, str] = {}
+
+    def run(self) -> None:
+        buffered = b""
+        while os.getppid() == self.kernel_pid:
+            readable, _w, _x = select.select([0], [], [], _PARENT_CHECK_SECONDS)
+            if not readable:
+                continue
+            data = os.read(0, 4096)
+            if not data:
+                break  # the kernel's end closed: it is gone
+            *lines, buffered = (buffered + data).split(b"\n")
+            for line in lines:
+                self._note(line.decode("utf-8", "replace").split())
+        end_trees(self.tracked, self.grace)
+
+    def _note(self, words: list[str]) -> None:
+        if len(words) == 3 and words[0] == "track" and words[1].isdigit():
+            self.tracked[int(words[1])] = words[2]
+        elif len(words) == 2 and words[0] == "untrack" and words[1].isdigit():
+            self.tracked.pop(int(words[1]), None)
+
+
 def _descendants(root: int) -> list[int]:
     """Every live (not zombie) process below ``root``, from /proc (empty where there is none)."""
     children: dict[int, list[int]] = {}
@@ -270,6 +366,9 @@ def _mark_stopped(path: str, *, stopped: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) == 4 and argv[1] == "--track":
+        Tracker(int(argv[2]), float(argv[3])).run()
+        return 0
     if len(argv) < 7 or argv[5] != "--":
         sys.stderr.write(__doc__.rsplit("\n\n", 1)[-1] if __doc__ else "bad arguments\n")
         return 2

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._private import make_private_dirs, write_private
+from ._job_guard import process_start
 
 #: Records of dead kernels older than this are deleted unread (a kernel id never came back).
 MAX_RECORD_AGE_SECONDS = 7 * 24 * 3600
@@ -146,19 +147,6 @@ def _outcome(record: dict[str, Any]) -> str:
     if state == "ended":
         return "its processes ended on their own after the kernel did"
     return "ended with the kernel (its guard process is gone too)"
-
-
-def process_start(pid: int) -> str | None:
-    """When ``pid`` started (clock ticks since boot, from /proc): with the pid, a process's
-    identity, since pids are reused. None without /proc or once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None  # a zombie has ended already
-    return fields[19].decode()
 
 
 def _alive(pid: object, start: object) -> bool:

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..tools import ToolError
-from ._job_guard import STOP_COMMAND
-from ._job_records import process_start
+from ._job_guard import STOP_COMMAND, process_start
 
 if TYPE_CHECKING:
     from .jobs import Job, JobRegistry

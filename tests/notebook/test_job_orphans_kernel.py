@@ -2,9 +2,9 @@
 
 Each test starts shell jobs of every awkward kind through ``%%codelia`` (a plain one, one that
 ignores SIGTERM, one that moves a child into a new session with ``setsid``, one whose child
-double-forks out of the tree, one with forked children) and a python job that starts a process
-of its own, ends the kernel one way or another, and checks with psutil that no process of any
-job is left, then that the next kernel says what was stopped.
+double-forks out of the tree, one with forked children) and a python job that starts processes
+of its own, ends the kernel one way or another (or stops each job), and checks with psutil that
+no process of any job is left, then that the next kernel says what was stopped.
 """
 
 from __future__ import annotations
@@ -60,12 +60,26 @@ def start_jobs(start_kernel: Any, tag: str, server: ScriptedAnthropicServer) -> 
     assert kernel.execute("%load_ext jupyter_codelia").status == "ok"
     run = kernel.execute("%%codelia --approval-mode full-access\nstart the jobs")
     assert run.status == "ok", run.reply["content"]
-    # Every kind has its processes running (two for the setsid one, three for the forks).
+    # Every kind has its processes running (two for the setsid one, three for the forks, four
+    # for the python job), and so do their guards.
     deadline = time.monotonic() + 30
-    while len(survivors(tag)) < 9 and time.monotonic() < deadline:
+    while len(survivors(tag)) < 18 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(survivors(tag)) >= 9, survivors(tag)
+    assert len(survivors(tag)) >= 18, survivors(tag)
+    # The python job's processes are seen (twice a second) before the kernel goes.
+    time.sleep(1.5)
     return kernel
+
+
+def python_job(tag: str) -> str:
+    """A python job that starts processes of its own, one of them with children."""
+    return (
+        "import subprocess, time\n"
+        f"server = subprocess.Popen(['sleep', '{tag}6'])\n"
+        f"workers = subprocess.Popen('sleep {tag}7 & sleep {tag}7 & wait', shell=True)\n"
+        "for _ in range(6000):\n"
+        "    time.sleep(0.1)\n"
+    )
 
 
 def script(tag: str) -> list[Any]:
@@ -73,6 +87,7 @@ def script(tag: str) -> list[Any]:
         tool_use("shell", {"command": command, "background": True})
         for command in _jobs(tag).values()
     ]
+    calls.append(tool_use("python", {"code": python_job(tag), "background": True}))
     return [reply(*calls), reply(text("All started."))]
 
 
@@ -88,6 +103,7 @@ def test_no_job_process_survives_the_kernel(start_kernel: Any, ending: str) -> N
         kernel = start_jobs(start_kernel, tag, server)
         listed = kernel.execute("%codelia jobs").stream_text()
         assert listed.count("[shell] running") == 5, listed
+        assert "job-6 [python] running" in listed, listed
         if ending == "shutdown":
             kernel.km.shutdown_kernel(now=False)
         elif ending == "restart":
@@ -108,15 +124,21 @@ def test_no_job_process_survives_the_kernel(start_kernel: Any, ending: str) -> N
         assert f"job-{number} [shell]" in after, after
         assert command.split(";")[0][:40] in after, after
     assert after.count("stopped when the kernel ended") == 5, after
+    assert "job-6 [python] started" in after
+    assert "ended with the kernel (python jobs run on the kernel's threads)" in after
 
 
 def test_job_stop_ends_the_whole_tree_and_the_next_turn_hears_of_a_restart(
     start_kernel: Any,
 ) -> None:
     tag = _tag()
-    stops = [tool_use("job_stop", {"job_id": f"job-{number}"}) for number in range(1, 6)]
+    stops = [tool_use("job_stop", {"job_id": f"job-{number}"}) for number in range(1, 7)]
     steps = [*script(tag), reply(*stops), reply(text("Stopped them all."))]
-    steps += [reply(tool_use("shell", {"command": f"sleep {tag}9", "background": True}))]
+    more = [
+        tool_use("shell", {"command": f"sleep {tag}9", "background": True}),
+        tool_use("python", {"code": python_job(tag + "9"), "background": True}),
+    ]
+    steps.append(reply(*more))
     steps += [reply(text("Started one more.")), reply(text("It was stopped by the restart."))]
     with ScriptedAnthropicServer(steps) as server:
         kernel = start_jobs(start_kernel, tag, server)
@@ -126,14 +148,17 @@ def test_job_stop_ends_the_whole_tree_and_the_next_turn_hears_of_a_restart(
         assert wait_for_none(tag, timeout=20) == []
         listed = kernel.execute("%codelia jobs").stream_text()
         assert listed.count("[shell] stopped") == 5, listed
+        assert "job-6 [python] stopped" in listed, listed
         assert "terminated by SIGTERM" in listed or "SIGKILL" in listed
         # The one that ignores SIGTERM needed SIGKILL after the grace period.
         stopped = [str(r) for r in server.requests[-1].messages[-1]["content"]]
         assert any("then SIGKILL for" in s for s in stopped), stopped
         started = kernel.execute("%%codelia --approval-mode full-access\nstart one more")
         assert started.status == "ok"
-        running = wait_until_running(tag + "9", count=2)  # its guard and its command
-        assert [line for line in running if "_job_guard.py" not in line] != [], running
+        # The shell job's guard and command, and the python job's four processes.
+        running = wait_until_running(tag + "9", count=6)
+        assert len(running) >= 6, running
+        time.sleep(1.5)  # the python job's processes are seen twice a second
         _restart(kernel, now=True)
         assert wait_for_none(tag) == []
         kernel.execute("%load_ext jupyter_codelia")
@@ -142,7 +167,8 @@ def test_job_stop_ends_the_whole_tree_and_the_next_turn_hears_of_a_restart(
         told = server.requests[-1].messages[-1]["content"]
     told_text = str(told)
     assert "[background jobs]" in told_text
-    assert "from before the kernel restarted: job-6 [shell]" in told_text
+    assert "from before the kernel restarted: job-7 [shell]" in told_text
+    assert "from before the kernel restarted: job-8 [python]" in told_text
     assert "stopped when the kernel ended" in told_text
 
 

@@ -398,3 +398,26 @@ async def test_a_killed_guard_ends_the_job_and_says_so(tmp_path: Path) -> None:
     assert job.state == "failed"
     assert job.summary == "its guard process ended unexpectedly (terminated by SIGKILL)"
     await wait_until(lambda: not live_processes(tag), "the command to die with its guard")
+
+
+def test_end_trees_ends_a_process_and_its_children_but_never_a_reused_pid() -> None:
+    import subprocess
+    import time
+
+    from jupyter_codelia.standard_tools._job_guard import end_trees, process_start
+
+    tag = marker()
+    parent = subprocess.Popen(["/bin/bash", "-c", f"trap '' TERM; sleep {tag} & wait"])
+    deadline = time.monotonic() + 20
+    while len(live_processes(tag)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = process_start(parent.pid)
+    assert start is not None
+    assert end_trees({parent.pid: "not-its-start"}, grace=0.2) == 0
+    assert len(live_processes(tag)) == 2  # a pid with another start is someone else's
+    assert end_trees({parent.pid: start}, grace=0.5) == 2  # SIGTERM ignored: both SIGKILLed
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while live_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_processes(tag) == []

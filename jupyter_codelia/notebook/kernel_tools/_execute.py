@@ -23,6 +23,7 @@ import linecache
 import sys
 import threading
 import traceback
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -104,6 +105,8 @@ class Capture:
     ended: bool = False
     forward: CaptureForward | None = None
     thread: threading.Thread | None = None
+    started_threads: weakref.WeakSet[threading.Thread] = field(default_factory=weakref.WeakSet)
+    """Threads the code started (they write into this capture too)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def adopt(self, forward: CaptureForward) -> bool:
@@ -286,6 +289,7 @@ def _start_inheriting_route(thread: threading.Thread) -> None:
     capture = _capture_of_current_thread()
     if capture is not None:
         setattr(thread, _INHERITED, capture)
+        capture.started_threads.add(thread)
     _thread_start(thread)
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..._redact import redact_secrets
 from ..._text import clip_chars
-from ...standard_tools.jobs import Job, JobRegistry, png_of_display
+from ...standard_tools._process_watch import end_trees, process_tracker, thread_children
+from ...standard_tools.jobs import STOP_GRACE_SECONDS, Job, JobRegistry, png_of_display
 from ._execute import (
     MAX_STREAM_CHARS,
     SNIPPET_FILENAME_PREFIX,
@@ -32,17 +33,58 @@ from ._execute import (
     stop_thread,
 )
 
+CHILDREN_POLL_SECONDS = 0.5
+"""How often a running python job's threads are asked which processes they started."""
 PYTHON_STOP_GRACE_SECONDS = 1.0
 """How long a stopped python job may take to reach its next Python step before its note says
 why it has not stopped."""
 
 
+class _Children:
+    """The processes a python job's threads started: seen twice a second while it runs (and
+    once more as its code ends), told to the kernel's tracker, ended when the job is stopped."""
+
+    def __init__(self, job: Job, capture: Capture) -> None:
+        self.job = job
+        self.capture = capture
+        self.seen: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def follow(self) -> None:
+        threading.Thread(
+            target=self._loop, name=f"codelia-{self.job.job_id}-children", daemon=True
+        ).start()
+
+    def _loop(self) -> None:
+        while not self.job.done.wait(CHILDREN_POLL_SECONDS):
+            self.look()
+
+    def look(self) -> None:
+        threads = [self.capture.thread, *list(self.capture.started_threads)]
+        native_ids = [t.native_id for t in threads if t is not None and t.native_id is not None]
+        found = thread_children(native_ids)
+        with self._lock:
+            new = {pid: start for pid, start in found.items() if pid not in self.seen}
+            self.seen.update(new)
+        tracker = process_tracker(STOP_GRACE_SECONDS)
+        for pid, start in new.items():
+            tracker.track(pid, start)
+
+    def end(self) -> None:
+        """End every process the job started, and what they started (SIGTERM, then SIGKILL)."""
+        self.look()
+        with self._lock:
+            seen = dict(self.seen)
+        end_trees(seen, STOP_GRACE_SECONDS)
+
+
 class _JobForward:
     """Routes a capture's output into a job and records the end of the code there."""
 
-    def __init__(self, job: Job, format_value: Any) -> None:
+    def __init__(self, job: Job, format_value: Any, children: _Children) -> None:
         self.job = job
         self.format_value = format_value
+        self.children = children
 
     def buffered(self) -> WriteBuffer:
         return self.job.output.buffer()
@@ -58,6 +100,10 @@ class _JobForward:
             self.job.write(f"{data['text/plain']}\n")
 
     def finished(self, capture: Capture) -> None:
+        # Still on the job's thread: the processes it started are listed as its children
+        # for the last time (they stay tracked: a server it started outlives the job, not the
+        # kernel).
+        self.children.look()
         if capture.error is not None:
             self.job.write(capture.error + "\n", "stderr")
             last = capture.error.strip().splitlines()[-1] if capture.error.strip() else "error"
@@ -81,9 +127,14 @@ class _PythonStop:
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
         self.job: Job | None = None
+        self.children: _Children | None = None
 
     def __call__(self) -> None:
         stop_thread(self.capture)
+        if self.children is not None:
+            # A job waiting on a process it started gets to its next Python step when that
+            # process ends.
+            threading.Thread(target=self.children.end, daemon=True).start()
         timer = threading.Timer(PYTHON_STOP_GRACE_SECONDS, self._explain)
         timer.daemon = True
         timer.start()
@@ -142,12 +193,21 @@ def start_python_job(
 ) -> Job:
     """Run ``code`` in ``namespace`` on a new thread as a background job."""
     capture = Capture()
-    stopper = _PythonStop(capture)
-    job = registry.create("python", code, stopper)
-    stopper.job = job
-    capture.adopt(_JobForward(job, format_value))
+    job, children = _register(registry, code, capture, announce=True)
+    capture.adopt(_JobForward(job, format_value, children))
     start_thread(code, namespace, shell, capture, name=f"codelia-{job.job_id}")
+    children.follow()
     return job
+
+
+def _register(
+    registry: JobRegistry, code: str, capture: Capture, *, announce: bool
+) -> tuple[Job, _Children]:
+    stopper = _PythonStop(capture)
+    job = registry.create("python", code, stopper, announce=announce)
+    stopper.job = job
+    stopper.children = _Children(job, capture)
+    return job, stopper.children
 
 
 def adopt_python_job(
@@ -157,16 +217,15 @@ def adopt_python_job(
 
     What the call printed so far is the job's first output, already shown to the model.
     """
-    stopper = _PythonStop(capture)
-    job = registry.create("python", code, stopper, announce=False)
-    stopper.job = job
+    job, children = _register(registry, code, capture, announce=False)
     for text in capture.stdout:
         job.write(text, "stdout")
     for text in capture.stderr:
         job.write(text, "stderr")
     job.model_cursor = job.output.end
-    if not capture.adopt(_JobForward(job, format_value)):
+    if not capture.adopt(_JobForward(job, format_value, children)):
         registry.discard(job.job_id)
         return None
+    children.follow()
     registry.announce(job)
     return job
