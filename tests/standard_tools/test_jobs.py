@@ -421,3 +421,40 @@ def test_end_trees_ends_a_process_and_its_children_but_never_a_reused_pid() -> N
     while live_processes(tag) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert live_processes(tag) == []
+
+
+def test_job_records_of_a_dead_kernel_are_reported_once_and_bad_ones_dropped(
+    tmp_path: Path,
+) -> None:
+    import json as json_module
+    import subprocess
+    import sys
+
+    from jupyter_codelia.standard_tools._job_guard import process_start
+    from jupyter_codelia.standard_tools.jobs import JobRecords
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a kernel process that has ended
+    ending = subprocess.Popen(["sleep", "30"])  # stands in for a guard still at work
+    directory = tmp_path / "jobs"
+    old = JobRecords(lambda: directory, kernel_pid=gone.pid)
+    old.save("job-1", "python", "train()", 1_700_000_000.0)
+    old.save("job-2", "shell", "serve", 1_700_000_001.0, guard_pid=ending.pid,
+             guard_start=process_start(ending.pid))  # fmt: skip
+    (directory / "999-job-9.json").write_text("{not json", encoding="utf-8")
+    (directory / "998-job-8.json").write_text(json_module.dumps({"job_id": 3}), encoding="utf-8")
+    try:
+        records = JobRecords(lambda: directory)
+        first = {job.job_id: job.outcome for job in records.previous()}
+        assert first == {
+            "job-1": "ended with the kernel (python jobs run on the kernel's threads)",
+            "job-2": "being stopped: its guard is ending its processes (the kernel ended)",
+        }
+        assert sorted(p.name for p in directory.iterdir()) == [f"{gone.pid}-job-2.json"]
+    finally:
+        ending.kill()
+        ending.wait()
+    again = {job.job_id: job.outcome for job in records.previous()}
+    assert again["job-2"] == "ended with the kernel (its guard process is gone too)"
+    assert list(directory.iterdir()) == []
+    assert "job-1 [python] started " in records.previous()[0].line()
