@@ -20,6 +20,7 @@ committed when the job ends, if memory had to drop anything, and dropped otherwi
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import deque
@@ -27,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._redact import StreamRedactor
+from .._text import describe_exc
 from ..cache.protocol import OutputWriter
+from ..errors import CodeliaError
 
 MAX_JOB_OUTPUT_CHARS = 2_000_000
 """Output a job keeps in memory; older text is dropped (and counted) beyond this."""
@@ -65,6 +68,8 @@ class JobOutput:
         self._sink_written = False
         self.streams_to_cache = sink is not None
         """Whether the whole output goes to an output-cache entry."""
+        self.cache_problem: str | None = None
+        """Why the output cache stopped keeping the whole output, if it did."""
         self._chunks: deque[str] = deque()
         self._kept_chars = 0
         self._dropped_chars = 0
@@ -149,10 +154,21 @@ class JobOutput:
             sink, self._sink = self._sink, None
         if sink is None:
             return None
-        if self._dropped_chars and self._sink_written:
-            return sink.close().id
-        sink.abort()
+        try:
+            if self._dropped_chars and self._sink_written:
+                return sink.close().id
+            sink.abort()
+        except (OSError, CodeliaError) as exc:
+            self._lose_sink(sink, exc)
         return None
+
+    def _lose_sink(self, sink: OutputWriter, exc: BaseException) -> None:
+        """The cache failed (a full disk): memory keeps the output; say why the rest is gone."""
+        self._sink = None
+        self.streams_to_cache = False
+        self.cache_problem = f"the output cache could not keep it ({describe_exc(exc)})"
+        with contextlib.suppress(OSError, CodeliaError):
+            sink.abort()
 
     def _feed_pending(self) -> None:
         """Mask the pending writes in order, one run of writes of the same source at a time."""
@@ -195,8 +211,11 @@ class JobOutput:
         if not text:
             return
         if self._sink is not None:
-            self._sink.write(text)
-            self._sink_written = True
+            try:
+                self._sink.write(text)
+                self._sink_written = True
+            except (OSError, CodeliaError) as exc:  # a job's print must never fail for it
+                self._lose_sink(self._sink, exc)
         if self._chunks and len(text) < _CHUNK_CHARS and len(self._chunks[-1]) < _CHUNK_CHARS:
             self._chunks[-1] += text
         else:

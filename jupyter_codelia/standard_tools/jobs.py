@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._redact import redact_secrets
 from .._text import js_round
+from ..errors import CodeliaError
 from ..llm.messages import ImagePart, TextPart
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
 from ._job_output import LAST_LINES, MAX_JOB_IMAGES, MAX_JOB_OUTPUT_CHARS, JobOutput, Progress
@@ -209,9 +210,12 @@ class JobRegistry:
         if store is None:
             return None
         # A restarted kernel numbers its jobs from 1 again: the suffix keeps ref ids unique.
-        return store.writer(
-            tool_call_id=f"{job_id}_output_{secrets.token_hex(3)}", tool_name="job_output"
-        )
+        try:
+            return store.writer(
+                tool_call_id=f"{job_id}_output_{secrets.token_hex(3)}", tool_name="job_output"
+            )
+        except (OSError, CodeliaError):
+            return None  # the job still runs and keeps its output in memory
 
     def record_path(self, job: Job) -> Path | None:
         """Where ``job``'s record is (for a guard that updates it when the kernel is gone)."""
@@ -405,7 +409,7 @@ def _where_whole(job: Job) -> str:
         )
     if job.running and job.output.streams_to_cache:
         return "the whole output goes to the output cache, readable there once the job ends"
-    return "no output cache keeps the whole output here"
+    return job.output.cache_problem or "no output cache keeps the whole output here"
 
 
 async def wait_for_job(

@@ -458,3 +458,43 @@ def test_job_records_of_a_dead_kernel_are_reported_once_and_bad_ones_dropped(
     assert again["job-2"] == "ended with the kernel (its guard process is gone too)"
     assert list(directory.iterdir()) == []
     assert "job-1 [python] started " in records.previous()[0].line()
+
+
+class _FullDiskWriter:
+    """An output-cache writer on a disk that fills up after its first megabyte."""
+
+    ref_id = "job-x_output"
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.aborted = False
+
+    def write(self, text: str) -> None:
+        import errno
+
+        if self.written > 1_000_000:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.written += len(text)
+
+    def close(self) -> Any:
+        raise AssertionError("a failed entry is never committed")
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_full_disk_never_fails_a_job_and_the_model_hears_why_the_rest_is_gone() -> None:
+    from jupyter_codelia.standard_tools.jobs import Job, read_new_output
+
+    writer = _FullDiskWriter()
+    job = Job(job_id="job-x", kind="python", title="print", stop_fn=lambda: None,
+              output=JobOutput(writer))  # fmt: skip
+    for _ in range(40):
+        job.write("y" * 100_000 + "\n")  # 4 MB: memory keeps 2 MB, the disk fills at 1 MB
+    job.finish("completed")
+    assert writer.aborted and job.state == "completed" and job.full_output_ref is None
+    read = read_new_output(job, "start", 1)
+    assert (
+        "earlier characters were dropped from memory; the output cache could not keep it "
+        "(OSError: [Errno 28] No space left on device)" in read
+    ), read
