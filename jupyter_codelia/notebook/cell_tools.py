@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._redact import redact_secrets
+from .._text import describe_exc
 from ..llm.messages import ImagePart, TextPart
 from ..standard_tools._edit_match import explain_no_match, find_exact
 from ..standard_tools.diff import diff_payload, unified_diff
@@ -88,8 +90,8 @@ class NotebookContext:
         """The live notebook from the front end (blocks this thread for the round trip)."""
         raw = self.frontend.call("snapshot", {"outputs_for": outputs_for})
         try:
-            return nbcells.NotebookSnapshot.model_validate({**raw, "source": "live"})
-        except ValidationError as exc:
+            return nbcells.snapshot_from_json(raw, "live")
+        except (ValueError, ValidationError) as exc:
             raise ToolError(f"the front end sent a malformed notebook snapshot: {exc}") from None
 
     def snapshot_now(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
@@ -118,8 +120,10 @@ class NotebookContext:
         return await asyncio.to_thread(self.snapshot_now, outputs_for)
 
     def provenance(self, ctx: ToolContext, action: str) -> dict[str, Any]:
+        """``metadata.codelia`` of an agent-made cell: saved in the ``.ipynb`` and sent over the
+        comm, so the prompt is redacted (before clipping: a cut secret would not match)."""
         info = self.run_info()
-        prompt = str(info.get("prompt") or "")
+        prompt = redact_secrets(str(info.get("prompt") or ""))
         return {
             "session_id": info.get("session_id"),
             "run_id": info.get("run_id"),
@@ -286,12 +290,16 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
         return _run_report(result)
 
     async def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> str:
+        # Documented to always work: the notebook is only needed for the stale check, so any
+        # failure to read it is said next to the history instead of failing the tool.
         report = _history_report(args, context)
         try:
             snapshot = await context.snapshot()
-        except ToolError as exc:
-            return f"{report}\n\n(no stale check: {exc})"
-        return f"{report}\n\n{_stale_report(snapshot, context.history())}"
+            stale = _stale_report(snapshot, context.history())
+        except Exception as exc:
+            detail = str(exc) if isinstance(exc, ToolError) else describe_exc(exc)
+            return f"{report}\n\n(no stale check: {detail})"
+        return f"{report}\n\n{stale}"
 
     return [
         define_tool(
@@ -351,7 +359,8 @@ def provenance_table(snapshot: nbcells.NotebookSnapshot) -> list[dict[str, Any]]
     for index, cell in enumerate(snapshot.cells):
         provenance = cell.metadata.get("codelia")
         if isinstance(provenance, dict):
-            rows.append({"index": index, "id": cell.id, **provenance})
+            # Notebooks saved before prompts were redacted may still hold a secret.
+            rows.append(redact_secrets({"index": index, "id": cell.id, **provenance}))
     return rows
 
 
@@ -472,13 +481,13 @@ def _edit_report(params: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 def _run_report(result: dict[str, Any]) -> Any:
     blocks: list[str] = []
     images: list[tuple[bytes, nbcells.ImageMime]] = []
-    for raw in result.get("cells") or []:
-        status = raw.get("status", "done")
-        try:
-            cell = nbcells.CellView.model_validate(raw)
-        except ValidationError as exc:
-            raise ToolError(f"the front end sent a malformed cell: {exc}") from None
-        head = f"cell {cell.id} (#{raw.get('index')})"
+    skipped: list[str] = []
+    raw_cells = result.get("cells")
+    raw_cells = raw_cells if isinstance(raw_cells, list) else []
+    for raw, cell in zip(raw_cells, nbcells.cells_from_json(raw_cells, skipped), strict=True):
+        status = raw.get("status", "done") if isinstance(raw, dict) else "done"
+        index = raw.get("index") if isinstance(raw, dict) else None
+        head = f"cell {cell.id} (#{index})"
         if status == "running":
             head += " is STILL RUNNING; output so far (call notebook_run again to keep waiting):"
         elif status == "interrupted":
@@ -489,6 +498,8 @@ def _run_report(result: dict[str, Any]) -> Any:
             head += f" ran as [{cell.execution_count}]:"
         outputs = [nbcells.output_text(o, images) for o in cell.outputs or []]
         blocks.append("\n".join([head, *(outputs or ["(no output)"])]))
+    if skipped:
+        blocks.append("Not readable, left out: " + "; ".join(skipped[: nbcells.SKIPPED_SHOWN]))
     return _with_images("\n\n".join(blocks) or "(no cells)", images)
 
 
