@@ -26,9 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._redact import redact_secrets
 from .._text import describe_exc
-from ..llm.messages import ImagePart, TextPart
+from ..llm.messages import TextPart
 from ..standard_tools._edit_match import explain_no_match, find_exact
 from ..standard_tools.diff import diff_payload, unified_diff
+from ..standard_tools.images import model_images
 from ..tools import FunctionTool, ToolContext, ToolError, define_tool
 from ..wire import NotebookAction
 from . import cells as nbcells
@@ -247,7 +248,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             images=args.images,
             source_line_offset=args.source_line_offset,
         )
-        return _with_images(rendered.text, rendered.images)
+        return await asyncio.to_thread(_with_images, rendered.text, rendered.images)
 
     async def notebook_edit(args: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
         try:
@@ -287,7 +288,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             ) from None
         except FrontendError as exc:
             raise ToolError(f"notebook_run: {exc}") from None
-        return _run_report(result)
+        return await asyncio.to_thread(_run_report, result)
 
     async def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> str:
         # Documented to always work: the notebook is only needed for the stale check, so any
@@ -365,9 +366,15 @@ def provenance_table(snapshot: nbcells.NotebookSnapshot) -> list[dict[str, Any]]
 
 
 def _with_images(text: str, images: list[tuple[bytes, nbcells.ImageMime]]) -> Any:
+    """The text with the images attached, each fitted to the provider's limits and at most
+    as many as one result may carry (:func:`model_images` says what it changed or left out).
+    CPU-bound for big images: called off the event loop."""
     if not images:
         return text
-    return [TextPart(text=text), *(ImagePart.from_bytes(data, mime) for data, mime in images)]
+    parts, notes = model_images([data for data, _mime in images], what="image")
+    if notes:
+        text += "\n\n[images] " + "\n[images] ".join(notes)
+    return [TextPart(text=text), *parts] if parts else text
 
 
 # ---------------------------------------------------------------------- edit

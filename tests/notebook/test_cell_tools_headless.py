@@ -3,6 +3,7 @@ saved file, however malformed, and kernel_history always answers."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -77,3 +78,32 @@ def test_provenance_prompts_are_redacted_before_they_are_saved_or_sent(
         ]
     )
     assert provenance_table(saved) == [{"index": 0, "id": "c1", "prompt": "[REDACTED]"}]
+
+
+@pytest.mark.asyncio
+async def test_notebook_read_fits_big_image_outputs_to_the_provider_limits(
+    tmp_path: Path,
+) -> None:
+    from .test_kernel_tools import _noisy_png
+
+    big = base64.b64encode(_noisy_png(2600, 1900)).decode()
+    assert len(big) > 5 * 1024 * 1024  # over the Messages API's per-image limit as saved
+    small = base64.b64encode(_noisy_png(20, 20)).decode()
+    outputs = [_display(big)] + [_display(small) for _ in range(11)]
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "plot()",
+            "outputs": outputs}  # fmt: skip
+    path = tmp_path / "plots.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "nbformat": 4, "nbformat_minor": 5}))
+    tools = headless_tools(path)
+    result = await tools["notebook_read"].execute_raw(
+        json.dumps({"start": 0, "images": True}), ToolContext()
+    )
+    text, *images = result.parts
+    assert len(images) == 8
+    assert "[images] image 1: Downsized from 2600x1900 px" in text.text
+    assert "[images] 4 more image(s) not attached" in text.text
+    assert all(len(i.image_url.url) <= 5 * 1024 * 1024 for i in images)
+
+
+def _display(png_base64: str) -> dict[str, Any]:
+    return {"output_type": "display_data", "metadata": {}, "data": {"image/png": png_base64}}
