@@ -303,8 +303,8 @@ async def test_ddg_instant_answers_are_returned_with_the_results(server: Loopbac
         RelatedTopics=[{"FirstURL": "https://duckduckgo.com/Guido", "Text": "Guido van Rossum"}],
         Results=[{"FirstURL": "https://www.python.org/", "Text": "Official site"}],
     )
-    server.routes["/ia/"] = lambda req: Reply(200, {"content-type": "application/x-javascript"},
-                                              abstract)  # fmt: skip
+    json_type = {"content-type": "application/x-javascript"}  # what the service sends
+    server.routes["/ia/"] = lambda req: Reply(200, json_type, abstract)
     config = ddg_config(server, ddg_instant_endpoint=server.url("/ia/"))
     out = await search(config, query="python language")
     assert out["instant_answer"] == {
@@ -317,8 +317,10 @@ async def test_ddg_instant_answers_are_returned_with_the_results(server: Loopbac
     asked = next(r for r in server.requests if r.path == "/ia/")
     assert asked.query["q"] == ["python language"] and asked.query["format"] == ["json"]
     # A direct answer (no abstract) takes the first official result's URL.
-    server.routes["/ia/"] = lambda req: Reply(200, {}, instant_answer_body(
-        Answer="0.5", AnswerType="calc", Results=[{"FirstURL": "https://calc.example/"}]))  # fmt: skip
+    calc = instant_answer_body(
+        Answer="0.5", AnswerType="calc", Results=[{"FirstURL": "https://calc.example/"}]
+    )
+    server.routes["/ia/"] = lambda req: Reply(200, {}, calc)
     out = await search(config, query="1/2")
     assert out["instant_answer"] == {"answer": "0.5", "url": "https://calc.example/"}
     # allowed_domains applies to it too; a heading alone or a failure adds nothing.
