@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jupyter_codelia.notebook.kernel_tools import kernel_tools
-from jupyter_codelia.notebook.undo import NamespaceUndo
+from jupyter_codelia.notebook.kernel_tools.namespace import kernel_tools
+from jupyter_codelia.notebook.kernel_tools.undo import NamespaceUndo
 from jupyter_codelia.tools import ToolContext
 
 SNIPPETS = {

@@ -10,7 +10,7 @@ from PIL import Image
 
 from jupyter_codelia.cache import EntryOrigin, ToolOutputCacheStore
 from jupyter_codelia.llm.messages import ImagePart, TextPart
-from jupyter_codelia.notebook.cache_browser import CacheBrowser
+from jupyter_codelia.notebook.ui.cache_browser import CacheBrowser
 
 
 def _png() -> bytes:

@@ -260,7 +260,7 @@ def test_shell_jobs_end_when_the_kernel_shuts_down(start_kernel: Any) -> None:
 
 
 def test_side_panel_protocol_sees_job_updates_lists_and_stops_jobs(start_kernel: Any) -> None:
-    from .test_notebook_bridge import FrontEnd
+    from ..test_notebook_bridge import FrontEnd
 
     code = (
         "import sys, time\n"

@@ -9,10 +9,10 @@ from typing import Any
 
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LEFTOVERS = (
     "import gc, ipywidgets\n"
-    "from jupyter_codelia.notebook.panel import RunPanel\n"
+    "from jupyter_codelia.notebook.ui.panel import RunPanel\n"
     "from jupyter_codelia.agent import events\n"
     "gc.collect()\n"
     "panels = sum(isinstance(o, RunPanel) for o in gc.get_objects())\n"
@@ -134,7 +134,8 @@ WARMED = (
     "from jupyter_codelia.notebook import _warmup\n_warmup.wait()\n"
     "from jupyter_codelia import _redact\n"
     "from jupyter_codelia.llm import pricing\n"
-    "nb = get_ipython()._codelia_notebook_agent\n"
+    "from jupyter_codelia.notebook import notebook_agent\n"
+    "nb = notebook_agent(get_ipython())\n"
     "mods = ('genai_prices.data', 'jupyter_codelia.testing', 'anyio._backends._asyncio',\n"
     "        'opentelemetry.propagate', 'pygments.lexers.python', 'numpy')\n"
     "print(json.dumps({'modules': [m for m in mods if m in sys.modules],\n"
@@ -199,7 +200,8 @@ def test_load_ext_warms_imports_and_the_first_agent_in_the_background(
         assert loaded.status == "ok"
         warmed = kernel.execute(
             "from jupyter_codelia.notebook import _warmup\n_warmup.wait()\n"
-            "nb = get_ipython()._codelia_notebook_agent\n"
+            "from jupyter_codelia.notebook import notebook_agent\n"
+            "nb = notebook_agent(get_ipython())\n"
             "print('anthropic' in sys.modules, 'ipywidgets' in sys.modules, nb.agent is None)\n"
             "ready = nb._prebuilt[1]"
         )

@@ -6,14 +6,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 
 if TYPE_CHECKING:
     import asyncio
 
-    from ._sink import ActiveRun
+    from ._sink import LiveRun
 
-RunStatus = Literal["completed", "cancelled", "error"]
+FinalStatus = Literal["completed", "cancelled", "error"]
 
 
 @dataclass
@@ -21,7 +21,7 @@ class RunResult:
     """What a finished turn returns: the value of a blocking ``%%codelia`` cell."""
 
     final_text: str
-    status: RunStatus
+    status: FinalStatus
     session_id: str
     run_id: str
     usage: dict[str, Any] = field(default_factory=dict)
@@ -65,7 +65,7 @@ class RunNotFinishedError(CodeliaError, RuntimeError):
 class RunHandle:
     """A background run: awaitable (``await handle``), with ``.result()``, ``.cancel()``."""
 
-    def __init__(self, run: ActiveRun, task: asyncio.Task[RunResult]) -> None:
+    def __init__(self, run: LiveRun, task: asyncio.Task[RunResult]) -> None:
         self._run = run
         self._task = task
 

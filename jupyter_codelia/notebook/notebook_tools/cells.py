@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._text import clip_utf8
-from ..errors import CodeliaError
+from ..._text import clip_utf8
+from ...errors import CodeliaError
 
 OUTLINE_MAX_CHARS = 1800
 OUTLINE_MAX_HEADINGS = 24

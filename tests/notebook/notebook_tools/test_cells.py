@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_codelia.notebook import cells as nbcells
-from jupyter_codelia.notebook.cells import CellView, KernelHistory, NotebookSnapshot
+from jupyter_codelia.notebook.notebook_tools import cells as nbcells
+from jupyter_codelia.notebook.notebook_tools.cells import CellView, KernelHistory, NotebookSnapshot
 
 
 def _snapshot(*cells: CellView) -> NotebookSnapshot:

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from jupyter_codelia.llm.messages import FunctionCall, ImagePart, TextPart, ToolCall
-from jupyter_codelia.notebook.kernel_tools import kernel_tools
+from jupyter_codelia.notebook.kernel_tools.namespace import kernel_tools
 from jupyter_codelia.tools import ToolContext, execute_tool_call
 
 
@@ -237,7 +237,7 @@ async def test_user_prints_outside_the_tool_thread_are_not_captured(
 
 @pytest.mark.asyncio
 async def test_python_output_is_bounded() -> None:
-    from jupyter_codelia.notebook._execute import MAX_STREAM_CHARS
+    from jupyter_codelia.notebook.kernel_tools._execute import MAX_STREAM_CHARS
 
     result = await _call(
         _tools({})["python"],

@@ -11,8 +11,8 @@ from PIL import Image
 
 from jupyter_codelia.agent import events as ev
 from jupyter_codelia.llm.messages import ImagePart
-from jupyter_codelia.notebook import renderers
-from jupyter_codelia.notebook.panel import SEAL_CHARS, RunPanel
+from jupyter_codelia.notebook.ui import renderers
+from jupyter_codelia.notebook.ui.panel import SEAL_CHARS, RunPanel
 
 
 class FakeClock:
@@ -184,7 +184,7 @@ def test_long_answers_are_sealed_into_paragraph_chunks() -> None:
 
 
 def test_code_fences_are_not_split() -> None:
-    from jupyter_codelia.notebook.panel import _paragraph_cut
+    from jupyter_codelia.notebook.ui.panel import _paragraph_cut
 
     text = "intro\n\n```python\na = 1\n\nb = 2\n```\nafter"
     cut = _paragraph_cut(text)
@@ -397,7 +397,7 @@ def test_citations_are_numbered_links_under_the_answer() -> None:
 
 
 def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
-    from jupyter_codelia.notebook._sink import ActiveRun, EventSink
+    from jupyter_codelia.notebook.run._sink import LiveRun, RunSink
     from jupyter_codelia.tools import CancelSignal
 
     class Owner:
@@ -409,8 +409,8 @@ def test_the_comm_never_receives_void_text_that_was_still_buffered() -> None:
             self.sent.append(envelope)
 
     owner = Owner()
-    run = ActiveRun("r1", "s1", "q", "magic", CancelSignal(), "blocking")
-    sink = EventSink(owner, run, None, interval=3600)
+    run = LiveRun("r1", "s1", "q", "magic", CancelSignal(), "blocking")
+    sink = RunSink(owner, run, None, interval=3600)
     sink.event(ev.TextDeltaEvent(delta="first "))  # sent at once: nothing sent before
     sink.event(ev.TextDeltaEvent(delta="void, still buffered"))
     sink.event(ev.TextDiscardedEvent())

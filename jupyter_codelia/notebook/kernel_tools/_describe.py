@@ -12,6 +12,8 @@ import sys
 import types
 from typing import Any
 
+from ..._text import clip_chars
+
 _HIDDEN_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 
 _short_repr = reprlib.Repr()
@@ -101,13 +103,6 @@ def is_user_variable(name: str, value: Any, hidden: set[str] | frozenset[str]) -
     if name.startswith("_") or name in _HIDDEN_NAMES or name in hidden:
         return False
     return not isinstance(value, types.ModuleType)
-
-
-def clip_chars(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how many were left out."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
 def inspect_value(value: Any, *, rows: int, max_chars: int) -> str:

@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 import ipywidgets as widgets
 
-from ..agent import events as ev
+from ..._text import clip_chars
+from ...agent import events as ev
 from . import _static, renderers
-from ._describe import clip_chars
 
 FLUSH_INTERVAL = 0.05
 """Seconds between streamed-text widget updates (about 20 per second at most)."""

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 from . import _describe
 
 COPY_BUDGET_BYTES = 100 * 1024 * 1024

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._text import js_round
-from ..llm.messages import TextPart
-from ..standard_tools.images import model_images
-from ..standard_tools.jobs import JobRegistry, png_of_display
-from ..tools import FunctionTool, ToolContext, ToolError, define_tool
+from ..._text import clip_chars, js_round
+from ...llm.messages import TextPart
+from ...standard_tools.images import model_images
+from ...standard_tools.jobs import JobRegistry, png_of_display
+from ...tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
 from .undo import NamespaceUndo, change_report
@@ -112,7 +112,7 @@ def kernel_tools(
                     "Background python jobs are not available here (no job registry); run the "
                     "code in the foreground."
                 )
-            from .jobs import start_python_job
+            from .python_jobs import start_python_job
 
             job = start_python_job(jobs, args.code, ns, shell, format_value)
             return (
@@ -131,7 +131,7 @@ def kernel_tools(
             report = change_report(undo.after(snapshot))
         job_id: str | None = None
         if detach and capture.timed_out:
-            from .jobs import adopt_python_job
+            from .python_jobs import adopt_python_job
 
             assert jobs is not None
             adopted = adopt_python_job(jobs, args.code, capture, format_value)
@@ -270,13 +270,13 @@ def _python_result(
             pngs.append(png)
         elif "text/plain" in display:
             sections.append(
-                "[display]\n" + _describe.clip_chars(str(display["text/plain"]), MAX_STREAM_CHARS)
+                "[display]\n" + clip_chars(str(display["text/plain"]), MAX_STREAM_CHARS)
             )
     if capture.has_result:
         text, png = _format_value(capture.result, shell)
         if png is not None and not images:
             pngs.append(png)
-        sections.append("[result]\n" + _describe.clip_chars(text, MAX_STREAM_CHARS))
+        sections.append("[result]\n" + clip_chars(text, MAX_STREAM_CHARS))
     if capture.error:
         sections.append("[error]\n" + capture.error)
     if job_id is not None:

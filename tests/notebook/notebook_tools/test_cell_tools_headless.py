@@ -11,8 +11,13 @@ from typing import Any
 
 import pytest
 
-from jupyter_codelia.notebook import cells as nbcells
-from jupyter_codelia.notebook.cell_tools import NotebookContext, notebook_tools, provenance_table
+from jupyter_codelia.notebook.frontend import FrontendClient
+from jupyter_codelia.notebook.notebook_tools import cells as nbcells
+from jupyter_codelia.notebook.notebook_tools.cell_tools import (
+    NotebookContext,
+    notebook_tools,
+    provenance_table,
+)
 from jupyter_codelia.tools import ToolContext
 
 from .test_cells import _real_world_malformed
@@ -24,7 +29,7 @@ def headless_tools(notebook: Path) -> dict[str, Any]:
         history_manager=SimpleNamespace(input_hist_raw=["", "a = 1", "b = 2"]),
         user_ns={"__session__": str(notebook), "Out": {}},
     )
-    return {tool.name: tool for tool in notebook_tools(NotebookContext(shell=shell))}
+    return {tool.name: tool for tool in notebook_tools(NotebookContext(shell, FrontendClient()))}
 
 
 async def call(tools: dict[str, Any], name: str, **args: Any) -> str:
@@ -63,7 +68,9 @@ def test_provenance_prompts_are_redacted_before_they_are_saved_or_sent(
     monkeypatch.setenv("MY_SERVICE_TOKEN", "s3cr3t-value-from-env")
     prompt = f"push with {token} and MY_SERVICE_TOKEN=s3cr3t-value-from-env " + "x" * 300
     context = NotebookContext(
-        shell=SimpleNamespace(user_ns={}), run_info=lambda: {"prompt": prompt, "run_id": "r1"}
+        SimpleNamespace(user_ns={}),
+        FrontendClient(),
+        run_info=lambda: {"prompt": prompt, "run_id": "r1"},
     )
     provenance = context.provenance(ToolContext(tool_call_id="call-1"), "insert")
     assert provenance["prompt"].startswith("push with [REDACTED] and MY_SERVICE_TOKEN=[REDACTED] x")
@@ -84,7 +91,7 @@ def test_provenance_prompts_are_redacted_before_they_are_saved_or_sent(
 async def test_notebook_read_fits_big_image_outputs_to_the_provider_limits(
     tmp_path: Path,
 ) -> None:
-    from .test_kernel_tools import _noisy_png
+    from ..kernel_tools.test_kernel_tools import _noisy_png
 
     big = base64.b64encode(_noisy_png(2600, 1900)).decode()
     assert len(big) > 5 * 1024 * 1024  # over the Messages API's per-image limit as saved

@@ -16,7 +16,7 @@ from nbclient import NotebookClient
 
 from jupyter_codelia.testing import RecordedRequest, ScriptedAnthropicServer, reply, text, tool_use
 
-from .test_notebook_bridge import _control_on_subshell, _subshell
+from ..test_notebook_bridge import _control_on_subshell, _subshell
 
 FRONTEND_MODULE = "jupyter_codelia.notebook.frontend"
 TRUSTED = "%load_ext jupyter_codelia\n%config Codelia.approval_mode = 'trusted'"

@@ -1,4 +1,4 @@
-"""The notebook tools: ``notebook_read``, ``notebook_edit``, ``notebook_run``, ``kernel_history``.
+"""The notebook tools ``notebook_read``, ``notebook_edit`` and ``notebook_run``.
 
 They let the agent see and change the notebook the person is looking at. Reads and edits go to
 the live notebook model in the front end (:mod:`.frontend`); without a front end that answers,
@@ -9,7 +9,7 @@ did not happen is never reported as done.
 Every cell the agent inserts or edits carries ``metadata.codelia`` provenance (session, run,
 tool call, model, action, time, prompt) so the person can see and list what the agent touched.
 
->>> tools = notebook_tools(NotebookContext(shell=get_ipython()))
+>>> tools = notebook_tools(NotebookContext(get_ipython(), FrontendClient()))
 """
 
 from __future__ import annotations
@@ -24,21 +24,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._redact import redact_secrets
-from .._text import describe_exc
-from ..llm.messages import TextPart
-from ..standard_tools._edit_match import explain_no_match, find_exact
-from ..standard_tools.diff import diff_payload, unified_diff
-from ..standard_tools.images import model_images
-from ..tools import FunctionTool, ToolContext, ToolError, define_tool
-from ..wire import NotebookAction
+from ..._redact import redact_secrets
+from ...llm.messages import TextPart
+from ...standard_tools._edit_match import explain_no_match, find_exact
+from ...standard_tools.diff import diff_payload, unified_diff
+from ...standard_tools.images import model_images
+from ...tools import FunctionTool, ToolContext, ToolError, define_tool
+from ...wire import NotebookAction
+from ..frontend import FrontendClient, FrontendError, FrontendUnavailableError
 from . import cells as nbcells
-from .frontend import FrontendClient, FrontendError, FrontendUnavailableError, frontend_for
+from .kernel_history import kernel_history_tool
 
 MAX_RUN_CELLS = 20
 DEFAULT_RUN_WAIT_SECONDS = 30.0
 MAX_RUN_WAIT_SECONDS = 600.0
-HISTORY_OUTPUT_CHARS = 300
 PROMPT_IN_PROVENANCE_CHARS = 200
 
 
@@ -47,14 +46,10 @@ class NotebookContext:
     """What the notebook tools need from the kernel: the shell and who is running them."""
 
     shell: Any
+    frontend: FrontendClient
     # (run_id, session_id, prompt, model, blocking) of the active run, for provenance and for
     # choosing where notebook_run executes; empty outside a run.
     run_info: Callable[[], dict[str, Any]] = field(default=lambda: {})
-    client: FrontendClient | None = None
-
-    @property
-    def frontend(self) -> FrontendClient:
-        return self.client if self.client is not None else frontend_for(self.shell)
 
     def history(self) -> nbcells.KernelHistory | None:
         manager = getattr(self.shell, "history_manager", None)
@@ -188,12 +183,6 @@ class NotebookRunInput(BaseModel):
     interrupt: bool = Field(default=False, description="Interrupt these cells if they run.")
 
 
-class KernelHistoryInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    last: int = Field(default=30, ge=1, le=500, description="How many recent executions.")
-    include_outputs: bool = Field(default=True, description="Show Out[n] reprs (clipped).")
-
-
 READ_DESCRIPTION = (
     "Read the notebook the user has open. With no arguments: a short outline (headings, cell "
     "count, active cell, stale / never-run / error cells). With start/end, cell_ids or search: "
@@ -213,11 +202,6 @@ RUN_DESCRIPTION = (
     "execution counts advance) and return their outputs, images included. Past wait_seconds it "
     "returns 'still running' with the output so far; call again with the same cell_ids to wait "
     "more, or interrupt=true to stop them."
-)
-HISTORY_DESCRIPTION = (
-    "What the kernel really ran this session: IPython's In/Out by execution count, and which "
-    "notebook cells changed after they ran (stale), so you can tell the user that a variable "
-    "came from older code."
 )
 
 
@@ -290,18 +274,6 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             raise ToolError(f"notebook_run: {exc}") from None
         return await asyncio.to_thread(_run_report, result)
 
-    async def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> str:
-        # Documented to always work: the notebook is only needed for the stale check, so any
-        # failure to read it is said next to the history instead of failing the tool.
-        report = _history_report(args, context)
-        try:
-            snapshot = await context.snapshot()
-            stale = _stale_report(snapshot, context.history())
-        except Exception as exc:
-            detail = str(exc) if isinstance(exc, ToolError) else describe_exc(exc)
-            return f"{report}\n\n(no stale check: {detail})"
-        return f"{report}\n\n{stale}"
-
     return [
         define_tool(
             name="notebook_read",
@@ -321,12 +293,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             input=NotebookRunInput,
             execute=notebook_run,
         ),
-        define_tool(
-            name="kernel_history",
-            description=HISTORY_DESCRIPTION,
-            input=KernelHistoryInput,
-            execute=kernel_history,
-        ),
+        kernel_history_tool(context),
     ]
 
 
@@ -345,10 +312,10 @@ async def outline_for_turn(context: NotebookContext) -> str | None:
     return nbcells.outline(snapshot, context.history())
 
 
-def revert_edit(shell: Any, edit_id: str) -> str | None:
+def revert_edit(frontend: FrontendClient, edit_id: str) -> str | None:
     """Ask the front end to undo one agent edit; None when done, else why not."""
     try:
-        frontend_for(shell).call("revert", {"edit_id": edit_id})
+        frontend.call("revert", {"edit_id": edit_id})
     except FrontendError as exc:
         return f"Not reverted: {exc}"
     return None
@@ -508,39 +475,3 @@ def _run_report(result: dict[str, Any]) -> Any:
     if skipped:
         blocks.append("Not readable, left out: " + "; ".join(skipped[: nbcells.SKIPPED_SHOWN]))
     return _with_images("\n\n".join(blocks) or "(no cells)", images)
-
-
-# ---------------------------------------------------------------------- history
-
-
-def _history_report(args: KernelHistoryInput, context: NotebookContext) -> str:
-    history = context.history()
-    if history is None:
-        return "This kernel keeps no IPython history (not an IPython kernel)."
-    inputs = history.inputs
-    first = max(1, len(inputs) - args.last)
-    shown = len(inputs) - first
-    lines = [f"The kernel ran {len(inputs) - 1} cells this session; the last {shown}:"]
-    for count in range(first, len(inputs)):
-        source = inputs[count].rstrip()
-        lines.append(f"In [{count}]: " + source.replace("\n", "\n        "))
-        if args.include_outputs and count in history.outputs:
-            text = repr(history.outputs[count])
-            if len(text) > HISTORY_OUTPUT_CHARS:
-                text = text[:HISTORY_OUTPUT_CHARS] + "…"
-            lines.append(f"Out[{count}]: {text}")
-    return "\n".join(lines)
-
-
-def _stale_report(snapshot: nbcells.NotebookSnapshot, history: nbcells.KernelHistory | None) -> str:
-    label = "saved file" if snapshot.source == "saved" else "live notebook"
-    stale = [(i, c) for i, c in enumerate(snapshot.cells) if nbcells.is_stale(c, history)]
-    if not stale:
-        return f"Stale cells ({label}): none; every cell that ran still has the source it ran."
-    lines = [f"Stale cells ({label}): changed after the kernel ran them:"]
-    for index, cell in stale:
-        lines.append(
-            f"cell #{index} (id {cell.id}) ran as [{cell.execution_count}]; what ran:\n"
-            f"    {history.ran(cell.execution_count)!s}".rstrip()  # type: ignore[union-attr]
-        )
-    return "\n".join(lines)

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..agent import events as ev
-from ..wire import event_message, status_message
+from ...agent import events as ev
+from ...wire import event_message, status_message
 
 if TYPE_CHECKING:
-    from ..wire import RunStatus as LiveStatus
-    from .panel import RunPanel
-    from .results import RunStatus
+    from ...wire import RunStatus as LiveStatus
+    from ..ui.panel import RunPanel
+    from .results import FinalStatus
 
 Envelope = dict[str, Any]
 Listener = Callable[[Envelope], None]
@@ -32,7 +32,7 @@ class Broadcaster(Protocol):
 
 
 @dataclass
-class ActiveRun:
+class LiveRun:
     run_id: str
     session_id: str
     prompt: str
@@ -44,11 +44,11 @@ class ActiveRun:
         self.signal.cancel(reason)
 
 
-class EventSink:
+class RunSink:
     """Delivers one run's events to its panel and to the listeners, coalescing text deltas."""
 
     def __init__(
-        self, owner: Broadcaster, run: ActiveRun, panel: RunPanel | None, interval: float
+        self, owner: Broadcaster, run: LiveRun, panel: RunPanel | None, interval: float
     ) -> None:
         self.owner = owner
         self.run = run
@@ -103,7 +103,7 @@ class EventSink:
     def status(self, status: LiveStatus, message: str | None = None) -> None:
         self.owner.broadcast(status_message(self.run.run_id, status, message))
 
-    def finish(self, status: RunStatus, message: str | None) -> None:
+    def finish(self, status: FinalStatus, message: str | None) -> None:
         self._send_delta()
         if self.panel is not None:
             if message and status == "error":
@@ -112,7 +112,7 @@ class EventSink:
         self.status(status, message)
 
 
-async def tick_forever(sink: EventSink, interval: float) -> None:
+async def tick_forever(sink: RunSink, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
         sink.tick()

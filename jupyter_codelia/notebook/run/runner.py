@@ -17,7 +17,6 @@ JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import functools
 import os
 import queue
@@ -28,21 +27,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._text import describe_exc
-from ..agent import Approvals
-from ..agent import events as ev
-from ..standard_tools.jobs import JobRegistry
-from ..wire import RunStarted, status_message
-from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
-from .config import ConfigError, Settings, tool_output_dir
-from .results import RunHandle, RunInterrupted, RunNotFinishedError, RunResult, RunStatus
-from .undo import NamespaceUndo
+from ..._text import describe_exc
+from ...agent import Approvals
+from ...agent import events as ev
+from ...standard_tools.jobs import JobRegistry
+from ...wire import RunStarted, status_message
+from ..config import ConfigError, Settings, tool_output_dir
+from ..kernel_tools.undo import NamespaceUndo
+from ._sink import Envelope, Listener, LiveRun, RunSink, tick_forever
+from .results import FinalStatus, RunHandle, RunInterrupted, RunNotFinishedError, RunResult
 
 if TYPE_CHECKING:
-    from ..agent import Agent, ApprovalRequest
-    from ..cache import EntryOrigin
-    from ..llm.base import ChatModel
-    from .panel import RunPanel
+    from ...agent import Agent, ApprovalRequest
+    from ...cache import EntryOrigin
+    from ...llm.base import ChatModel
+    from ..frontend import FrontendClient
+    from ..ui.panel import RunPanel
 
 __all__ = ["NotebookAgent", "RunHandle", "RunNotFinishedError", "RunResult", "parse_answer"]
 
@@ -60,25 +60,30 @@ class _AnsweredElsewhere(BaseException):
 class NotebookAgent:
     """The notebook's agent session and everything that talks to it (one per kernel)."""
 
-    def __init__(self, shell: Any, settings_source: Callable[[], Settings]) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        settings_source: Callable[[], Settings],
+        *,
+        jobs: JobRegistry,
+        frontend: FrontendClient,
+    ) -> None:
         self.shell = shell
         self._settings_source = settings_source
         self.agent: Agent | None = None
         self._agent_key: tuple[Any, ...] | None = None
         self._detached: weakref.WeakSet[Any] = weakref.WeakSet()
         self.listeners: list[Listener] = []
-        self.active: ActiveRun | None = None
+        self.active: LiveRun | None = None
         self.approvals = Approvals()
         self.flush_interval = FLUSH_INTERVAL
         self.last_result: RunResult | None = None
         self.last_agent: Agent | None = None
         """The agent of the latest run (the notebook's, or a detached one such as the demo's)."""
         self._prebuilt: tuple[tuple[Any, ...], Agent] | None = None
-        self.jobs = JobRegistry()  # outlives agents and turns, like the kernel's threads
-        # Shell jobs run in process groups of their own: without this they would outlive the
-        # kernel (python jobs are daemon threads and end with it anyway).
-        atexit.register(self.jobs.stop_all)
-        from .jobs import JobNotifier
+        self.jobs = jobs  # outlives agents and turns: the kernel extension owns it
+        self.frontend = frontend
+        from .job_updates import JobNotifier
 
         self._job_notifier = JobNotifier(self.jobs, self.broadcast)
         self.undo = NamespaceUndo(shell.user_ns, set(getattr(shell, "user_ns_hidden", {}) or {}))
@@ -191,8 +196,8 @@ class NotebookAgent:
     def mcp_servers(self) -> Any:
         """The kernel's MCP servers (from the config file's ``mcpServers``; none started yet)."""
         if self._mcp is None:
-            from ..standard_tools.mcp import McpServers, parse_mcp_servers
-            from .config import config_path, read_mcp_servers
+            from ...standard_tools.mcp import McpServers, parse_mcp_servers
+            from ..config import config_path, read_mcp_servers
 
             # The configured home's file (``%config Codelia.home`` may move it).
             path = self._settings_source().config_path or config_path()
@@ -227,18 +232,18 @@ class NotebookAgent:
         "model" is a scripted local server, so no figure of theirs is a cost."""
         if agent in self._detached:
             return True
-        from ..testing import OFFLINE_API_KEY
+        from ...testing import OFFLINE_API_KEY
 
         return os.environ.get("ANTHROPIC_API_KEY") == OFFLINE_API_KEY
 
     def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
-        from ..agent import Agent
-        from ..agent.permissions import PermissionPolicy
-        from ..cache import ToolOutputCacheStore
-        from ..session import SessionStore
-        from ..standard_tools import standard_tools
-        from .cell_tools import NotebookContext, notebook_tools
-        from .kernel_tools import kernel_tools
+        from ...agent import Agent
+        from ...agent.permissions import PermissionPolicy
+        from ...cache import ToolOutputCacheStore
+        from ...session import SessionStore
+        from ...standard_tools import standard_tools
+        from ..kernel_tools.namespace import kernel_tools
+        from ..notebook_tools.cell_tools import NotebookContext, notebook_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
         discover = getattr(llm, "discover_capabilities", None)
@@ -261,7 +266,9 @@ class NotebookAgent:
                 timeout_to_job=settings.python_timeout_to_job,
                 undo=self.undo,
             ),
-            *notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings))),
+            *notebook_tools(
+                NotebookContext(self.shell, self.frontend, lambda: self.run_info(settings))
+            ),
             *self._mcp_tools(),
         ]
         tools = standard_tools(
@@ -298,7 +305,7 @@ class NotebookAgent:
         try:
             return self.settings().home
         except ConfigError:
-            from ..session import default_home
+            from ...session import default_home
 
             return default_home()
 
@@ -317,7 +324,7 @@ class NotebookAgent:
 
     def session_store(self) -> Any:
         """The agent's store while it is in the configured home, else one opened there."""
-        from ..session import SessionStore
+        from ...session import SessionStore
 
         home = self.home()
         agent = self.agent
@@ -331,7 +338,7 @@ class NotebookAgent:
         """Recorded in every cached output this kernel writes (the agent adds its session
         id), so the cache browser lists this kernel's entries first. Made on first use: the
         cache package is not imported by ``%load_ext``."""
-        from ..cache import EntryOrigin
+        from ...cache import EntryOrigin
 
         return EntryOrigin(kernel_id=_kernel_id(), notebook=_notebook_name(self.shell))
 
@@ -342,7 +349,7 @@ class NotebookAgent:
         store = cache.store if cache is not None else None
         if store is not None and Path(store.root) == cache_dir:
             return store
-        from ..cache import ToolOutputCacheStore
+        from ...cache import ToolOutputCacheStore
 
         return ToolOutputCacheStore(cache_dir, origin=self.output_origin)
 
@@ -353,7 +360,7 @@ class NotebookAgent:
 
     def todos(self) -> tuple[str | None, list[dict[str, Any]]]:
         """(session id, todo items) of the latest run's session; empty before the first run."""
-        from ..standard_tools import TodoSessionHook
+        from ...standard_tools import TodoSessionHook
 
         agent = self.last_agent or self.agent
         hook = agent.tools.hook(TodoSessionHook) if agent is not None else None
@@ -379,10 +386,10 @@ class NotebookAgent:
 
     def _begin(
         self, agent: Agent, prompt: str, source: Literal["magic", "panel"], mode: Any
-    ) -> ActiveRun:
-        from ..tools import CancelSignal
+    ) -> LiveRun:
+        from ...tools import CancelSignal
 
-        run = ActiveRun(
+        run = LiveRun(
             run_id=str(uuid.uuid4()),
             session_id=agent.session_id,
             prompt=prompt,
@@ -405,11 +412,11 @@ class NotebookAgent:
         return run
 
     async def _drive(
-        self, agent: Agent, prompt: str, run: ActiveRun, deliver: Callable[[Any], None]
-    ) -> tuple[RunStatus, str, str | None]:
+        self, agent: Agent, prompt: str, run: LiveRun, deliver: Callable[[Any], None]
+    ) -> tuple[FinalStatus, str, str | None]:
         """Run one turn, handing each event to ``deliver``; never raises."""
-        from ..agent import AgentRunError
-        from ..tools import RunCancelled
+        from ...agent import AgentRunError
+        from ...tools import RunCancelled
 
         final = ""
         try:
@@ -436,16 +443,16 @@ class NotebookAgent:
 
     async def _changed_outline(self, agent: Agent) -> str | None:
         """The live notebook outline block, when a tab answers and it changed since last turn."""
-        from .cell_tools import NotebookContext, outline_for_turn
+        from ..notebook_tools.cell_tools import NotebookContext, outline_for_turn
 
-        outline = await outline_for_turn(NotebookContext(self.shell))
+        outline = await outline_for_turn(NotebookContext(self.shell, self.frontend))
         if outline is None or self._outlines.get(agent.session_id) == outline:
             return None
         self._outlines[agent.session_id] = outline
         return f"<notebook_outline>\n{outline}\n</notebook_outline>"
 
     def _result(
-        self, agent: Agent, run: ActiveRun, before: tuple[int, int, float | None], outcome: Any
+        self, agent: Agent, run: LiveRun, before: tuple[int, int, float | None], outcome: Any
     ) -> RunResult:
         status, final, error = outcome
         usage = agent.usage
@@ -479,7 +486,7 @@ class NotebookAgent:
     ) -> RunResult:
         """Run a turn while the calling (cell) thread waits; KeyboardInterrupt cancels it."""
         run = self._begin(agent, prompt, "magic", "blocking")
-        sink = EventSink(self, run, panel, self.flush_interval)
+        sink = RunSink(self, run, panel, self.flush_interval)
         inbox: queue.Queue[Any] = queue.Queue()
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
         outcome: list[Any] = []
@@ -534,7 +541,7 @@ class NotebookAgent:
         return result
 
     def _ask_on_stdin(
-        self, event: ev.PermissionRequestEvent, run: ActiveRun, ask: Callable[[str], str] | None
+        self, event: ev.PermissionRequestEvent, run: LiveRun, ask: Callable[[str], str] | None
     ) -> None:
         """Ask the approval through the kernel's input prompt; no stdin (headless) → deny.
 
@@ -581,7 +588,7 @@ class NotebookAgent:
         """Start the turn as a task on the running (kernel) event loop and return at once."""
         loop = asyncio.get_event_loop()
         run = self._begin(agent, prompt, source, "background")
-        sink = EventSink(self, run, panel, self.flush_interval)
+        sink = RunSink(self, run, panel, self.flush_interval)
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
 
         async def main() -> RunResult:
@@ -605,7 +612,7 @@ def _read_unless_answered(
 ) -> str:
     """``reader(prompt)`` on this thread, left with _AnsweredElsewhere when ``request`` is
     answered meanwhile by someone else (one request, one answer, whichever UI is first)."""
-    from ._execute import raise_in_thread
+    from ..kernel_tools._execute import raise_in_thread
 
     ident = threading.get_ident()
     lock = threading.Lock()
@@ -631,8 +638,8 @@ def _read_unless_answered(
 def _configure_budget(agent: Agent, settings: Settings) -> None:
     """This turn's budget: per-run limits apply to the turn, per-session ones to the agent's
     session (a rebuilt agent, a new or resumed session, starts counting again)."""
-    from ..agent import BudgetLimits
-    from .config import budget_limits
+    from ...agent import BudgetLimits
+    from ..config import budget_limits
 
     agent.budget.configure(
         run=BudgetLimits(**budget_limits(settings, "run")),
@@ -659,7 +666,7 @@ def chat_model(settings: Settings) -> ChatModel:
     kernel's) and a credential set in the environment meanwhile (``%env``)."""
     if settings.provider != "anthropic":
         return _openai_chat(settings)
-    from ..llm.anthropic import AnthropicChat
+    from ...llm.anthropic import AnthropicChat
 
     # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
     return AnthropicChat(
@@ -668,8 +675,8 @@ def chat_model(settings: Settings) -> ChatModel:
 
 
 def _openai_chat(settings: Settings) -> ChatModel:
-    from ..llm.openai import KNOWN_ENDPOINTS, OpenAIChat
-    from .config import LOCAL_PROVIDERS
+    from ...llm.openai import KNOWN_ENDPOINTS, OpenAIChat
+    from ..config import LOCAL_PROVIDERS
 
     provider = settings.provider
     default_url, key_env = KNOWN_ENDPOINTS[provider]

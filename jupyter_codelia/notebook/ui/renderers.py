@@ -12,7 +12,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from .._text import compact_json
+from ..._text import compact_json
 
 DIFF_TOOLS = frozenset({"write", "edit", "apply_patch", "notebook_edit"})
 

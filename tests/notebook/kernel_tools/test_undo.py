@@ -9,9 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jupyter_codelia.notebook import undo as undo_module
-from jupyter_codelia.notebook.kernel_tools import kernel_tools
-from jupyter_codelia.notebook.undo import NamespaceUndo, UndoError, fingerprint, names_in
+from jupyter_codelia.notebook.kernel_tools import undo as undo_module
+from jupyter_codelia.notebook.kernel_tools.namespace import kernel_tools
+from jupyter_codelia.notebook.kernel_tools.undo import (
+    NamespaceUndo,
+    UndoError,
+    fingerprint,
+    names_in,
+)
 from jupyter_codelia.tools import ToolContext
 
 
