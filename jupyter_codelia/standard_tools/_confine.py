@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import os
 import struct
 import subprocess
@@ -27,6 +28,8 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+
+from ..errors import CodeliaError
 
 # Landlock's system calls (the same numbers on every architecture) and constants.
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -39,8 +42,10 @@ _PR_SET_NO_NEW_PRIVS = 38
 _IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", ".git/info/exclude", ".git")
 _PATH_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_CLOEXEC
 
+log = logging.getLogger("jupyter_codelia.standard_tools")
 
-class ConfinementError(OSError):
+
+class ConfinementError(CodeliaError, OSError):
     """The ruleset could not be applied (the thread was not restricted, nothing was run)."""
 
 
@@ -140,7 +145,12 @@ def spawn_rg(argv: Sequence[str], cwd_fd: int, root: Path) -> subprocess.Popen[b
 
         def confined() -> None:
             try:
-                _restrict_this_thread(readable)
+                try:
+                    _restrict_this_thread(readable)
+                except ConfinementError as exc:
+                    # A container's seccomp profile may refuse the calls: ripgrep still starts
+                    # from the held directory, as where the kernel has no Landlock.
+                    log.warning("ripgrep runs without Landlock: %s", exc)
                 outcome.append(subprocess.Popen(argv, **options))  # type: ignore[call-overload]
             except BaseException as exc:  # handed to the caller's thread
                 outcome.append(exc)

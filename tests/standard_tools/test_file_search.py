@@ -302,3 +302,26 @@ async def test_ignore_files_above_the_sandbox_root_still_apply(tmp_path: Path) -
     text = await FileTools(repo / "project").text("grep", pattern="needle")
     assert text.splitlines()[0] == "kept.py:1: needle = 1"
     assert "out.generated" not in text
+
+
+def test_ripgrep_still_runs_when_the_kernel_refuses_the_ruleset(
+    walled: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A container's seccomp profile may refuse Landlock's calls: grep keeps working from the
+    held directory, and the log says why it is not confined."""
+    from jupyter_codelia.standard_tools import _confine
+
+    def refused(readable: object) -> None:
+        raise _confine.ConfinementError(1, "landlock_restrict_self failed")
+
+    monkeypatch.setattr(_confine, "_restrict_this_thread", refused)
+    monkeypatch.setattr(_confine, "landlock_abi", lambda: 7)
+    root, _ = walled
+    fd = os.open(root / "sub", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        process = _confine.spawn_rg([ripgrep_path(), "--no-config", "-n", "needle"], fd, root)
+        out, _ = process.communicate()
+    finally:
+        os.close(fd)
+    assert out == b"a.txt:1:inside needle\n"
+    assert "ripgrep runs without Landlock: [Errno 1] landlock_restrict_self failed" in caplog.text
