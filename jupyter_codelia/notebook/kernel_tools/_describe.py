@@ -47,6 +47,10 @@ def is_ndarray(value: Any) -> bool:
     return _is_instance_of(value, "numpy", "ndarray")
 
 
+def is_pandas_index(value: Any) -> bool:
+    return _is_instance_of(value, "pandas", "Index")
+
+
 def memory_bytes(value: Any) -> int | None:
     """Best-effort memory footprint: deep for pandas, nbytes for arrays, getsizeof otherwise."""
     try:

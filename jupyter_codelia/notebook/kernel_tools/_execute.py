@@ -4,6 +4,10 @@ The code runs on a fresh daemon thread so the agent's event loop (and with it th
 button and approvals) stays responsive, and so a runaway snippet can be abandoned after its
 timeout. Output is captured per thread: ``print`` from the user's own cells running meanwhile
 keeps going to the notebook, only the tool thread's writes are collected.
+
+:func:`run_steps` is the same idea for short steps that may run user code on the agent's behalf
+(namespace undo's fingerprints and copies): a daemon thread under a time limit the awaiting loop
+never waits past, with one blocked step abandoned so the others still get their turn.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import linecache
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,6 +32,9 @@ MAX_STREAM_CHARS = 200_000
 
 _GRACE_SECONDS = 2.0
 _counter = itertools.count(1)
+
+UNFINISHED: Any = object()
+"""A step :func:`run_steps` did not finish in its time."""
 
 
 class ExecutionAbandoned(Exception):  # noqa: N818 - injected into the worker, not an error class
@@ -350,3 +357,138 @@ async def run_code(
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+@dataclass
+class StepFailed:
+    """A step of :func:`run_steps` that raised ``error``."""
+
+    error: Exception
+
+
+RESERVE_PER_STEP = 0.005
+"""Time :func:`run_steps` keeps back for each step still waiting (at most half of all), so
+one step that blocks cannot use up the time of the steps after it."""
+
+
+class _StepThread:
+    """Runs ``steps[first:]`` on a daemon thread into ``results`` until told to stop."""
+
+    def __init__(
+        self,
+        steps: Sequence[Callable[[], Any]],
+        first: int,
+        results: list[Any],
+        notify: Callable[[], None],
+        name: str,
+    ) -> None:
+        self.steps = steps
+        self.position = first  # the step running now; len(steps) once all ran
+        self.results = results
+        self.notify = notify
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.alive = True
+        self.thread = threading.Thread(target=self._target, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for index in range(self.position, len(self.steps)):
+            with self.lock:
+                if self.stopped:
+                    return
+                self.position = index
+            try:
+                value = self.steps[index]()
+            except ExecutionAbandoned:
+                return
+            except Exception as exc:
+                value = StepFailed(exc)
+            with self.lock:
+                if self.stopped:
+                    return
+                self.results[index] = value
+                self.position = index + 1
+            self.notify()
+
+    def _finish(self) -> None:
+        with self.lock:
+            self.alive = False
+        self.notify()
+
+    def _target(self) -> None:
+        try:
+            self._run()
+        except ExecutionAbandoned:
+            pass
+        # The stop is raised at most once, and may land here, after the steps: finish anyway.
+        while True:
+            try:
+                self._finish()
+                return
+            except ExecutionAbandoned:
+                continue
+
+    def stop(self) -> int:
+        """Stop at the next Python step; returns the position it stopped at."""
+        with self.lock:
+            self.stopped = True
+            # Only while the thread runs: a finished thread's id may already be another's.
+            if self.alive:
+                _inject(self.thread)
+            return self.position
+
+
+async def run_steps(
+    steps: Sequence[Callable[[], Any]], seconds: float, *, name: str = "codelia-steps"
+) -> list[Any]:
+    """Run ``steps`` one after another on a daemon thread for at most ``seconds``.
+
+    Returns one entry per step: what it returned, a :class:`StepFailed`, or :data:`UNFINISHED`
+    when it did not finish in time. The awaiting loop never waits longer than ``seconds``, even
+    when a step blocks in native code. A step that runs into the time kept back for the steps
+    after it (:data:`RESERVE_PER_STEP` each) is abandoned: its thread is told to stop (it does
+    at its next Python step, and what it finishes later is dropped) and the rest go on on a
+    fresh thread.
+    """
+    results: list[Any] = [UNFINISHED] * len(steps)
+    if not steps:
+        return results
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    progress = asyncio.Event()
+
+    def notify() -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(progress.set)
+
+    worker = _StepThread(steps, 0, results, notify, name)
+    try:
+        while True:
+            with worker.lock:
+                position, alive = worker.position, worker.alive
+            if position >= len(steps) or not alive:
+                break
+            reserve = min((len(steps) - position - 1) * RESERVE_PER_STEP, seconds / 2)
+            wait = deadline - reserve - loop.time()
+            if wait > 0:
+                progress.clear()
+                with worker.lock:
+                    moved = worker.position != position or not worker.alive
+                if not moved:
+                    try:
+                        await asyncio.wait_for(progress.wait(), wait)
+                    except asyncio.TimeoutError:
+                        pass
+                continue
+            stopped_at = worker.stop()
+            # The step over its time is given up; one reached just now has not had its turn.
+            resume = stopped_at + 1 if stopped_at == position else stopped_at
+            if resume >= len(steps) or loop.time() >= deadline:
+                break
+            worker = _StepThread(steps, resume, results, notify, name)
+    except asyncio.CancelledError:
+        worker.stop()
+        raise
+    with worker.lock:
+        return list(results)

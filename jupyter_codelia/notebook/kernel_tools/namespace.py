@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import sys
+import time
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,9 +23,11 @@ from ...standard_tools.jobs import JobRegistry, png_of_display
 from ...tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
-from .undo import NamespaceUndo, change_report
+from .undo import NamespaceUndo, change_report, untracked_report
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
+MIN_CODE_SECONDS = 0.01
+"""The code always gets at least this long, whatever recording took of the timeout."""
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_LISTED_VARIABLES = 200
 
@@ -122,13 +125,18 @@ def kernel_tools(
             )
         detach = jobs is not None and timeout_to_job
         before = _open_figures()
-        snapshot = undo.before(args.code, ctx.tool_call_id) if undo is not None else None
-        capture = await run_code(
-            args.code, ns, shell=shell, timeout=timeout, detach_on_timeout=detach
-        )
-        report = None
+        started = time.monotonic()
+        snapshot = None
+        if undo is not None:
+            snapshot = await undo.before(args.code, ctx.tool_call_id, timeout=timeout)
+        # Recording counts against the call's timeout (its own budget keeps it small).
+        code_started = time.monotonic()
+        left = max(timeout - (code_started - started), MIN_CODE_SECONDS)
+        capture = await run_code(args.code, ns, shell=shell, timeout=left, detach_on_timeout=detach)
+        report: list[str] = []
         if undo is not None and snapshot is not None:
-            report = change_report(undo.after(snapshot))
+            record = await undo.after(snapshot, ran_seconds=time.monotonic() - code_started)
+            report = [s for s in (change_report(record), untracked_report(record)) if s]
         job_id: str | None = None
         if detach and capture.timed_out:
             from .python_jobs import adopt_python_job
@@ -254,7 +262,7 @@ def _python_result(
     shell: Any,
     timeout: float,
     job_id: str | None = None,
-    namespace_report: str | None = None,
+    namespace_report: list[str] | None = None,
 ) -> Any:
     sections: list[str] = []
     if capture.stdout:
@@ -290,10 +298,10 @@ def _python_result(
         if capture.still_running:
             note += " (it is blocked in native code and will stop at its next Python step)"
         sections.append(note)
-    if namespace_report is not None:
+    if namespace_report:
+        sections += namespace_report
         if job_id is not None:
-            namespace_report += "\n(as of the timeout; what the job changes later is not tracked)"
-        sections.append(namespace_report)
+            sections[-1] += "\n(as of the timeout; what the job changes later is not tracked)"
     pngs += images
     attached, notes = model_images(pngs, what="figure")
     if attached:

@@ -159,6 +159,18 @@ def test_timeout_stops_the_call_when_jobs_are_off(start_kernel: Any) -> None:
         assert "background job" not in result
 
 
+def _changed_by_a_run(kernel: Any, setup: str) -> Any:
+    """The kernel after ``setup`` (with numpy, pandas and a 3-row ``df``) and one agent run."""
+    kernel.execute("%load_ext jupyter_codelia")
+    prepared = kernel.execute(
+        "import numpy as np, pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3]})\n" + setup
+    )
+    assert prepared.status == "ok", prepared.reply["content"]
+    run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
+    assert run.status == "ok", run.reply["content"]
+    return kernel
+
+
 def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any) -> None:
     change = "keep = 'new'\ndel tmp\ndf['a'] = df['a'] * 10\nbig[0] = 5\nadded = 1\n"
     script = [
@@ -168,18 +180,12 @@ def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any
         reply(text("Changed keep again.")),
     ]
     with ScriptedAnthropicServer(script) as server:
-        kernel = start_kernel(server.url)
-        kernel.execute("%load_ext jupyter_codelia")
-        setup = kernel.execute(
-            "import numpy as np, pandas as pd\n"
-            "df = pd.DataFrame({'a': [1, 2, 3]})\n"
+        kernel = _changed_by_a_run(
+            start_kernel(server.url),
             "keep = 'old'\n"
             "tmp = [1, 2]\n"
-            "big = np.zeros(15_000_000)  # 114 MB: over the 100 MB copy budget"
+            "big = np.zeros(15_000_000)  # 114 MB: over the 100 MB copy budget",
         )
-        assert setup.status == "ok"
-        run = kernel.execute("%%codelia --approval-mode full-access\nchange things")
-        assert run.status == "ok", run.reply["content"]
         (result,) = _tool_results(server)
         assert "added: added (int)" in result
         assert "rebound: keep (str len 3, was str len 3)" in result
@@ -218,6 +224,60 @@ def test_undo_in_a_real_kernel_by_magic_and_by_the_card_button(start_kernel: Any
         restored = kernel.execute(f"%codelia undo {second_call}")
         assert "restored: keep = str len 3" in restored.stream_text()
         assert kernel.execute("print(keep)").stream_text().strip() == "old"
+
+
+SLOW_ARRAY = (
+    "import threading\n"
+    "class Slow(np.ndarray):\n"
+    "    @property\n"
+    "    def __array_interface__(self):  # what a fingerprint reads: blocks for 30 s\n"
+    "        threading.Event().wait(30)\n"
+    "        return super().__array_interface__\n"
+    "slow = np.zeros(3).view(Slow)\n"
+)
+
+
+def test_undo_of_a_run_in_a_real_kernel_is_exact_and_a_slow_object_does_not_stall_it(
+    start_kernel: Any,
+) -> None:
+    script = [
+        reply(tool_use("python", {"code": "df.loc[0, 'a'] = 10\nitems.append(2)"})),
+        reply(tool_use("python", {"code": "df.loc[1, 'a'] = 20\narr[0] = 5"})),
+        reply(tool_use("python", {"code": "slow.shape", "timeout_seconds": 1})),
+        reply(text("Done.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = _changed_by_a_run(
+            start_kernel(server.url), "items = [1]\nalso = items\narr = np.zeros(3)\n" + SLOW_ARRAY
+        )
+        first, second, slow = _tool_results(server)
+        assert "changed in place: df (DataFrame 3x1, copy kept), items (list len 2, copy kept)" in (
+            first
+        )
+        assert "changed in place: arr (ndarray 3, copy kept), df (DataFrame 3x1, copy kept)" in (
+            second
+        )
+        # The fingerprint gave up on slow within its budget: the call ran and says so.
+        assert "[result]\n(3,)" in slow
+        assert (
+            "[not tracked for undo]\nslow (Slow 3): too large/slow: fingerprinting it took over "
+            "the 50 ms budget"
+        ) in slow
+        kernel.execute("arr.flags.writeable = False")
+        undone = kernel.execute("%codelia undo")
+        assert undone.status == "ok", undone.reply["content"]
+        out = undone.stream_text()
+        assert "not restored" not in out
+        assert "restored: df (now the copy kept before the call; other references" in out
+        assert "restored: items (contents put back in place)" in out
+        assert (
+            "restored: arr (now the copy kept before the call, since putting it back in place "
+            "failed (ValueError: assignment destination is read-only)"
+        ) in out
+        check = kernel.execute("print(df['a'].tolist(), items, also, arr.tolist())")
+        assert check.stream_text().strip() == "[1, 2, 3] [1] [1] [0.0, 0.0, 0.0]"
+        again = kernel.execute("%codelia undo")
+        assert "Nothing to undo for the last run" in again.reply["content"]["evalue"]
 
 
 def test_shell_jobs_end_when_the_kernel_shuts_down(start_kernel: Any) -> None:

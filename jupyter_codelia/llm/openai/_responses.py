@@ -5,6 +5,11 @@ OpenAI's own reasoning models keep their reasoning in ``reasoning`` output items
 must be sent again, in place, before the function calls they led to, for the model to keep its
 train of thought across tool calls. The items are kept verbatim in
 ``ReasoningMessage.raw_item`` and replayed from there. Pure functions over plain dicts.
+
+A response the output limit stopped has ``status: "incomplete"`` and
+``incomplete_details.reason: "max_output_tokens"`` (``"content_filter"`` when a filter did):
+both become the completion's ``stop_kind``, and a function call left unfinished (its item
+``incomplete``, or the last item of a response cut off by the limit) is marked ``cut_off``.
 """
 
 from __future__ import annotations
@@ -13,19 +18,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._openai_request import _text_only
-from ._request_parts import BlockCache
-from .messages import (
+from .._request_parts import BlockCache
+from ..messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ChatInvokeUsage,
     FunctionCall,
     ImagePart,
     ReasoningMessage,
+    StopKind,
     ToolCall,
 )
+from ._chat_completions import _text_only
+from ._stream import usage_of
 
 Item = dict[str, Any]
+_INCOMPLETE_KINDS: dict[str, StopKind] = {
+    "max_output_tokens": "output_limit",
+    "content_filter": "content_filter",
+}
 
 
 def _input_part(part: Any, images: bool) -> Item:
@@ -53,7 +64,8 @@ def _items(message: Any, images: bool) -> list[Item]:
                 "type": "function_call",
                 "call_id": call.id,
                 "name": call.function.name,
-                "arguments": call.function.arguments,
+                # Unfinished JSON of a cut-off call is not sent back.
+                "arguments": "{}" if call.cut_off else call.function.arguments,
             }
             for call in message.tool_calls or ()
         )
@@ -197,7 +209,9 @@ class StreamedResponse:
         texts: list[str] = []
         refusals: list[str] = []
         calls: list[ToolCall] = []
-        for item in output:
+        incomplete = (response.get("incomplete_details") or {}).get("reason")
+        stop_kind = _INCOMPLETE_KINDS.get(incomplete or "")
+        for position, item in enumerate(output):
             kind = item.get("type")
             if kind == "reasoning":
                 summary = "".join(s.get("text", "") for s in item.get("summary") or [])
@@ -209,12 +223,16 @@ class StreamedResponse:
                     elif part.get("type") == "refusal":
                         refusals.append(part.get("refusal", ""))
             elif kind == "function_call":
+                unfinished = item.get("status") == "incomplete" or (
+                    stop_kind == "output_limit" and position == len(output) - 1
+                )
                 calls.append(
                     ToolCall(
                         id=item["call_id"],
                         function=FunctionCall(
                             name=item["name"], arguments=item.get("arguments", "")
                         ),
+                        cut_off=True if unfinished else None,
                     )
                 )
         text, refusal = "".join(texts), "".join(refusals)
@@ -225,27 +243,21 @@ class StreamedResponse:
                 )
             )
         status = response.get("status")
-        incomplete = (response.get("incomplete_details") or {}).get("reason")
+        if stop_kind is None and status == "completed":
+            stop_kind = "tool_calls" if calls else ("refusal" if refusal and not text else "end")
         return ChatInvokeCompletion(
             messages=messages,
             usage=usage_from_responses(model, response.get("usage")),
             stop_reason=incomplete or ("tool_calls" if calls else status),
+            stop_kind=stop_kind,
             provider_meta={"id": response.get("id"), "model": response.get("model")},
         )
 
 
 def usage_from_responses(model: str, usage: Item | None) -> ChatInvokeUsage:
     usage = usage or {}
-    input_tokens = int(usage.get("input_tokens") or 0)
-    output_tokens = int(usage.get("output_tokens") or 0)
     cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
-    return ChatInvokeUsage(
-        model=model,
-        input_tokens=input_tokens,
-        input_cached_tokens=int(cached) if cached else None,
-        output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens,
-    )
+    return usage_of(model, usage.get("input_tokens"), usage.get("output_tokens"), cached)
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""OpenAI-compatible providers: :class:`OpenAIChat`, a :class:`~.base.ChatModel` over the SDK.
+"""OpenAI-compatible providers: :class:`OpenAIChat`, a ``ChatModel`` over the SDK.
 
 Every call streams. Chat Completions (``client.chat.completions.create(stream=True)``) is
 what OpenAI and every compatible server speak (Ollama, vLLM, LM Studio, llama.cpp's server,
@@ -6,49 +6,50 @@ OpenRouter): text and reasoning reach the UI as they arrive and tool-call argume
 from their fragments. For OpenAI itself the Responses API (``api="responses"``, the default
 when no other ``base_url`` is given) carries reasoning items, which are replayed so reasoning
 models keep their thread across tool calls. The SDK never retries (``max_retries=0``):
-failures become :class:`~.base.LlmError` and the agent decides. The SDK is imported on first
-use.
+failures become ``LlmError`` and the agent decides. The SDK is imported on first use.
 
-What a model can do (call tools, read images) is known for OpenAI's own families (the table
-below), asked of an Ollama server (``/api/show`` lists a model's capabilities) and can be
-declared for any other model (``tools=``/``vision=``), so a run that needs what the model
-lacks is refused up front with a clear message.
+Limits, the reasoning form and what a model can do (call tools, read images) come from the
+model tables in :mod:`.models`; capabilities are also asked of an Ollama server
+(``/api/show`` lists a model's capabilities) and can be declared for any other model
+(``tools=``/``vision=``), so a run that needs what the model lacks is refused up front with a
+clear message. Which service answers (OpenAI, DeepSeek, Gemini, OpenRouter, a local server) is
+the ``provider``, or for ``provider="openai"`` with another ``base_url``, that URL's host: it
+names the service in messages and picks its prices.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
-from . import pricing
-from ._openai_errors import classify_error_body, classify_exception, malformed_stream_error
-from ._openai_request import to_openai_messages, to_openai_tool_choice, to_openai_tools
-from ._openai_responses import (
+from .. import pricing
+from .._request_parts import BlockCache
+from .._sdk_calls import LoopBoundClient, run_cancellable
+from ..base import LlmError, StreamCallbacks, TextDeltaCallback
+from ..messages import (
+    ChatInvokeCompletion,
+    ChatInvokeUsage,
+    FunctionToolDefinition,
+    Message,
+)
+from ._chat_completions import to_openai_messages, to_openai_tool_choice, to_openai_tools
+from ._errors import classify_error_body, classify_exception, malformed_stream_error
+from ._responses import (
     StreamedResponse,
     to_responses_input,
     to_responses_tool_choice,
     to_responses_tools,
 )
-from ._request_parts import BlockCache
-from ._sdk_calls import LoopBoundClient, run_cancellable
-from .base import LlmError, StreamCallbacks, TextDeltaCallback
-from .messages import (
-    AssistantMessage,
-    ChatInvokeCompletion,
-    ChatInvokeUsage,
-    FunctionCall,
-    FunctionToolDefinition,
-    Message,
-    ReasoningMessage,
-    ToolCall,
-)
+from ._stream import StreamedReply, usage_from_openai
+from .models import LOCAL_PROVIDERS, OpenAIModelInfo, model_family, model_info
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from .._cancellation import CancelSignal
+    from ..._cancellation import CancelSignal
 
 DEFAULT_MODEL = "gpt-5.1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -64,8 +65,21 @@ KNOWN_ENDPOINTS: dict[str, tuple[str, str]] = {
 }
 # Local servers ignore the key but the SDK insists on one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
-# Fields some compatible servers (vLLM, DeepSeek, Ollama, OpenRouter) stream reasoning in.
-_REASONING_DELTA_FIELDS = ("reasoning_content", "reasoning")
+# Services recognised by the host of a ``base_url`` given with provider "openai".
+SERVICE_HOSTS = {
+    "api.openai.com": "openai",
+    "api.deepseek.com": "deepseek",
+    "generativelanguage.googleapis.com": "gemini",
+    "openrouter.ai": "openrouter",
+}
+_SERVICE_LABELS = {
+    "openai": "OpenAI API",
+    "deepseek": "DeepSeek API",
+    "gemini": "Gemini API",
+    "openrouter": "OpenRouter API",
+}
+# genai-prices' provider ids where they differ from ours.
+_PRICE_PROVIDERS = {"gemini": "google"}
 
 
 @dataclass(frozen=True)
@@ -76,34 +90,12 @@ class ModelCapabilities:
     vision: bool | None = None
 
 
-# OpenAI's own model families, by id prefix (longest match wins). Checked against OpenAI's
-# model pages 2026-11: every current chat family calls tools and reads images except these.
-OPENAI_MODEL_CAPABILITIES: dict[str, ModelCapabilities] = {
-    "gpt-5": ModelCapabilities(tools=True, vision=True),
-    "gpt-4.1": ModelCapabilities(tools=True, vision=True),
-    "gpt-4o": ModelCapabilities(tools=True, vision=True),
-    "gpt-4o-audio": ModelCapabilities(tools=True, vision=False),
-    "gpt-4o-search": ModelCapabilities(tools=False, vision=False),
-    "gpt-4-turbo": ModelCapabilities(tools=True, vision=True),
-    "gpt-4": ModelCapabilities(tools=True, vision=False),
-    "gpt-3.5-turbo": ModelCapabilities(tools=True, vision=False),
-    "o1-mini": ModelCapabilities(tools=False, vision=False),
-    "o1": ModelCapabilities(tools=True, vision=True),
-    "o3-mini": ModelCapabilities(tools=True, vision=False),
-    "o3": ModelCapabilities(tools=True, vision=True),
-    "o4-mini": ModelCapabilities(tools=True, vision=True),
-    "gpt-oss": ModelCapabilities(tools=True, vision=False),
-}
-
-
 def known_capabilities(model: str) -> ModelCapabilities:
-    """The table entry of the longest prefix of ``model`` (``ollama``-style tags ignored)."""
-    name = model.split("/")[-1].lower()
-    best = ""
-    for prefix in OPENAI_MODEL_CAPABILITIES:
-        if name.startswith(prefix) and len(prefix) > len(best):
-            best = prefix
-    return OPENAI_MODEL_CAPABILITIES[best] if best else ModelCapabilities()
+    """What the model tables say ``model`` can do (unknown models: nothing is known)."""
+    if model_family(model) is None:
+        return ModelCapabilities()
+    info = model_info(model)
+    return ModelCapabilities(tools=info.tools, vision=info.vision)
 
 
 class OpenAIChat:
@@ -118,8 +110,12 @@ class OpenAIChat:
     environment variable ``api_key_env`` each time a client is built (a key set later with
     ``%env`` is picked up by the next call), without ``base_url`` from ``OPENAI_BASE_URL``.
     ``needs_key=False`` (local servers, which ignore it) sends a placeholder when there is no
-    key. ``provider`` names the service for prices and messages. ``tools`` /
-    ``vision`` declare what the model can do when the built-in table does not know it.
+    key. ``provider`` names the service for prices and messages. ``max_tokens``: the output
+    limit (reasoning tokens count against it); None takes the model table's default (the
+    model's maximum, at most 32,000) for a hosted service, and sends none to a local server
+    (Ollama, vLLM, LM Studio, llama.cpp) or for a model the tables do not know, so the
+    server's own limit applies. ``tools`` / ``vision`` declare what the model can do when the
+    built-in table does not know it.
     ``api``: ``"chat"`` (Chat Completions) or ``"responses"``; by default Responses for OpenAI
     itself (provider ``openai`` and no ``base_url``), Chat Completions for everything else.
     """
@@ -134,7 +130,7 @@ class OpenAIChat:
         needs_key: bool = True,
         base_url: str | None = None,
         provider: str = "openai",
-        max_tokens: int | None = 4096,
+        max_tokens: int | None = None,
         timeout_s: float = 600,
         tools: bool | None = None,
         vision: bool | None = None,
@@ -150,15 +146,19 @@ class OpenAIChat:
             raise ValueError("pass either client=... or api_key/base_url, not both")
         self.model = model
         self.provider = provider
+        self.info: OpenAIModelInfo = model_info(model)
+        if max_tokens is None and provider not in LOCAL_PROVIDERS:
+            max_tokens = self.info.default_max_tokens
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.base_url = base_url
+        self.service = _service(provider, base_url)
         if api is None:
             api = "responses" if provider == "openai" and _is_openai_itself(base_url) else "chat"
         if api not in ("chat", "responses"):
             raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
         self.api: Literal["chat", "responses"] = api
-        known = known_capabilities(model)
+        known = ModelCapabilities(tools=self.info.tools, vision=self.info.vision)
         self._declared = ModelCapabilities(tools=tools, vision=vision)
         self.capabilities = ModelCapabilities(
             tools=known.tools if tools is None else tools,
@@ -184,8 +184,8 @@ class OpenAIChat:
 
     @property
     def label(self) -> str:
-        """How messages name the service: ``OpenAI API`` or ``ollama server``."""
-        return "OpenAI API" if self.provider == "openai" else f"{self.provider} server"
+        """How messages name the service: ``OpenAI API``, ``DeepSeek API``, ``ollama server``."""
+        return _SERVICE_LABELS.get(self.service, f"{self.service} server")
 
     @property
     def client(self) -> AsyncOpenAI:
@@ -217,10 +217,16 @@ class OpenAIChat:
     # --- ChatModel ---------------------------------------------------------------------------
 
     def context_limit(self, model: str | None = None) -> int | None:
-        return pricing.context_limit(model or self.model, self.provider)
+        name = model or self.model
+        listed = pricing.listed_context_window(name, self._price_provider)
+        return listed if listed is not None else model_info(name).context_window
 
     def cost_usd(self, usage: ChatInvokeUsage) -> float | None:
-        return pricing.cost_usd(usage, self.provider)
+        return pricing.cost_usd(usage, self._price_provider)
+
+    @property
+    def _price_provider(self) -> str:
+        return _PRICE_PROVIDERS.get(self.service, self.service)
 
     def discover_capabilities(self, timeout_s: float = 3.0) -> ModelCapabilities:
         """Ask an Ollama server what the model can do (``POST /api/show``); values the caller
@@ -275,15 +281,16 @@ class OpenAIChat:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(
-                messages, cache=self._block_cache, images=self.capabilities.vision is not False
+                messages,
+                cache=self._block_cache,
+                images=self.capabilities.vision is not False,
+                send_back=self.info.send_back,
             ),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        # OpenAI's reasoning models refuse ``max_tokens``; compatible servers know only it.
-        limit_name = "max_completion_tokens" if self.provider == "openai" else "max_tokens"
         if self.max_tokens is not None:  # None: the server's own limit
-            request[limit_name] = self.max_tokens
+            request[self._limit_parameter] = self.max_tokens
         api_tools = to_openai_tools(tools, tool_choice)
         if api_tools:
             request["tools"] = api_tools
@@ -292,13 +299,21 @@ class OpenAIChat:
                 request["tool_choice"] = choice
         return request
 
+    @property
+    def _limit_parameter(self) -> str:
+        """OpenAI's reasoning models refuse ``max_tokens`` (on OpenAI, Azure or OpenRouter);
+        compatible servers know only it."""
+        if self.service == "openai" and _is_openai_itself(self.base_url):
+            return "max_completion_tokens"
+        return self.info.limit_parameter
+
     def _responses_request(
         self,
         messages: list[Message],
         tools: list[FunctionToolDefinition] | None,
         tool_choice: str | None,
     ) -> dict[str, Any]:
-        from ._request_parts import system_text
+        from .._request_parts import system_text
 
         request: dict[str, Any] = {
             "model": self.model,
@@ -343,9 +358,13 @@ class OpenAIChat:
     async def _stream(
         self, request: dict[str, Any], callbacks: StreamCallbacks
     ) -> StreamedReply | StreamedResponse:
+        import openai
+
         secrets = [self._api_key] if self._api_key else []
         reply: StreamedReply | StreamedResponse = (
-            StreamedResponse() if self.api == "responses" else StreamedReply()
+            StreamedResponse()
+            if self.api == "responses"
+            else StreamedReply(think_opened=self.info.reasoning == "think_tags")
         )
         try:
             client = self._clients.get(asyncio.get_running_loop())
@@ -373,6 +392,18 @@ class OpenAIChat:
                         # Undecodable SSE data (json.JSONDecodeError is a ValueError).
                         raise malformed_stream_error(
                             exc, provider_label=self.label, secrets=secrets
+                        ) from exc
+                    except openai.APIError as exc:
+                        if type(exc) is not openai.APIError:  # a status, connection, timeout..
+                            raise
+                        # An error object inside a 200 stream (OpenRouter, when the upstream
+                        # fails after the status line went out): after the reply finished it
+                        # changes nothing, before that it is the call's outcome.
+                        if isinstance(reply, StreamedReply) and reply.finish_reason is not None:
+                            reply.stream_error = exc.body
+                            break
+                        raise classify_error_body(
+                            None, {}, exc.body, provider_label=self.label, secrets=secrets
                         ) from exc
                     text, reasoning = reply.add(chunk)
                     # Callbacks run outside the try: their own errors are not stream errors.
@@ -405,6 +436,9 @@ class OpenAIChat:
                 f"The {self.label} response stream ended before a finish_reason "
                 "(the connection closed mid-reply)",
             )
+        text, reasoning = reply.finish()
+        callbacks.reasoning(reasoning)
+        callbacks.text(text)
         return reply
 
 
@@ -414,116 +448,20 @@ def _is_openai_itself(base_url: str | None) -> bool:
     return url.rstrip("/").startswith(OPENAI_BASE_URL)
 
 
-@dataclass
-class _PendingCall:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class StreamedReply:
-    """Chat Completions chunks folded into one reply (choice 0; tool calls by index)."""
-
-    text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    refusal: list[str] = field(default_factory=list)
-    calls: dict[int, _PendingCall] = field(default_factory=dict)
-    finish_reason: str | None = None
-    usage: Any = None
-    model: str | None = None
-    id: str | None = None
-
-    def add(self, chunk: Any) -> tuple[str, str]:
-        """Fold one chunk in; returns its (text, reasoning) deltas."""
-        self.id = self.id or chunk.id
-        self.model = self.model or chunk.model
-        if chunk.usage is not None:
-            self.usage = chunk.usage
-        text = reasoning = ""
-        for choice in chunk.choices:
-            if choice.index != 0:
-                continue
-            delta = choice.delta
-            if delta is not None:
-                text = delta.content or ""
-                reasoning = _reasoning_delta(delta)
-                self.text.append(text)
-                self.reasoning.append(reasoning)
-                if delta.refusal:
-                    self.refusal.append(delta.refusal)
-                for fragment in delta.tool_calls or ():
-                    call = self.calls.setdefault(fragment.index, _PendingCall())
-                    call.id = call.id or fragment.id or ""
-                    function = fragment.function
-                    if function is not None:
-                        call.name = call.name or function.name or ""
-                        if function.arguments:
-                            call.arguments.append(function.arguments)
-            if choice.finish_reason is not None:
-                self.finish_reason = choice.finish_reason
-        return text, reasoning
-
-    def completion(self, requested_model: str) -> ChatInvokeCompletion:
-        model = self.model or requested_model
-        messages: list[Any] = []
-        reasoning = "".join(self.reasoning)
-        if reasoning:
-            messages.append(ReasoningMessage(content=reasoning))
-        calls = [
-            ToolCall(
-                id=call.id or f"call_{index}",
-                function=FunctionCall(name=call.name, arguments="".join(call.arguments)),
-            )
-            for index, call in sorted(self.calls.items())
-        ]
-        text = "".join(self.text)
-        refusal = "".join(self.refusal)
-        if text or calls or refusal:
-            messages.append(
-                AssistantMessage(
-                    content=text or None, tool_calls=calls or None, refusal=refusal or None
-                )
-            )
-        return ChatInvokeCompletion(
-            messages=messages,
-            usage=usage_from_openai(model, self.usage),
-            stop_reason=self.finish_reason,
-            provider_meta={"id": self.id, "model": self.model},
-        )
-
-
-def _reasoning_delta(delta: Any) -> str:
-    extra = getattr(delta, "model_extra", None) or {}
-    for name in _REASONING_DELTA_FIELDS:
-        value = extra.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def usage_from_openai(model: str, usage: Any) -> ChatInvokeUsage:
-    """Chat Completions usage → ours: ``prompt_tokens`` already counts cached tokens."""
-    if usage is None:
-        return ChatInvokeUsage(model=model)
-    input_tokens = int(usage.prompt_tokens or 0)
-    output_tokens = int(usage.completion_tokens or 0)
-    details = usage.prompt_tokens_details
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return ChatInvokeUsage(
-        model=model,
-        input_tokens=input_tokens,
-        input_cached_tokens=int(cached) if cached else None,
-        output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens,
-    )
+def _service(provider: str, base_url: str | None) -> str:
+    """The service a chat talks to: the provider, or for the generic ``openai`` provider with
+    another ``base_url``, the service that URL's host is known as (else ``openai``)."""
+    if provider != "openai" or not base_url:
+        return provider
+    host = (urlsplit(base_url).hostname or "").lower()
+    return SERVICE_HOSTS.get(host, "openai")
 
 
 __all__ = [
     "DEFAULT_MODEL",
     "KNOWN_ENDPOINTS",
     "LOCAL_PLACEHOLDER_KEY",
-    "OPENAI_MODEL_CAPABILITIES",
+    "SERVICE_HOSTS",
     "ModelCapabilities",
     "OpenAIChat",
     "StreamedReply",

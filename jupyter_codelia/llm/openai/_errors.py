@@ -1,27 +1,35 @@
 """OpenAI SDK / transport exceptions → :class:`LlmError` with a kind and a retry hint.
 
 OpenAI-compatible servers (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, OpenRouter) answer
-errors as ``{"error": {"message", "type", "code"}}``; the SDK hands us the inner object. The
-retry hint comes, in order of trust, from ``retry-after-ms`` / ``Retry-After``, then OpenAI's
-``x-ratelimit-reset-*`` durations (``"6m0s"``, ``"20ms"``), then a wait named in the message.
+errors as ``{"error": {"message", "type", "code"}}``; the SDK hands us the inner object. Gemini's
+endpoint wraps it in a JSON array (``[{"error": {"code": 400, "message", "status"}}]``);
+OpenRouter puts the upstream provider's own words in ``error.metadata.raw`` under a generic
+"Provider returned error", and its error objects inside a 200 stream carry the HTTP status as a
+number in ``code``. The retry hint comes, in order of trust, from ``retry-after-ms`` /
+``Retry-After``, then OpenAI's ``x-ratelimit-reset-*`` durations (``"6m0s"``, ``"20ms"``),
+then a wait named in the message (``"Please try again in 9m38.016s"``).
+
+``insufficient_quota`` (out of credit, a 429 like a rate limit) is the ``quota`` kind: final,
+never retried.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._text import describe_exc
-from ._http_errors import body_wait, parse_retry_after, scrub
-from .base import LlmError, LlmErrorKind, RetrySource
+from ..._text import describe_exc
+from .._http_errors import body_wait, parse_retry_after, scrub
+from ..base import LlmError, LlmErrorKind, RetrySource
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Error ``type`` / ``code`` values that name the failure better than the HTTP status.
 _BODY_KINDS: dict[str, LlmErrorKind] = {
     "rate_limit_exceeded": "rate_limit",
-    "insufficient_quota": "rate_limit",
+    "insufficient_quota": "quota",
     "server_error": "provider",
     "overloaded_error": "overloaded",
     "engine_overloaded": "overloaded",
@@ -74,22 +82,70 @@ def retry_hint(headers: Mapping[str, str], body: Any) -> tuple[float | None, Ret
     return None, None
 
 
+def _error_object(body: Any) -> Any:
+    """The error object of a body: Gemini's ``[{"error": {...}}]`` and a bare
+    ``{"error": {...}}`` unwrapped; anything else as it is."""
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"]
+    return body
+
+
 def _error_fields(body: Any) -> tuple[str | None, str | None]:
-    """(type or code, message) of an OpenAI error object (or a bare string body)."""
+    """(type or code, message) of an OpenAI error object (or a bare string body); OpenRouter's
+    upstream reason (``metadata.raw``) is added to its generic message."""
     if isinstance(body, str):
         return None, body.strip() or None
     if not isinstance(body, dict):
         return None, None
     label = next(
-        (body[key] for key in ("code", "type") if isinstance(body.get(key), str) and body[key]),
+        (
+            body[key]
+            for key in ("code", "type", "status")
+            if isinstance(body.get(key), str) and body[key]
+        ),
         None,
     )
     message = body.get("message")
-    return label, message if isinstance(message, str) else None
+    detail = message if isinstance(message, str) else None
+    upstream = _upstream_reason(body.get("metadata"))
+    if upstream:
+        detail = f"{detail}: {upstream}" if detail else upstream
+    return label, detail
+
+
+def _upstream_reason(metadata: Any) -> str | None:
+    """OpenRouter's ``metadata.raw`` (the upstream provider's answer, often JSON itself),
+    with the provider's name."""
+    if not isinstance(metadata, dict):
+        return None
+    raw = metadata.get("raw")
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            reason: str | None = raw.strip() or None
+        else:
+            reason = _error_fields(_error_object(parsed))[1] or raw.strip()
+    elif isinstance(raw, dict):
+        reason = _error_fields(_error_object(raw))[1]
+    else:
+        reason = None
+    name = metadata.get("provider_name")
+    if reason and isinstance(name, str) and name:
+        return f"{name} says: {reason}"
+    return reason
+
+
+# Codes that say more than any status: a 429 out of credit is not a rate limit.
+_DECISIVE_LABELS = frozenset(
+    {"rate_limit_exceeded", "engine_overloaded", "overloaded_error", "insufficient_quota"}
+)
 
 
 def _status_kind(status: int | None, label: str | None) -> LlmErrorKind:
-    if label in ("rate_limit_exceeded", "engine_overloaded", "overloaded_error"):
+    if label in _DECISIVE_LABELS:
         return _BODY_KINDS[label]
     if status == 429:
         return "rate_limit"
@@ -103,8 +159,14 @@ def _status_kind(status: int | None, label: str | None) -> LlmErrorKind:
         return "provider"
     if status is not None and 400 <= status < 500:
         return "bad_request"
-    # An error object inside a 200 stream: only the body says what happened.
+    # An error object inside a 200 stream without a status: only the body says what happened.
     return _BODY_KINDS.get(label or "", "provider")
+
+
+_QUOTA_NOTE = (
+    " Not retried: the account is out of credit or over its spending limit; add credit or "
+    "raise the limit in the provider's billing settings, then run again."
+)
 
 
 def classify_error_body(
@@ -116,17 +178,21 @@ def classify_error_body(
     secrets: Iterable[str] = (),
 ) -> LlmError:
     """An HTTP error response (or an error object mid-stream) → :class:`LlmError`."""
-    label, detail = _error_fields(body)
-    kind = _status_kind(status, label)
+    error = _error_object(body)
+    label, detail = _error_fields(error)
     where = f"HTTP {status}" if status is not None else "error in the response stream"
+    code = error.get("code") if isinstance(error, dict) else None
+    if status is None and isinstance(code, int) and 400 <= code <= 599:
+        status = code  # OpenRouter's mid-stream errors name the status they could not send
+    kind = _status_kind(status, label)
     named = f" {label}" if label else ""
-    message = scrub(
-        f"{provider_label}{named} ({where}): {detail or 'no error message in the response'}",
-        secrets,
-    )
+    message = f"{provider_label}{named} ({where}): {detail or 'no error message in the response'}"
+    message = scrub(message, secrets) + (_QUOTA_NOTE if kind == "quota" else "")
     retry_after, source = (None, None)
     if kind in ("rate_limit", "overloaded", "provider", "timeout"):
-        retry_after, source = retry_hint(headers, body)
+        # The composed detail: a wait may be named in OpenRouter's upstream reason.
+        named_wait = {**error, "message": detail} if isinstance(error, dict) else error
+        retry_after, source = retry_hint(headers, named_wait)
     return LlmError(kind, message, status=status, retry_after_s=retry_after, retry_source=source)
 
 

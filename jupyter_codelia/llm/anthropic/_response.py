@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._text import compact_json
-from .messages import (
+from ..._text import compact_json
+from ..messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ChatInvokeUsage,
     FunctionCall,
     OtherPart,
     ReasoningMessage,
+    StopKind,
     TextPart,
     ToolCall,
 )
@@ -84,6 +85,18 @@ def _block_message(block: dict[str, Any], unfinished_input: str | None) -> Any:
     )
 
 
+# The Messages API's stop reasons in the provider-neutral words the agent branches on.
+_STOP_KINDS: dict[str, StopKind] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "tool_use": "tool_calls",
+    "max_tokens": "output_limit",
+    "model_context_window_exceeded": "context_window",
+    "refusal": "refusal",
+    "pause_turn": "pause",
+}
+
+
 def completion_from_anthropic(
     message: dict[str, Any], *, model: str, unfinished_inputs: dict[int, str] | None = None
 ) -> ChatInvokeCompletion:
@@ -106,6 +119,7 @@ def completion_from_anthropic(
         messages=messages,
         usage=usage,
         stop_reason=stop_reason,
+        stop_kind=_STOP_KINDS.get(stop_reason or ""),
         provider_meta={"id": message.get("id"), "model": message.get("model")},
     )
 

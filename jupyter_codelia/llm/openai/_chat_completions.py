@@ -3,8 +3,15 @@
 Pure functions over plain dicts (no SDK import), shared by every OpenAI-compatible server.
 Chat Completions differs from our history in three ways handled here: a tool message carries
 text only, so images a tool returned follow the tool messages as one user message; reasoning
-is not replayed (compatible servers reject it); and consecutive assistant messages (text, then
-calls) are one assistant turn.
+is not a message of its own but fields of the assistant turn it led to; and consecutive
+assistant messages (text, then calls) are one assistant turn.
+
+Reasoning goes back only with a turn that called tools (where DeepSeek, gpt-oss and Gemini
+need it; for a turn that answered, every server drops it) and only in the form the server sent
+it: the delta field's name (``reasoning_content`` or ``reasoning``), OpenRouter's
+``reasoning_details`` verbatim, and a tool call's ``extra_content`` (Gemini's thought
+signature) on that call. A call the output limit cut off goes back with ``{}`` arguments: its
+unfinished JSON is refused by servers that parse it.
 """
 
 from __future__ import annotations
@@ -12,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._text import compact_json
-from ._request_parts import BlockCache
-from .messages import ImagePart, part_placeholder
+from ..._text import compact_json
+from .._request_parts import BlockCache
+from ..messages import ImagePart, part_placeholder
+from ._stream import CHAT_REASONING
+from .models import SendBack
 
 ApiMessage = dict[str, Any]
 ApiPart = dict[str, Any]
@@ -76,14 +85,7 @@ def _convert(message: Any, images: bool = True) -> ApiMessage:
         if message.refusal and turn["content"] is None:
             turn["content"] = message.refusal
         if message.tool_calls:
-            turn["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name, "arguments": call.function.arguments},
-                }
-                for call in message.tool_calls
-            ]
+            turn["tool_calls"] = [_call(call) for call in message.tool_calls]
         return turn
     if role == "tool":
         return {
@@ -92,6 +94,34 @@ def _convert(message: Any, images: bool = True) -> ApiMessage:
             "content": _text_only(message.content),
         }
     raise TypeError(f"not a message: {type(message).__name__}")
+
+
+def _call(call: Any) -> ApiMessage:
+    arguments = "{}" if call.cut_off else call.function.arguments
+    converted: ApiMessage = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.function.name, "arguments": arguments},
+    }
+    meta = call.provider_meta
+    if isinstance(meta, dict) and isinstance(meta.get("extra_content"), dict):
+        converted["extra_content"] = meta["extra_content"]
+    return converted
+
+
+def _reasoning_fields(reasoning: Any, send_back: SendBack) -> ApiMessage:
+    """The fields a tool-call turn carries for the reasoning that led to it."""
+    fields: ApiMessage = {}
+    raw = reasoning.raw_item if reasoning is not None else None
+    if isinstance(raw, dict) and raw.get("type") == CHAT_REASONING:
+        field = raw.get("field")
+        if isinstance(field, str) and reasoning.content:
+            fields[field] = reasoning.content
+        if raw.get("reasoning_details"):
+            fields["reasoning_details"] = raw["reasoning_details"]
+    if send_back == "reasoning_content":
+        fields.setdefault("reasoning_content", "")  # DeepSeek: every tool-call turn has one
+    return fields
 
 
 def _convert_one(message: Any) -> list[ApiMessage]:
@@ -107,19 +137,26 @@ def _uncached(message: Any, convert: Callable[[Any], list[ApiMessage]]) -> list[
 
 
 def to_openai_messages(
-    messages: Sequence[Any], *, cache: BlockCache | None = None, images: bool = True
+    messages: Sequence[Any],
+    *,
+    cache: BlockCache | None = None,
+    images: bool = True,
+    send_back: SendBack = "as_received",
 ) -> list[ApiMessage]:
     """History → the ``messages`` array of a Chat Completions request.
 
     Tool calls without an answer right after their turn (and answers without a call) are
     dropped: the API refuses both. ``cache`` reuses conversions of messages seen before.
     ``images=False`` (a model without vision) sends images as ``[image]`` placeholders.
+    ``send_back``: what a tool-call turn carries of its reasoning (see
+    :data:`~.models.SendBack`).
     """
     convert = cache.blocks if cache is not None else _uncached
     convert_one = _convert_one if images else _convert_one_without_images
     result: list[ApiMessage] = []
     tool_images: list[tuple[str, list[ImagePart]]] = []
     pending_calls: set[str] = set()
+    reasoning: Any = None  # the reasoning message right before the next assistant turn
 
     def flush_tool_images() -> None:
         if not tool_images:
@@ -134,6 +171,7 @@ def to_openai_messages(
     for message in messages:
         role = getattr(message, "role", None)
         if role == "reasoning":
+            reasoning = message
             continue
         if role == "tool":
             if message.tool_call_id not in pending_calls:
@@ -155,6 +193,13 @@ def to_openai_messages(
             and "tool_calls" not in previous
         ):
             turn = _merge_assistant(result.pop(), turn)
+        if "tool_calls" in turn:
+            fields = _reasoning_fields(reasoning, send_back) if send_back != "nothing" else {}
+            if fields:
+                turn = {**turn, **fields}  # a copy: the converted turn is cached
+            reasoning = None
+        elif role != "assistant":
+            reasoning = None
         result.append(turn)
         if role == "assistant":
             pending_calls = {call["id"] for call in turn.get("tool_calls") or ()}

@@ -104,15 +104,21 @@ def capabilities(model: str) -> ModelCapabilities:
     family = _family(model)
     if family is not None:
         return CLAUDE_MODELS[family]
+    note_unknown_model(
+        model,
+        "model %r is not in jupyter_codelia's model table; using max_tokens=%d, budget "
+        "thinking and an unknown context window",
+        UNKNOWN_MODEL.max_output_tokens,
+    )
+    return UNKNOWN_MODEL
+
+
+def note_unknown_model(model: str, message: str, *details: object) -> None:
+    """Log ``message % (model, *details)`` the first time ``model`` is looked up, not again:
+    a model newer than the tables works, and says once what it was given."""
     if model not in _noted_unknown:
         _noted_unknown.add(model)
-        log.info(
-            "model %r is not in jupyter_codelia's model table; using max_tokens=%d, budget "
-            "thinking and an unknown context window",
-            model,
-            UNKNOWN_MODEL.max_output_tokens,
-        )
-    return UNKNOWN_MODEL
+        log.info(message, model, *details)
 
 
 def known_models() -> list[str]:
@@ -154,4 +160,5 @@ __all__ = [
     "effort_for_budget",
     "is_known_model",
     "known_models",
+    "note_unknown_model",
 ]
