@@ -280,9 +280,8 @@ class Tracker:
     """The kernel's watch over processes that python jobs start themselves (``--track``).
 
     Those are the kernel's own children, not a guard's, so no subreaper keeps them; the kernel
-    tells the tracker about each one it sees (``track PID START`` on stdin, ``untrack PID``
-    when it ended them itself), and when the kernel is gone the tracker ends each of them and
-    the processes below them.
+    tells the tracker about each one it sees (``track PID START`` on stdin), and when the kernel
+    is gone the tracker ends each of them that still runs and the processes below them.
     """
 
     def __init__(self, kernel_pid: int, grace: float) -> None:
@@ -307,8 +306,6 @@ class Tracker:
     def _note(self, words: list[str]) -> None:
         if len(words) == 3 and words[0] == "track" and words[1].isdigit():
             self.tracked[int(words[1])] = words[2]
-        elif len(words) == 2 and words[0] == "untrack" and words[1].isdigit():
-            self.tracked.pop(int(words[1]), None)
 
 
 def _descendants(root: int) -> list[int]:

@@ -23,7 +23,9 @@ __all__ = ["ProcessTracker", "end_trees", "process_tracker", "thread_children"]
 
 
 class ProcessTracker:
-    """The kernel's end of its tracker process: ``track`` and ``untrack`` lines on its stdin."""
+    """The kernel's end of its tracker process: a ``track PID START`` line on its stdin for each
+    process to end with the kernel (one that ended already is skipped then: its start differs
+    or it is gone)."""
 
     def __init__(self, grace: float) -> None:
         self.grace = grace
@@ -33,9 +35,6 @@ class ProcessTracker:
     def track(self, pid: int, start: str) -> None:
         """Have ``pid`` (started at ``start``) ended when the kernel is gone."""
         self._send(f"track {pid} {start}\n")
-
-    def untrack(self, pid: int) -> None:
-        self._send(f"untrack {pid}\n")
 
     def _send(self, line: str) -> None:
         with self._lock:
