@@ -83,7 +83,8 @@ def standard_tools(
     ``output_store`` defaults to a store in ``cache_dir`` or
     ``<JUPYTER_CODELIA_HOME>/cache/tool-output``; ``todo_store`` to a fresh one. Web tools use
     ``web`` (default ``WebConfig()``). With a ``jobs`` registry the ``job_*`` tools are included
-    and ``shell`` can start background jobs in it.
+    and ``shell`` can start background jobs in it; a registry without an output store of its own
+    streams each job's whole output into ``output_store``.
     """
     from ..cache import ToolOutputCacheStore
     from ._sandbox import Sandbox
@@ -117,6 +118,9 @@ def standard_tools(
     if jobs is not None:
         from .jobs import job_tools
 
+        if jobs.output_store is None:  # each job's whole output goes to this set's cache
+            store = output_store
+            jobs.output_store = lambda: store
         tools.extend(job_tools(jobs))
     tools.extend(extra)
     return StandardToolSet(

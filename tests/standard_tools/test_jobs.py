@@ -282,7 +282,7 @@ async def test_a_shell_job_printing_without_newlines_shows_its_end_and_keeps_all
     from jupyter_codelia.cache import ToolOutputCacheStore
 
     store = ToolOutputCacheStore(tmp_path / "cache", max_entry_bytes=8_000_000)
-    registry = JobRegistry(output_store=lambda: store)
+    registry = JobRegistry()  # standard_tools gives it the tool set's store
     tools = {
         t.name: t
         for t in standard_tools(tmp_path, output_store=store, include_web=False, jobs=registry)
