@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._redact import redact_secrets
 from ..tools import PermissionDecision, Tool, ToolContext, find_tool
 from ..tools._executor import PermissionHook
+from ..tools._host import DeclaresApproval
 from . import events as ev
 from ._approvals import Approvals, ConfirmResponse, first_answer
 
@@ -75,6 +76,11 @@ class PermissionHookBuilder:
             return PermissionDecision.allow()
         if evaluation.kind == "deny":
             return PermissionDecision.deny(evaluation.reason or "blocked by policy")
+        declared = find_tool(self.tools, name)
+        if not isinstance(declared, DeclaresApproval):
+            declared = None
+        elif declared.runs_without_asking:
+            return PermissionDecision.allow()
         if self.confirm is None and not self.host_answers:
             return PermissionDecision.deny("UI confirm not supported")
         if not parsed:
@@ -85,6 +91,8 @@ class PermissionHookBuilder:
                 self.emit(preview)
         self.emit(ev.PermissionReadyEvent(tool=name, tool_call_id=call.id))
         title, message = self.policy.confirm_text(name, args)
+        if declared is not None:
+            message = f"{message}\n{declared.approval_note()}"
         rules = self.policy.remember_rules(name, args)
         # Masked here, not only when emitted: the confirm callback shows the request itself.
         request = redact_secrets(

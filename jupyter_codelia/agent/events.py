@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..tools.events import Event as _Event
-from ..tools.events import TodoItemView, TodosUpdatedEvent, now_ms
+from ..tools.events import TodoItemView, TodosUpdatedEvent, ToolProgressEvent, now_ms
 
 
 class Citation(BaseModel):
@@ -245,6 +245,7 @@ AgentEvent = Annotated[
     | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
+    | ToolProgressEvent
     | BudgetEvent
     | SessionForkedEvent
     | FinalEvent,
@@ -284,6 +285,7 @@ __all__ = [
     "TodoItemView",
     "TodosUpdatedEvent",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolResultEvent",
     "UsageEvent",
     "event_adapter",

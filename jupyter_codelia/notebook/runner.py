@@ -160,11 +160,9 @@ class NotebookAgent:
 
         It is only kept aside: :meth:`prepare` adopts it when the first run wants a new
         session with the same settings, so nothing (no session id, no todos) shows before.
-        Kernels with MCP servers are left alone: building would start them off-cell.
+        MCP servers are not started here: a run asks for their tools when it starts.
         """
         if self.agent is not None or self.active is not None or self._prebuilt is not None:
-            return
-        if self.mcp_servers().names:
             return
         settings = self.settings()
         key = self._build_key(settings)
@@ -176,7 +174,6 @@ class NotebookAgent:
             settings.model,
             settings.provider,
             settings.base_url,
-            self.mcp_servers().fingerprint(),
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
@@ -206,10 +203,20 @@ class NotebookAgent:
             self._mcp = None
 
     def _mcp_tools(self) -> list[Any]:
-        """Tools of every MCP server, started now if needed; a failed one is reported, skipped."""
-        tools, failures = self.mcp_servers().tools()
-        for reason in failures.values():
-            print(f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state.")
+        """This run's MCP tools: servers that are due start now (concurrently, each within its
+        startup timeout), changed listings are fetched again; what failed is reported."""
+        from .._redact import redact_secrets
+
+        servers = self.mcp_servers()
+        if not servers.names and not servers.problems:
+            return []
+        tools, report = servers.tools()
+        for reason in report.values():
+            print(
+                redact_secrets(
+                    f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state."
+                )
+            )
         return list(tools)
 
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
@@ -262,14 +269,16 @@ class NotebookAgent:
                 undo=self.undo,
             ),
             *notebook_tools(NotebookContext(self.shell, lambda: self.run_info(settings))),
-            *self._mcp_tools(),
         ]
+        output_store = ToolOutputCacheStore(
+            tool_output_dir(settings.home), origin=self.output_origin
+        )
+        servers = self.mcp_servers()
+        servers.output_store, servers.roots = output_store, [root]
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
-            output_store=ToolOutputCacheStore(
-                tool_output_dir(settings.home), origin=self.output_origin
-            ),
+            output_store=output_store,
             jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
@@ -414,10 +423,11 @@ class NotebookAgent:
         final = ""
         try:
             outline = await self._changed_outline(agent)
-            notice = self.jobs.turn_notice()
-            context = [block for block in (outline, notice) if block is not None]
+            mcp_tools = await asyncio.to_thread(self._mcp_tools)
+            notices = (self.jobs.turn_notice(), self.mcp_servers().turn_notice())
+            context = [block for block in (outline, *notices) if block is not None]
             async for event in agent.run_stream(
-                prompt, signal=run.signal, run_id=run.run_id, context=context
+                prompt, signal=run.signal, run_id=run.run_id, context=context, tools=mcp_tools
             ):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content

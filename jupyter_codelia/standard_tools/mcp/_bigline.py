@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 SPOOL_KEY = "codelia/spool"
 CHARS_KEY = "codelia/chars"
+HEAD_KEY = "codelia/head"
 HEAD_CHARS = 20_000
 TAIL_CHARS = 5_000
 _CHUNK = 1 << 20
@@ -298,8 +299,8 @@ def _text_block(spool: _Spool) -> dict[str, Any]:
     head, tail = read_window(spool.path, spool.chars)
     return {
         "type": "text",
-        "text": head + ("\n" if tail else "") + tail,
-        "_meta": {SPOOL_KEY: spool.path, CHARS_KEY: spool.chars},
+        "text": head + tail,
+        "_meta": {SPOOL_KEY: spool.path, CHARS_KEY: spool.chars, HEAD_KEY: len(head)},
     }
 
 
@@ -350,7 +351,9 @@ def _rebuild(block: Any) -> list[Any]:
                     if key == "blob":
                         spool = _decoded_text_spool(spool)
                     rebuilt = _text_block(spool)
-                    rebuilt["text"] = f"[resource {uri}]\n" + rebuilt["text"]
+                    label = f"[resource {uri}]\n"
+                    rebuilt["text"] = label + rebuilt["text"]
+                    rebuilt["_meta"][HEAD_KEY] += len(label)
                     return [rebuilt]
                 size = os.path.getsize(spool.path)
                 os.unlink(spool.path)

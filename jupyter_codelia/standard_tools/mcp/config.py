@@ -182,10 +182,10 @@ def _read_entry(entry: Any, base: Path) -> tuple[McpServerConfig, list[str]]:
         enabled = data.pop("enabled")
         data.setdefault("disabled", enabled is False)
     timeout = data.get("timeout")
-    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-        if timeout >= _MILLISECONDS_FROM:
-            data["timeout"] = timeout / 1000
-            notes.append(f'"timeout": {timeout:g} read as milliseconds ({timeout / 1000:g} s)')
+    is_number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    if is_number and isinstance(timeout, (int, float)) and timeout >= _MILLISECONDS_FROM:
+        data["timeout"] = timeout / 1000
+        notes.append(f'"timeout": {timeout:g} read as milliseconds ({timeout / 1000:g} s)')
     env_file = data.pop("envFile", None)
     try:
         if env_file is not None:
@@ -286,4 +286,3 @@ def _read_env_file(path_text: str, base: Path) -> dict[str, str]:
             value = value[1:-1]
         values[key.strip()] = value
     return values
-

@@ -32,9 +32,9 @@ def _suffixed(server: str, tool: str, length: int = _SUFFIX_CHARS) -> str:
     return f"{tool_name(server, tool)[: MAX_TOOL_NAME - length - 1]}_{digest}"
 
 
-def unique_tool_names(tools: Iterable[tuple[str, str]], taken: Iterable[str] = ()) -> dict[
-    tuple[str, str], str
-]:
+def unique_tool_names(
+    tools: Iterable[tuple[str, str]], taken: Iterable[str] = ()
+) -> dict[tuple[str, str], str]:
     """Each ``(server, tool)`` → its unique model-facing name (``taken``: names in use already).
 
     A tool whose plain name is its exact ``<server>__<tool>`` never moves; an altered one moves

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -122,7 +121,7 @@ async def stdio_transport(
             return exc
         finally:
             with suppress(OSError):
-                path.unlink()
+                os.unlink(path)
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
@@ -218,10 +217,3 @@ async def http_transport(config: McpServerConfig, auth: Any) -> AsyncIterator[tu
             yield streams[0], streams[1]
     finally:
         await client.aclose()
-
-
-def spool_directory() -> str:
-    """Where oversized lines and their big strings wait for the cache (private, per user)."""
-    path = Path(tempfile.gettempdir()) / f"codelia-mcp-{os.getuid() if sys.platform != 'win32' else 0}"
-    path.mkdir(mode=0o700, exist_ok=True)
-    return str(path)

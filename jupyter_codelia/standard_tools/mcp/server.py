@@ -1,0 +1,518 @@
+"""One server's connection: start, list, call, crash, retry, stop (all on the MCP loop).
+
+* **Start** opens the transport and the SDK's ``ClientSession``, sends ``initialize`` and lists
+  tools, resources, templates and prompts, all within ``startup_timeout``. A server that does
+  not answer in time (a hanging ``initialize`` included) is abandoned at the deadline: its
+  process is stopped in the background, so the run waits no longer than the timeout.
+* **Retry**: a server that failed to start is tried again on a later run, after a backoff that
+  doubles per failure (2 s, 4 s, ... up to 5 min); ``%codelia mcp`` shows the state, the attempt
+  and when the next try may happen. A server that crashed mid-call restarts on its next call.
+* **Capabilities** the client advertises: roots (the sandbox root), sampling and elicitation
+  (answered through the run's host, see ``tools/_host.py``; declined where nobody can answer).
+  ``notifications/tools/list_changed`` (and the resource and prompt ones) mark the listings
+  stale; they are fetched again before the next turn. Progress notifications and log messages
+  during a call reach the call's tool card as ``tool.progress`` events.
+* A tool that declares an ``outputSchema`` has the SDK validate its structured results; the
+  validator library is imported in a worker thread as soon as such a tool is listed, so the
+  first call neither pays the import nor stalls the loop other servers' calls run on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ...tools import ToolContext, ToolError
+from ...tools._host import (
+    RUN_HOST,
+    CompletionRefusedError,
+    CompletionRequest,
+    PersonQuestion,
+    RunHost,
+)
+from ...tools.events import ToolProgressEvent
+from .config import McpServerConfig
+from .transport import StderrLog, http_transport, stdio_transport
+
+ServerState = Literal["not started", "starting", "ready", "failed", "crashed", "stopped"]
+RETRY_BASE_S = 2.0
+RETRY_MAX_S = 300.0
+_CLIENT_NAME = "jupyter-codelia"
+_validator_import: asyncio.Future[None] | None = None
+log = logging.getLogger("jupyter_codelia.mcp")
+
+
+class McpServerError(ToolError):
+    """An MCP server could not answer a call (start failure, crash, timeout, error result)."""
+
+
+def _import_validator() -> None:
+    import importlib
+
+    importlib.import_module("jsonschema.validators")  # the SDK's outputSchema validator
+    importlib.import_module("referencing")
+
+
+def validator_ready() -> asyncio.Future[None]:
+    """The (once per process) background import of the output-schema validator."""
+    global _validator_import
+    if _validator_import is None:
+        loop = asyncio.get_running_loop()
+        _validator_import = asyncio.ensure_future(loop.run_in_executor(None, _import_validator))
+    return _validator_import
+
+
+@dataclass
+class CallScope:
+    """A call in progress: where its progress, log lines and questions go (on its own loop)."""
+
+    ctx: ToolContext
+    loop: asyncio.AbstractEventLoop
+    host: RunHost | None
+
+    def send(self, event: Any) -> None:
+        self.loop.call_soon_threadsafe(self.ctx.send, event)
+
+    async def on_host(self, coro: Any) -> Any:
+        """Await ``coro`` (a RunHost call) on the caller's loop, from the MCP loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+
+@dataclass
+class Listing:
+    """What a server offers, as last listed."""
+
+    tools: list[Any] = field(default_factory=list)
+    resources: list[Any] = field(default_factory=list)
+    templates: list[Any] = field(default_factory=list)
+    prompts: list[Any] = field(default_factory=list)
+    stale: bool = False
+
+
+@dataclass
+class McpServer:
+    """One configured server and its connection (every method runs on the MCP loop)."""
+
+    name: str
+    config: McpServerConfig
+    spool_dir: str = ""
+    roots: list[Path] = field(default_factory=list)
+    retry_base_s: float = RETRY_BASE_S
+    state: ServerState = "not started"
+    error: str | None = None
+    attempts: int = 0
+    next_retry_at: float = 0.0
+    listing: Listing = field(default_factory=Listing)
+    capabilities: Any = None
+    updated_resources: set[str] = field(default_factory=set)
+    subscribed: set[str] = field(default_factory=set)
+    oauth: Any = None
+    _session: Any = None
+    _stop: asyncio.Event | None = None
+    _runner: asyncio.Task[None] | None = None
+    _starting: asyncio.Future[None] | None = None
+    _stderr: StderrLog | None = None
+    _scopes: list[CallScope] = field(default_factory=list)
+
+    @property
+    def tools(self) -> list[Any]:
+        return self.listing.tools
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state == "ready"
+
+    def due(self, now: float) -> bool:
+        """Whether a start should be tried now (never started, crashed, or its backoff ran out)."""
+        if self.config.disabled or self.state in ("ready", "starting"):
+            return False
+        return self.state != "failed" or now >= self.next_retry_at
+
+    # -- start ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect and list (concurrent callers share one attempt); raises on failure."""
+        if self.state == "ready":
+            return
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)
+        else:
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[None] = loop.create_future()
+            self._starting = ready
+            self.state, self.error = "starting", None
+            self.attempts += 1
+            self._stop = asyncio.Event()
+            self._runner = loop.create_task(self._run(ready))
+            try:
+                await asyncio.wait_for(asyncio.shield(ready), self.config.startup_timeout)
+            except asyncio.TimeoutError:
+                self._abandon_in_background()
+                self._fail(
+                    f"did not finish starting within {self.config.startup_timeout:g} s "
+                    "(no answer to initialize)"
+                )
+        if not self.is_ready:
+            raise McpServerError(self.failure_text())
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        """Hold the connection open (anyio scopes must close in the task that opened them)."""
+        from mcp import ClientSession
+        from mcp_types import Implementation
+
+        from ... import __version__
+
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        sampling_callback=self._sample,
+                        elicitation_callback=self._elicit,
+                        list_roots_callback=self._list_roots,
+                        logging_callback=self._log,
+                        message_handler=self._on_message,
+                        client_info=Implementation(name=_CLIENT_NAME, version=__version__),
+                    )
+                )
+                initialized = await session.initialize()
+                self.capabilities = initialized.capabilities
+                self._session = session
+                await self.refresh()
+                self.state = "ready"
+                self.attempts = 0
+                ready.set_result(None)
+                assert self._stop is not None
+                await self._stop.wait()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # ExceptionGroups from anyio task groups included
+            if not ready.done():
+                self._fail(f"failed to start: {describe_exc(exc)}")
+            elif self.state == "ready":
+                self.state, self.error = "crashed", f"connection lost: {describe_exc(exc)}"
+        finally:
+            self._session = None
+            if not ready.done():
+                ready.set_result(None)
+
+    def _transport(self) -> Any:
+        if self.config.transport == "stdio":
+            if self._stderr is not None:  # a restart: the last run's log was reported already
+                self._stderr.close()
+            self._stderr = StderrLog()
+            return stdio_transport(self.config, self._stderr, self.spool_dir)
+        return http_transport(self.config, self.oauth)
+
+    async def refresh(self) -> None:
+        """List tools, resources, templates and prompts again (each only if offered)."""
+        session = self._session
+        caps = self.capabilities
+        listing = Listing()
+        listing.tools = await _all_pages(session.list_tools, "tools")
+        if caps is not None and caps.resources is not None:
+            listing.resources = await _all_pages(session.list_resources, "resources")
+            listing.templates = await _all_pages(
+                session.list_resource_templates, "resource_templates"
+            )
+        if caps is not None and caps.prompts is not None:
+            listing.prompts = await _all_pages(session.list_prompts, "prompts")
+        self.listing = listing
+        if any(tool.output_schema for tool in listing.tools):
+            validator_ready()
+
+    def _fail(self, reason: str) -> None:
+        self.state, self.error = "failed", reason
+        self.next_retry_at = time.monotonic() + min(
+            RETRY_MAX_S, self.retry_base_s * 2 ** max(0, self.attempts - 1)
+        )
+
+    def failure_text(self) -> str:
+        tail = self._stderr.tail() if self._stderr is not None else ""
+        where = f"MCP server {self.name!r} ({self.config.describe()})"
+        text = f"{where} {self.error or 'is not running'}."
+        return f"{text}\nLast lines of its stderr:\n{tail}" if tail else text
+
+    def state_text(self) -> str:
+        """The state as ``%codelia mcp`` shows it (with the retry schedule of a failed one)."""
+        if self.config.disabled:
+            return "disabled"
+        if self.state != "failed":
+            return self.state
+        wait = self.next_retry_at - time.monotonic()
+        when = "on the next run" if wait <= 0 else f"on a run {wait:.0f} s from now or later"
+        return f"failed, attempt {self.attempts}; tried again {when}"
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    async def session(self) -> Any:
+        if self.state != "ready":
+            await self.start()
+        if self.listing.stale:
+            await self.refresh()
+        return self._session
+
+    async def call(self, tool: str, arguments: dict[str, Any], scope: CallScope) -> Any:
+        session = await self.session()
+        timeout = self.config.timeout
+        if any(t.name == tool and t.output_schema for t in self.listing.tools):
+            await validator_ready()
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            scope.send(
+                ToolProgressEvent(
+                    tool_call_id=scope.ctx.tool_call_id,
+                    progress=done,
+                    total=total,
+                    message=message,
+                )
+            )
+
+        self._scopes.append(scope)
+        try:
+            return await asyncio.wait_for(
+                session.call_tool(tool, arguments, progress_callback=progress), timeout
+            )
+        except asyncio.TimeoutError:
+            raise McpServerError(
+                f"MCP server {self.name!r} did not answer {tool!r} within {timeout:g} s; the "
+                'call was abandoned (raise the server\'s "timeout" if it is just slow).'
+            ) from None
+        except Exception as exc:
+            if (self._runner is not None and self._runner.done()) or is_connection_loss(exc):
+                await self._abandon()
+                self.state, self.error = "crashed", f"crashed during {tool!r}: {describe_exc(exc)}"
+                raise McpServerError(
+                    self.failure_text() + "\nIt will be restarted on its next call."
+                ) from None
+            raise McpServerError(
+                f"MCP server {self.name!r} refused {tool!r}: {describe_exc(exc)}"
+            ) from None
+        finally:
+            self._scopes.remove(scope)
+
+    async def request(self, what: str, coro_factory: Any) -> Any:
+        """A non-tool request (resources, prompts) with the call timeout and clear errors."""
+        session = await self.session()
+        try:
+            return await asyncio.wait_for(coro_factory(session), self.config.timeout)
+        except asyncio.TimeoutError:
+            raise McpServerError(
+                f"MCP server {self.name!r} did not answer {what} within {self.config.timeout:g} s"
+            ) from None
+        except McpServerError:
+            raise
+        except Exception as exc:
+            raise McpServerError(
+                f"MCP server {self.name!r} refused {what}: {describe_exc(exc)}"
+            ) from None
+
+    # -- what the server asks of us -------------------------------------------------------------
+
+    def _scope(self) -> CallScope | None:
+        return self._scopes[-1] if self._scopes else None
+
+    async def _ask(self, question: PersonQuestion) -> Any:
+        scope = self._scope()
+        if scope is None or scope.host is None:
+            return None
+        return await scope.on_host(scope.host.ask_person(question))
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        url = getattr(params, "url", None)
+        question = PersonQuestion(
+            kind="elicitation",
+            source=f"MCP server {self.name!r}",
+            title=f"MCP server {self.name!r} asks" + (" you to open a link" if url else ""),
+            message=params.message,
+            url=url,
+            fields=None if url else getattr(params, "requested_schema", None),
+        )
+        answer = await self._ask(question)
+        if answer is None or answer.action == "cancel":
+            return types.ElicitResult(action="cancel" if answer else "decline")
+        if answer.action == "decline":
+            return types.ElicitResult(action="decline")
+        content = None if url else coerce_form(answer.content or {}, question.fields or {})
+        return types.ElicitResult(action="accept", content=content)
+
+    async def _sample(self, context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        scope = self._scope()
+        if scope is None or scope.host is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="sampling needs a person's approval, and nobody can answer here",
+            )
+        messages = [(m.role, _sampling_text(m)) for m in params.messages]
+        shown = "\n".join(f"{role}: {text}" for role, text in messages)
+        system = f"System prompt: {params.system_prompt}\n" if params.system_prompt else ""
+        answer = await self._ask(
+            PersonQuestion(
+                kind="sampling",
+                source=f"MCP server {self.name!r}",
+                title=f"MCP server {self.name!r} asks to use the model",
+                message=f"{system}{shown}\n(up to {params.max_tokens} tokens)",
+            )
+        )
+        if answer is None or answer.action != "accept":
+            return types.ErrorData(code=types.INVALID_REQUEST, message="the person declined")
+        try:
+            reply = await scope.on_host(
+                scope.host.complete(
+                    CompletionRequest(
+                        messages=messages, system=params.system_prompt, max_tokens=params.max_tokens
+                    )
+                )
+            )
+        except CompletionRefusedError as exc:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(text=reply.text),
+            model=reply.model,
+            stop_reason=reply.stop_reason,
+        )
+
+    async def _list_roots(self, context: Any) -> Any:
+        import mcp_types as types
+
+        return types.ListRootsResult(
+            roots=[types.Root(uri=root.resolve().as_uri(), name=root.name) for root in self.roots]
+        )
+
+    async def _log(self, params: Any) -> None:
+        scope = self._scope()
+        data = params.data if isinstance(params.data, str) else _json(params.data)
+        if scope is not None:
+            scope.send(
+                ToolProgressEvent(
+                    tool_call_id=scope.ctx.tool_call_id, message=data, level=params.level
+                )
+            )
+        else:
+            log.info("MCP server %s [%s] %s", self.name, params.level, data)
+
+    async def _on_message(self, message: Any) -> None:
+        import mcp_types as types
+
+        if isinstance(
+            message,
+            (
+                types.ToolListChangedNotification,
+                types.ResourceListChangedNotification,
+                types.PromptListChangedNotification,
+            ),
+        ):
+            self.listing.stale = True
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            self.updated_resources.add(message.params.uri)
+
+    # -- stop ----------------------------------------------------------------------------------
+
+    def _abandon_in_background(self) -> None:
+        """Stop the connection without waiting (a hanging server must not hold the caller)."""
+        runner, self._runner = self._runner, None
+        if self._stop is not None:
+            self._stop.set()
+        if runner is not None and not runner.done():
+            runner.cancel()
+        self._session = None
+
+    async def _abandon(self) -> None:
+        runner, self._runner = self._runner, None
+        if self._stop is not None:
+            self._stop.set()
+        if runner is not None and not runner.done():
+            try:
+                await asyncio.wait_for(runner, 5)
+            except (asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                runner.cancel()
+        self._session = None
+
+    async def stop(self) -> None:
+        await self._abandon()
+        if self.state in ("ready", "starting"):
+            self.state = "stopped"
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+async def _all_pages(method: Any, attribute: str) -> list[Any]:
+    """Every page of a paginated listing (at most 100 pages: a runaway cursor must end)."""
+    from mcp_types import PaginatedRequestParams
+
+    items: list[Any] = []
+    cursor = None
+    for _ in range(100):
+        page = await method(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        items.extend(getattr(page, attribute))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+def _sampling_text(message: Any) -> str:
+    blocks = message.content if isinstance(message.content, list) else [message.content]
+    return "".join(getattr(b, "text", None) or f"[{b.type}]" for b in blocks)
+
+
+def _json(value: Any) -> str:
+    from ..._text import compact_json
+
+    return compact_json(value)
+
+
+def coerce_form(values: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Typed form values from what a person typed (``"3"`` → 3 for an integer field, ...)."""
+    properties = schema.get("properties") or {}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        kind = (properties.get(key) or {}).get("type")
+        if isinstance(value, str):
+            text = value.strip()
+            if kind == "integer":
+                value = int(text)
+            elif kind == "number":
+                value = float(text)
+            elif kind == "boolean":
+                value = text.lower() in ("y", "yes", "true", "1", "on")
+            elif kind == "array":
+                value = [item.strip() for item in text.split(",") if item.strip()]
+        out[key] = value
+    return out
+
+
+async def host_of(ctx: ToolContext) -> RunHost | None:
+    return await ctx.resolve(RUN_HOST)
+
+
+def describe_exc(exc: BaseException) -> str:
+    grouped = getattr(exc, "exceptions", None)  # an ExceptionGroup from an anyio task group
+    if isinstance(grouped, (list, tuple)) and grouped:
+        return describe_exc(grouped[0])
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    import anyio
+
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, EOFError)):
+        return True
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
