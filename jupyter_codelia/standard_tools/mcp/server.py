@@ -51,6 +51,25 @@ class McpServerError(ToolError):
     """An MCP server could not answer a call (start failure, crash, timeout, error result)."""
 
 
+def _import_sdk() -> None:
+    import importlib
+
+    for module in ("mcp", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.sse"):
+        importlib.import_module(module)
+
+
+_sdk_import: asyncio.Future[None] | None = None
+
+
+async def sdk_imported() -> None:
+    """Import the SDK (seconds on a cold, busy machine) in a worker thread, once, before any
+    server's start clock runs: a startup timeout measures the server, not our imports."""
+    global _sdk_import
+    if _sdk_import is None:
+        _sdk_import = asyncio.ensure_future(asyncio.to_thread(_import_sdk))
+    await asyncio.shield(_sdk_import)
+
+
 def _import_validator() -> None:
     import importlib
 
@@ -118,6 +137,8 @@ class McpServer:
     _starting: asyncio.Future[None] | None = None
     _stderr: StderrLog | None = None
     _scopes: list[CallScope] = field(default_factory=list)
+    _retired: set[asyncio.Task[None]] = field(default_factory=set)
+    """Connections abandoned at a deadline, still stopping their process (stop() waits)."""
 
     @property
     def tools(self) -> list[Any]:
@@ -142,6 +163,7 @@ class McpServer:
         if self._starting is not None and not self._starting.done():
             await asyncio.shield(self._starting)
         else:
+            await sdk_imported()
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
             self._starting = ready
@@ -427,6 +449,8 @@ class McpServer:
             self._stop.set()
         if runner is not None and not runner.done():
             runner.cancel()
+            self._retired.add(runner)
+            runner.add_done_callback(self._retired.discard)
         self._session = None
 
     async def _abandon(self) -> None:
@@ -442,6 +466,8 @@ class McpServer:
 
     async def stop(self) -> None:
         await self._abandon()
+        if self._retired:  # their shutdown is bounded (stdin closed, grace, kill)
+            await asyncio.wait(set(self._retired), timeout=15)
         if self.state in ("ready", "starting"):
             self.state = "stopped"
         if self._stderr is not None:
