@@ -51,7 +51,7 @@ class AgentRunHost:
 
     async def ask_person(self, question: PersonQuestion) -> PersonAnswer:
         if self.confirm is None and not self.host_answers:
-            return PersonAnswer(action="cancel", reason="nobody can answer here")
+            return PersonAnswer(action="decline", reason="nobody can answer here")
         request = redact_secrets(
             ev.PermissionRequestEvent(
                 request_id=uuid.uuid4().hex,

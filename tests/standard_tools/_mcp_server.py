@@ -9,13 +9,12 @@ prints a token on stderr and dies, ``when FLAGFILE`` fails to start until the fi
 from __future__ import annotations
 
 import base64
-import os
-import sys
-import time
-
 import io
 import json
+import os
 import random
+import sys
+import time
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -140,7 +139,7 @@ def big_image(megabytes: int = 50) -> ImageContent:
 @server.tool()
 def text_blob() -> EmbeddedResource:
     """A text document sent as a base64 blob (as servers do for files they read as bytes)."""
-    data = base64.b64encode("name,total\nalice,3\n".encode()).decode()
+    data = base64.b64encode(b"name,total\nalice,3\n").decode()
     return EmbeddedResource(
         resource=BlobResourceContents(uri="file:///report.csv", blob=data, mime_type="text/csv")
     )
