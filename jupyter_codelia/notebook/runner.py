@@ -275,6 +275,7 @@ class NotebookAgent:
         )
         servers = self.mcp_servers()
         servers.output_store, servers.roots = output_store, [root]
+        servers.token_dir = settings.home / "mcp-oauth"
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]

@@ -207,6 +207,96 @@ async def add_tool(ctx: Context) -> str:
     return "added"
 
 
+def _oauth_server(port: int) -> MCPServer:
+    """The same tools behind OAuth: an in-memory authorization server that approves at once
+    (the "person" is the test, which opens the sign-in URL)."""
+    import secrets
+
+    from mcp.server.auth.provider import (
+        AccessToken,
+        AuthorizationCode,
+        RefreshToken,
+        construct_redirect_uri,
+    )
+    from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+    from mcp.shared.auth import OAuthToken
+
+    class Provider:
+        def __init__(self) -> None:
+            self.clients: dict[str, object] = {}
+            self.codes: dict[str, AuthorizationCode] = {}
+            self.tokens: dict[str, AccessToken] = {}
+            self.refresh: dict[str, RefreshToken] = {}
+
+        async def get_client(self, client_id: str) -> object:
+            return self.clients.get(client_id)
+
+        async def register_client(self, client_info: object) -> None:
+            self.clients[client_info.client_id] = client_info  # type: ignore[attr-defined]
+
+        async def authorize(self, client: object, params: object) -> str:
+            code = secrets.token_hex(8)
+            self.codes[code] = AuthorizationCode(
+                code=code,
+                scopes=params.scopes or [],  # type: ignore[attr-defined]
+                expires_at=time.time() + 300,
+                client_id=client.client_id,  # type: ignore[attr-defined]
+                code_challenge=params.code_challenge,  # type: ignore[attr-defined]
+                redirect_uri=params.redirect_uri,  # type: ignore[attr-defined]
+                redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,  # type: ignore[attr-defined]
+                resource=params.resource,  # type: ignore[attr-defined]
+            )
+            return construct_redirect_uri(
+                str(params.redirect_uri),
+                code=code,
+                state=params.state,  # type: ignore[attr-defined]
+            )
+
+        async def load_authorization_code(self, client: object, code: str) -> object:
+            return self.codes.get(code)
+
+        def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+            access, refresh = secrets.token_hex(16), secrets.token_hex(16)
+            self.tokens[access] = AccessToken(
+                token=access, client_id=client_id, scopes=scopes, resource=resource,
+                expires_at=int(time.time()) + 3600,
+            )  # fmt: skip
+            self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
+            return OAuthToken(access_token=access, expires_in=3600, refresh_token=refresh)
+
+        async def exchange_authorization_code(self, client: object, code: object) -> OAuthToken:
+            self.codes.pop(code.code, None)  # type: ignore[attr-defined]
+            return self._issue(client.client_id, code.scopes, code.resource)  # type: ignore[attr-defined]
+
+        async def load_refresh_token(self, client: object, token: str) -> object:
+            return self.refresh.get(token)
+
+        async def exchange_refresh_token(
+            self, client: object, token: object, scopes: list[str]
+        ) -> OAuthToken:
+            self.refresh.pop(token.token, None)  # type: ignore[attr-defined]
+            return self._issue(client.client_id, scopes, None)  # type: ignore[attr-defined]
+
+        async def load_access_token(self, token: str) -> object:
+            return self.tokens.get(token)
+
+        async def revoke_token(self, token: object) -> None:
+            pass
+
+    base = f"http://127.0.0.1:{port}"
+    guarded = MCPServer(
+        "codelia-oauth-test",
+        auth_server_provider=Provider(),
+        auth=AuthSettings(
+            issuer_url=base,
+            resource_server_url=f"{base}/mcp",
+            client_registration_options=ClientRegistrationOptions(enabled=True),
+        ),
+    )
+    guarded.tool()(echo)
+    return guarded
+
+
 def _hang_in_initialize() -> None:
     sys.stdin.readline()  # the initialize request, never answered
     time.sleep(3600)
@@ -227,6 +317,9 @@ if __name__ == "__main__":
         server.run("stdio")
     elif mode == "stdio":
         server.run("stdio")
+    elif mode == "oauth-http":
+        port = int(sys.argv[2])
+        _oauth_server(port).run("streamable-http", host="127.0.0.1", port=port)
     elif mode == "sse":
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +27,8 @@ from jupyter_codelia.standard_tools.mcp import (
 )
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
 from jupyter_codelia.tools import PartsResult, TextResult, ToolContext, execute_tool_call
+
+from ._mcp_procs import free_port, serving
 
 SERVER_SCRIPT = str(Path(__file__).parent / "_mcp_server.py")
 STDIO = McpServerConfig(command=sys.executable, args=[SERVER_SCRIPT, "stdio"], timeout=3)
@@ -144,32 +143,10 @@ def test_a_server_that_never_finishes_starting_times_out() -> None:
     assert "did not finish starting within 1 s" in failures["slow"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, SERVER_SCRIPT, "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.kill()  # uvicorn's graceful stop would wait for the abandoned hang call
-        process.wait(timeout=10)
+    with serving("http") as base:
+        yield f"{base}/mcp"
 
 
 def test_streamable_http_lists_and_calls_with_images(http_server: str) -> None:
@@ -191,7 +168,7 @@ def test_streamable_http_lists_and_calls_with_images(http_server: str) -> None:
 
 
 def test_an_unreachable_http_server_fails_to_start_clearly() -> None:
-    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    url = f"http://127.0.0.1:{free_port()}/mcp"
     mcp = McpServers({"gone": McpServerConfig(url=url, startup_timeout=10)})
     try:
         _, failures = mcp.tools()

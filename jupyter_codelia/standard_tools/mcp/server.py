@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,8 @@ class McpServer:
     updated_resources: set[str] = field(default_factory=set)
     subscribed: set[str] = field(default_factory=set)
     oauth: Any = None
+    sign_in: tuple[Path, Callable[[str, str], None]] | None = None
+    """Where OAuth tokens are kept and how a sign-in URL is shown (HTTP servers only)."""
     _session: Any = None
     _stop: asyncio.Event | None = None
     _runner: asyncio.Task[None] | None = None
@@ -231,6 +234,11 @@ class McpServer:
                 self._stderr.close()
             self._stderr = StderrLog()
             return stdio_transport(self.config, self._stderr, self.spool_dir)
+        if self.oauth is None and self.sign_in is not None and not _has_auth(self.config):
+            from .oauth import oauth_provider
+
+            token_dir, show = self.sign_in
+            self.oauth = oauth_provider(self.name, self.config.url or "", token_dir, show)
         return http_transport(self.config, self.oauth)
 
     async def refresh(self) -> None:
@@ -473,6 +481,10 @@ class McpServer:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+def _has_auth(config: McpServerConfig) -> bool:
+    return any(key.lower() == "authorization" for key in config.headers)
 
 
 async def _all_pages(method: Any, attribute: str) -> list[Any]:

@@ -71,6 +71,10 @@ class McpServers:
         """Where oversized results are streamed (the agent's output cache store)."""
         self.roots: list[Path] = []
         """What the servers are told they may work in (``roots/list``): the sandbox root."""
+        self.token_dir: Path | None = None
+        """Where OAuth tokens are kept (``<home>/mcp-oauth``); None: no OAuth."""
+        self.show_sign_in: Callable[[str, str], None] = _print_sign_in
+        """How a server's sign-in URL reaches the person (the notebook prints it)."""
         if isinstance(configs, ParsedServers):
             self.problems, self.notes = dict(configs.problems), dict(configs.notes)
             configs = configs.servers
@@ -224,6 +228,8 @@ class McpServers:
         for server in self._servers.values():
             server.spool_dir = self._spool_dir or ""
             server.roots = list(self.roots)
+            if self.token_dir is not None:
+                server.sign_in = (self.token_dir, self.show_sign_in)
         pending = [s for s in self._servers.values() if s.due(now)]
         outcomes = await asyncio.gather(*(s.start() for s in pending), return_exceptions=True)
         failures = {
@@ -335,6 +341,14 @@ class McpServers:
             atexit.unregister(self.close)
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
+
+
+def _print_sign_in(server: str, url: str) -> None:
+    print(
+        f"MCP server {server!r} asks you to sign in: open {url}\n"
+        "(the page sends you back to 127.0.0.1 on this machine; the run goes on after)",
+        flush=True,
+    )
 
 
 def _needs_tasks(listed: Any) -> bool:
