@@ -61,16 +61,15 @@ class ToolHints:
 
     def approval_note(self) -> str:
         """What the approval card says about the tool, from its annotations."""
-        said = []
         if self.read_only:
-            said.append("read-only")
+            said = "The server says this tool only reads."
         elif self.destructive:
-            said.append("may change or delete things")
+            said = "The server says this tool may change or delete things."
         else:
-            said.append("only adds, never deletes")
+            said = "The server says this tool only adds things, never deletes."
         if self.open_world:
-            said.append("reaches outside (the web, other services)")
-        return "The server says this tool is " + " and ".join(said) + "."
+            said += " It reaches outside (the web, other services)."
+        return said
 
 
 class McpTool:
