@@ -373,10 +373,16 @@ class NotebookAgent:
 
     # ------------------------------------------------------------------ approvals
 
-    def respond(self, request_id: str, decision: str, reason: str | None = None) -> bool:
+    def respond(
+        self,
+        request_id: str,
+        decision: str,
+        reason: str | None = None,
+        content: dict[str, Any] | None = None,
+    ) -> bool:
         """Answer an open permission request (thread-safe); False if there is no such open
-        request or it was answered already (by another UI)."""
-        return self.approvals.answer(request_id, decision, reason)
+        request or it was answered already (by another UI). ``content``: a form's values."""
+        return self.approvals.answer(request_id, decision, reason, content)
 
     def cancel(self, run_id: str) -> bool:
         active = self.active
@@ -557,6 +563,8 @@ class NotebookAgent:
             f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
             "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
         )
+        if event.kind != "tool":
+            prompt = question_prompt(event)
         kernel = getattr(self.shell, "kernel", None)
         if ask is None and kernel is not None and not getattr(kernel, "_allow_stdin", True):
             # The front end sent allow_stdin=False (nbclient, papermill): nobody can answer.
@@ -579,7 +587,16 @@ class NotebookAgent:
             self.respond(event.request_id, "deny", headless)
             return
         decision, reason = parse_answer(answer)
-        self.respond(event.request_id, decision, reason)
+        content = None
+        if event.kind == "elicitation" and event.fields and decision != "deny":
+            try:
+                content = _read_form(reader, event.fields, request)
+            except _AnsweredElsewhere:
+                print("codelia: answered in another window (the side panel).")
+                return
+            except (EOFError, ValueError) as exc:
+                decision, reason = "deny", f"the form was not filled in ({exc})"
+        self.respond(event.request_id, decision, reason, content)
 
     def start_background(
         self,
@@ -649,6 +666,49 @@ def _configure_budget(agent: Agent, settings: Settings) -> None:
         run=BudgetLimits(**budget_limits(settings, "run")),
         session=BudgetLimits(**budget_limits(settings, "session")),
     )
+
+
+def question_prompt(event: ev.PermissionRequestEvent) -> str:
+    """The input prompt for a question a tool relays (an MCP form, link, sampling request)."""
+    lines = [f"codelia: {event.title}", *event.message.splitlines()[:12]]
+    if event.url:
+        lines.append(f"Open: {event.url}")
+    if event.kind == "elicitation" and event.fields:
+        lines.append("Answer? [y]es (then fill in the fields) / [n]o to decline: ")
+    elif event.url:
+        lines.append("Done (or consent)? [y]es / [n]o to decline: ")
+    else:
+        lines.append("Allow? [y]es / [n]o to decline: ")
+    return "\n".join(lines)
+
+
+def _read_form(
+    reader: Callable[[str], str], schema: dict[str, Any], request: ApprovalRequest
+) -> dict[str, Any]:
+    """One input prompt per field of a flat form schema; typed values, defaults kept."""
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    values: dict[str, Any] = {}
+    for name, field_schema in properties.items():
+        kind = field_schema.get("type", "string")
+        choices = field_schema.get("enum")
+        about = field_schema.get("description") or field_schema.get("title") or ""
+        hint = f"one of {', '.join(map(str, choices))}" if choices else kind
+        default = field_schema.get("default")
+        label = f"  {name} ({hint}{', required' if name in required else ''})"
+        if about:
+            label += f" {about}"
+        if default is not None:
+            label += f" [{default}]"
+        typed = _read_unless_answered(reader, f"{label}: ", request).strip()
+        if not typed:
+            if default is not None:
+                values[name] = default
+            elif name in required:
+                raise ValueError(f"{name} is required")
+            continue
+        values[name] = typed
+    return values
 
 
 def parse_answer(answer: str) -> tuple[str, str | None]:

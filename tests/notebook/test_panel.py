@@ -206,7 +206,9 @@ def test_approval_card_buttons_call_back_with_reason() -> None:
         model="m",
         session_id=None,
         mode="background",
-        on_decision=lambda rid, decision, reason: decisions.append((rid, decision, reason)),
+        on_decision=lambda rid, decision, reason, _content: decisions.append(
+            (rid, decision, reason)
+        ),
     )
     panel.handle(ev.ToolCallEvent(tool="write", args={"file_path": "a.py"}, tool_call_id="c1"))
     panel.handle(ev.PermissionPreviewEvent(tool="write", tool_call_id="c1", diff=DIFF))
