@@ -94,6 +94,8 @@ class _ToolCard:
     status: str = "running"
     duration_ms: int | None = None
     approval_wait_ms: int | None = None
+    progress: str = ""
+    """The latest progress or log line the running call reported (an MCP server's)."""
 
 
 @dataclass
@@ -358,6 +360,11 @@ class RunPanel:
             self._permission_request(event)
         elif isinstance(event, ev.PermissionResolvedEvent):
             self._permission_resolved(event)
+        elif isinstance(event, ev.ToolProgressEvent):
+            card = self._cards.get(event.tool_call_id or "")
+            if card is not None:
+                card.progress = renderers.progress_line(event)
+                card.header.value = _card_header(card)
         elif isinstance(event, ev.ToolResultEvent):
             self._tool_result(event)
         elif isinstance(event, ev.StepCompleteEvent):
@@ -731,6 +738,8 @@ def _card_header(card: _ToolCard) -> str:
     if card.approval_wait_ms is not None:
         duration += f" (+ {renderers.format_duration(card.approval_wait_ms)} awaiting approval)"
     summary = f" <code>{renderers.escape(card.summary)}</code>" if card.summary else ""
+    if card.status == "running" and card.progress:
+        duration += f" · {renderers.escape(card.progress)}"
     return (
         f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '
         f"<b>{renderers.escape(card.tool)}</b>{summary}"
