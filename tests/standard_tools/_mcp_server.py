@@ -207,6 +207,12 @@ async def add_tool(ctx: Context) -> str:
     return "added"
 
 
+@server.prompt()
+def review_code(code: str) -> str:
+    """Ask for a code review."""
+    return f"Please review this code:\n\n{code}"
+
+
 def _oauth_server(port: int) -> MCPServer:
     """The same tools behind OAuth: an in-memory authorization server that approves at once
     (the "person" is the test, which opens the sign-in URL)."""

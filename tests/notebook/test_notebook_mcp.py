@@ -1,0 +1,87 @@
+"""MCP in a real kernel: ``%codelia mcp add`` and use, retries across runs, prompts, problems."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+MCP_SERVER = str(Path(__file__).parents[1] / "standard_tools" / "_mcp_server.py")
+
+
+def _tool_names(request: Any) -> set[str]:
+    return {tool["name"] for tool in request.json["tools"]}
+
+
+def test_mcp_add_with_env_then_a_run_uses_it_without_a_traceback(
+    start_kernel: Any, codelia_home: Path
+) -> None:
+    script = [
+        reply(tool_use("t__echo", {"text": "hi", "times": 2})),
+        reply(text("It said hihi.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        command = f"{sys.executable} {MCP_SERVER} stdio"
+        added = kernel.execute(f"%codelia mcp add t --env MODE=test --timeout 30 -- {command}")
+        assert added.status == "ok", added.reply["content"]
+        assert "Added MCP server 't'" in added.stream_text()
+        run = kernel.execute("%%codelia --approval-mode full-access\necho hi twice")
+        assert run.status == "ok", run.reply["content"]
+        kernel.drain()
+        printed = run.stream_text()
+        assert "Traceback" not in printed and "exception was never retrieved" not in printed
+        assert "t__echo" in _tool_names(server.requests[0])
+        assert "hihi" in json.dumps(server.requests[1].json["messages"][-1])
+        assert "It said hihi." in kernel.html_text()
+        bad = kernel.execute("%codelia mcp add x --env NOEQUALS -- cmd")
+        assert bad.status == "error"
+        assert "--env takes KEY=VALUE, got 'NOEQUALS'" in bad.reply["content"]["evalue"]
+
+
+def test_a_server_that_failed_is_retried_on_a_later_run_of_the_same_agent(
+    start_kernel: Any, codelia_home: Path, tmp_path: Path
+) -> None:
+    flag = tmp_path / "ready"
+    entry = {"command": sys.executable, "args": [MCP_SERVER, "when", str(flag)]}
+    broken = {"command": "x", "autoApprove": [], "comand": "typo"}  # Cline key + a typo
+    config = {"mcpServers": {"late": entry, "typo": broken}}
+    (codelia_home / "config.json").write_text(json.dumps(config))
+    script = [reply(text("First.")), reply(text("Second."))]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        first = kernel.execute("%codelia hello")
+        assert first.status == "ok", first.reply["content"]  # the bad entry stops nothing
+        printed = first.stream_text()
+        assert "MCP server 'late'" in printed and "not ready yet" in printed
+        assert "MCP server 'typo': unknown key 'comand'" in printed
+        listing = kernel.execute("%codelia mcp").stream_text()
+        assert "late  [stdio, failed, attempt 1; tried again" in listing
+        flag.write_text("go")
+        kernel.execute(
+            "get_ipython()._codelia_notebook_agent.mcp_servers().server('late').next_retry_at = 0"
+        )
+        second = kernel.execute("%codelia again")
+        assert second.status == "ok", second.reply["content"]
+        assert "late__echo" in _tool_names(server.requests[1])
+        assert "late  [stdio, ready]" in kernel.execute("%codelia mcp").stream_text()
+
+
+def test_a_server_prompt_runs_as_a_turn(start_kernel: Any, codelia_home: Path) -> None:
+    config = {"mcpServers": {"t": {"command": sys.executable, "args": [MCP_SERVER, "stdio"]}}}
+    (codelia_home / "config.json").write_text(json.dumps(config))
+    with ScriptedAnthropicServer([reply(text("Reviewed."))]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        run = kernel.execute("%codelia mcp prompt t review_code code='x = 1'")
+        assert run.status == "ok", run.reply["content"]
+        sent = json.dumps(server.requests[0].json["messages"][-1])
+        assert "Please review this code" in sent and "x = 1" in sent
+        missing = kernel.execute("%codelia mcp prompt t review_code")
+        assert missing.status == "error"
+        assert "needs code=..." in missing.reply["content"]["evalue"]
