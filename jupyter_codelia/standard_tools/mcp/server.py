@@ -20,7 +20,10 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import importlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -44,7 +47,6 @@ ServerState = Literal["not started", "starting", "ready", "failed", "crashed", "
 RETRY_BASE_S = 2.0
 RETRY_MAX_S = 300.0
 _CLIENT_NAME = "jupyter-codelia"
-_validator_import: asyncio.Future[None] | None = None
 log = logging.getLogger("jupyter_codelia.mcp")
 
 
@@ -53,38 +55,48 @@ class McpServerError(ToolError):
 
 
 def _import_sdk() -> None:
-    import importlib
-
     for module in ("mcp", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.sse"):
         importlib.import_module(module)
 
 
-_sdk_import: asyncio.Future[None] | None = None
-
-
-async def sdk_imported() -> None:
-    """Import the SDK (seconds on a cold, busy machine) in a worker thread, once, before any
-    server's start clock runs: a startup timeout measures the server, not our imports."""
-    global _sdk_import
-    if _sdk_import is None:
-        _sdk_import = asyncio.ensure_future(asyncio.to_thread(_import_sdk))
-    await asyncio.shield(_sdk_import)
-
-
 def _import_validator() -> None:
-    import importlib
-
     importlib.import_module("jsonschema.validators")  # the SDK's outputSchema validator
     importlib.import_module("referencing")
 
 
-def validator_ready() -> asyncio.Future[None]:
-    """The (once per process) background import of the output-schema validator."""
-    global _validator_import
-    if _validator_import is None:
-        loop = asyncio.get_running_loop()
-        _validator_import = asyncio.ensure_future(loop.run_in_executor(None, _import_validator))
-    return _validator_import
+_imports: dict[str, concurrent.futures.Future[None]] = {}
+_imports_lock = threading.Lock()
+
+
+def _imported(name: str, work: Callable[[], None]) -> concurrent.futures.Future[None]:
+    """``work`` run once per process in a thread of its own; any event loop may await it."""
+    with _imports_lock:
+        future = _imports.get(name)
+        if future is None:
+            future = _imports[name] = concurrent.futures.Future()
+
+            def run() -> None:
+                try:
+                    work()
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(None)
+
+            threading.Thread(target=run, name=f"codelia-import-{name}", daemon=True).start()
+    return future
+
+
+async def sdk_imported() -> None:
+    """Import the SDK (seconds on a cold, busy machine) off the loop, once, before any server's
+    start clock runs: a startup timeout measures the server, not our imports."""
+    await asyncio.wrap_future(_imported("sdk", _import_sdk))
+
+
+async def validator_ready() -> None:
+    """The output-schema validator, imported off the loop once a tool declaring a schema is
+    listed; a call of such a tool waits for it here instead of importing on the loop."""
+    await asyncio.wrap_future(_imported("validator", _import_validator))
 
 
 @dataclass
@@ -242,21 +254,23 @@ class McpServer:
         return http_transport(self.config, self.oauth)
 
     async def refresh(self) -> None:
-        """List tools, resources, templates and prompts again (each only if offered)."""
+        """List tools, resources, templates and prompts again (each only if offered), at once:
+        one round trip's wait, not four."""
         session = self._session
         caps = self.capabilities
-        listing = Listing()
-        listing.tools = await _all_pages(session.list_tools, "tools")
-        if caps is not None and caps.resources is not None:
-            listing.resources = await _all_pages(session.list_resources, "resources")
-            listing.templates = await _all_pages(
-                session.list_resource_templates, "resource_templates"
-            )
-        if caps is not None and caps.prompts is not None:
-            listing.prompts = await _all_pages(session.list_prompts, "prompts")
-        self.listing = listing
-        if any(tool.output_schema for tool in listing.tools):
-            validator_ready()
+        resources = caps is not None and caps.resources is not None
+        prompts = caps is not None and caps.prompts is not None
+        listings = await asyncio.gather(
+            _all_pages(session.list_tools, "tools"),
+            _all_pages(session.list_resources, "resources") if resources else _nothing(),
+            _all_pages(session.list_resource_templates, "resource_templates")
+            if resources
+            else _nothing(),
+            _all_pages(session.list_prompts, "prompts") if prompts else _nothing(),
+        )
+        self.listing = Listing(*listings)
+        if any(tool.output_schema for tool in self.listing.tools):
+            _imported("validator", _import_validator)
 
     def _fail(self, reason: str) -> None:
         self.state, self.error = "failed", reason
@@ -485,6 +499,10 @@ class McpServer:
 
 def _has_auth(config: McpServerConfig) -> bool:
     return any(key.lower() == "authorization" for key in config.headers)
+
+
+async def _nothing() -> list[Any]:
+    return []
 
 
 async def _all_pages(method: Any, attribute: str) -> list[Any]:

@@ -118,7 +118,9 @@ class McpTool:
         result = await self._servers.run(
             self._servers.call(self.server_name, self.remote_name, arguments, scope)
         )
-        spooled = await self._servers.run_sync(lambda: keep_spooled(result, self._servers, ctx))
+        spooled = None
+        if any(SPOOL_KEY in (getattr(block, "meta", None) or {}) for block in result.content):
+            spooled = await self._servers.run_sync(lambda: keep_spooled(result, self._servers, ctx))
         parts = content_parts(result)
         if result.is_error:
             text = joined_text(parts) or "(no message)"
