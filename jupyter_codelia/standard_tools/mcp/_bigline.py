@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ...errors import CodeliaError
+
 SPOOL_KEY = "codelia/spool"
 CHARS_KEY = "codelia/chars"
 HEAD_KEY = "codelia/head"
@@ -42,7 +44,7 @@ _PARTIAL_ESCAPE = re.compile(
 )
 
 
-class BigLineError(ValueError):
+class BigLineError(CodeliaError, ValueError):
     """The spilled line is not one JSON object (the session gets it as a parse error)."""
 
 
