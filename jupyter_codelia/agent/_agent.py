@@ -543,7 +543,7 @@ class Agent:
             completion = await self._invoke(run, definitions or None, choice)
             self.history.extend(completion.messages)
             reply = self._collect(run, completion)
-            if completion.stop_reason == "pause_turn" and not reply.calls:
+            if completion.stop_kind == "pause" and not reply.calls:
                 # The API paused a long server-tool reply: its blocks are in the history, and
                 # asking again with them as the last assistant turn resumes it.
                 if pauses < MAX_PAUSE_CONTINUATIONS:
@@ -551,9 +551,9 @@ class Agent:
                     paused_texts.extend(reply.texts)
                     continue
                 reply.texts.append(PAUSE_LIMIT_NOTE.format(count=pauses))
-            if completion.stop_reason in _CUT_OFF_NOTES and not reply.calls:
-                limit = getattr(self.llm, "max_tokens", None)
-                reply.texts.append(_CUT_OFF_NOTES[completion.stop_reason].format(limit=limit))
+            note = None if reply.calls else self._stop_note(completion, answered=bool(reply.texts))
+            if note is not None:
+                reply.texts.append(note)
             texts = [*paused_texts, *reply.texts]
             paused_texts = []
             if reply.calls or self.require_done_tool:
@@ -617,12 +617,28 @@ class Agent:
                 reply.calls.extend(message.tool_calls or [])
         return reply
 
+    def _stop_note(self, completion: ChatInvokeCompletion, *, answered: bool) -> str | None:
+        """What to say under an answer a limit or a filter ended, so it is not taken as
+        complete (None for an answer that simply ended)."""
+        kind = completion.stop_kind
+        limit = self._output_limit()
+        limit_text = f", {limit}" if limit else ""
+        if kind == "output_limit" and not answered:
+            return NO_ANSWER_AT_LIMIT.format(limit=limit_text)
+        note = _STOP_NOTES.get(kind or "")
+        return note.format(limit=limit_text) if note is not None else None
+
+    def _output_limit(self) -> str | None:
+        """``max_tokens=4096``: the chat model's output limit; None when the server's own
+        limit applies (none was sent)."""
+        limit = getattr(self.llm, "max_tokens", None)
+        return f"max_tokens={limit}" if isinstance(limit, int) else None
+
     def _cut_off_message(self, call: ToolCall) -> ToolMessage:
         """The answer to a call the output limit cut off: an error, none of the call run."""
-        limit = getattr(self.llm, "max_tokens", None)
         text = CUT_OFF_RESULT.format(
             tool=call.function.name,
-            limit=f"max_tokens={limit}" if isinstance(limit, int) else "max_tokens",
+            limit=f" ({limit})" if (limit := self._output_limit()) else "",
             chars=len(call.function.arguments),
         )
         return ToolMessage(
@@ -931,16 +947,26 @@ class Agent:
 
 _RETRY_KINDS = ("rate_limit", "overloaded", "timeout", "network", "provider")
 
-_CUT_OFF_NOTES = {
-    "max_tokens": "(This answer was cut off at the output limit, max_tokens={limit}.)",
-    "model_context_window_exceeded": (
+_STOP_NOTES: dict[str, str] = {
+    "output_limit": "(This answer was cut off at the output limit{limit}.)",
+    "context_window": (
         "(This answer was cut off: the conversation filled the model's context window.)"
     ),
+    "content_filter": (
+        "(The provider's content filter stopped this answer, so it may be incomplete.)"
+    ),
 }
-"""Said under an answer that ended because a limit was hit, so it is not taken as complete."""
+"""Said under an answer that ended because a limit or a filter stopped it (keyed by the
+completion's ``stop_kind``), so it is not taken as complete."""
+
+NO_ANSWER_AT_LIMIT = (
+    "(No answer: the model reached its output limit{limit} before writing one; a reasoning "
+    "model can spend all of it on reasoning. Raise max_tokens (in a notebook: "
+    "%config Codelia.max_tokens = ...) and ask again.)"
+)
 
 CUT_OFF_RESULT = (
-    "Not run: this {tool} call was cut off at the output limit ({limit}) before its arguments "
+    "Not run: this {tool} call was cut off at the output limit{limit} before its arguments "
     "were complete (only {chars} characters of them arrived), so nothing was executed or "
     "written. Make the change in smaller steps: write a short first version of a long file, "
     "then extend it with edit or apply_patch calls of a few hundred lines each."

@@ -15,10 +15,10 @@ from IPython.core.error import UsageError
 
 from .._redact import redact_secrets
 from .._text import describe_exc
-from . import renderers
+from .ui import renderers
 
 if TYPE_CHECKING:
-    from .runner import NotebookAgent
+    from .run.runner import NotebookAgent
 
 
 def run(nb: NotebookAgent, name: str, argument: str) -> Any:
@@ -204,7 +204,7 @@ def _compact(nb: NotebookAgent) -> None:
 
 
 def _undo(nb: NotebookAgent, argument: str) -> None:
-    from .undo import UndoError
+    from .kernel_tools.undo import UndoError
 
     target = argument.strip() or None
     try:
@@ -283,10 +283,10 @@ def _provenance(nb: NotebookAgent) -> None:
     from IPython.display import HTML, display
 
     from ..tools import ToolError
-    from .cell_tools import NotebookContext, provenance_table
+    from .notebook_tools.cell_tools import NotebookContext, provenance_table
 
     try:
-        snapshot = NotebookContext(nb.shell).snapshot_now()
+        snapshot = NotebookContext(nb.shell, nb.frontend).snapshot_now()
     except ToolError as exc:
         raise UsageError(str(exc)) from None
     rows = provenance_table(snapshot)
@@ -311,7 +311,7 @@ def _provenance(nb: NotebookAgent) -> None:
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:
-    from .cache_browser import CacheBrowser
+    from .ui.cache_browser import CacheBrowser
 
     browser = CacheBrowser(nb.output_store())
     ref_id = argument.strip()

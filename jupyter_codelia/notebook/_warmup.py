@@ -14,7 +14,11 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .run.runner import NotebookAgent
 
 log = logging.getLogger("jupyter_codelia.notebook")
 
@@ -33,8 +37,8 @@ WARM_MODULES = (
     "jupyter_codelia.standard_tools.web",
     "jupyter_codelia.standard_tools.shell",
     "jupyter_codelia.notebook.kernel_tools",
-    "jupyter_codelia.notebook.runner",
-    "jupyter_codelia.notebook.panel",
+    "jupyter_codelia.notebook.run.runner",
+    "jupyter_codelia.notebook.ui.panel",
     "pygments.lexers.python",
     "pygments.lexers.shell",
     "pygments.formatters.html",
@@ -47,13 +51,15 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-def start(shell: Any) -> None:
-    """Begin warming on a daemon thread (once per process)."""
+def start(notebook_agent: Callable[[], NotebookAgent]) -> None:
+    """Begin warming on a daemon thread (once per process); ``notebook_agent`` makes the agent."""
     global _thread
     with _lock:
         if _thread is not None:
             return
-        _thread = threading.Thread(target=_warm, args=(shell,), name="codelia-warmup", daemon=True)
+        _thread = threading.Thread(
+            target=_warm, args=(notebook_agent,), name="codelia-warmup", daemon=True
+        )
         _thread.start()
 
 
@@ -64,14 +70,14 @@ def wait(timeout: float | None = None) -> None:
         thread.join(timeout)
 
 
-def _warm(shell: Any) -> None:
+def _warm(notebook_agent: Callable[[], NotebookAgent]) -> None:
     for name in WARM_MODULES:
         try:
             importlib.import_module(name)
         except Exception:  # a broken optional import shows up, with its message, in the run
             log.debug("warm-up import of %s failed", name, exc_info=True)
     try:
-        from . import renderers
+        from .ui import renderers
 
         renderers.markdown_to_html("*warm*")  # builds the markdown parser once
         renderers.diff_to_html("+warm\n")
@@ -79,9 +85,7 @@ def _warm(shell: Any) -> None:
             renderers.code_to_html("warm = 1", language)
         _warm_sdk_client()
         _warm_tool_schemas()
-        from .magics import notebook_agent
-
-        agent = notebook_agent(shell)
+        agent = notebook_agent()
         agent.prebuild()  # settings errors are reported by the first run
         settings = agent.settings()
         _warm_pricing(settings.model, settings.provider)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .config import Settings
 
 if TYPE_CHECKING:
-    from .runner import NotebookAgent
+    from .run.runner import NotebookAgent
 
 DEMO_LABEL = "OFFLINE DEMO: scripted replies from a local test server, not Claude."
 
@@ -113,9 +113,9 @@ def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, backg
     """Play the demo turn with the panel; the server stops when the turn ends."""
     from IPython.display import HTML, display
 
-    from ..llm.anthropic import AnthropicChat
+    from ..llm.anthropic.chat import AnthropicChat
     from ..testing import ScriptedAnthropicServer
-    from .magics import run_with_panel
+    from .run.in_cell import run_with_panel
 
     root = make_workspace()
     server = ScriptedAnthropicServer(demo_script()).start()

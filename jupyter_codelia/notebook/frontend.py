@@ -178,9 +178,6 @@ class FrontendClient:
             ) from None
 
 
-_CLIENT_KEY = "_codelia_frontend"
-
-
 def tab_opened() -> None:
     """A notebook tab (re)attached to this kernel: greet it before the next request.
 
@@ -190,14 +187,8 @@ def tab_opened() -> None:
     """
     from IPython import get_ipython
 
+    from .extension import kernel_extension
+
     shell = get_ipython()
     if shell is not None:
-        frontend_for(shell).tab_opened()
-
-
-def frontend_for(shell: Any) -> FrontendClient:
-    client = getattr(shell, _CLIENT_KEY, None)
-    if client is None:
-        client = FrontendClient()
-        setattr(shell, _CLIENT_KEY, client)
-    return client
+        kernel_extension(shell).frontend.tab_opened()
