@@ -73,6 +73,8 @@ def _mcp(nb: NotebookAgent, argument: str) -> None:
     words = _split(argument, MCP_ADD_USAGE)
     if words[0] == "prompt":
         raise UsageError(f"{MCP_PROMPT_USAGE} (it runs the prompt as a turn of its own)")
+    if words[0] == "logout":
+        return _mcp_logout(nb, words[1:])
     if len(words) < 3 or words[0] != "add":
         raise UsageError(MCP_ADD_USAGE)
     name = words[1]
@@ -86,6 +88,19 @@ def _mcp(nb: NotebookAgent, argument: str) -> None:
         f"Added MCP server {name!r} ({config.describe()}); it starts with the next run. "
         'To keep it, add it to "mcpServers" in the codelia config file.'
     )
+
+
+def _mcp_logout(nb: NotebookAgent, names: list[str]) -> None:
+    """``%codelia mcp logout NAME``: forget a server's OAuth tokens (it signs in again)."""
+    from ..standard_tools.mcp.oauth import remove_tokens
+
+    if len(names) != 1:
+        raise UsageError("Usage: %codelia mcp logout NAME")
+    token_dir = nb.home() / "mcp-oauth"
+    if remove_tokens(token_dir, names[0]):
+        print(f"Forgot the sign-in of MCP server {names[0]!r}; it asks again on its next start.")
+    else:
+        print(f"No stored sign-in for MCP server {names[0]!r} (in {token_dir}).")
 
 
 def _split(argument: str, usage: str) -> list[str]:

@@ -60,6 +60,7 @@ Subcommands:
   %codelia mcp add NAME [--header 'K: V'] [--sse] --url URL
                                              add a streamable-HTTP (or SSE) MCP server
   %codelia mcp prompt SERVER NAME [k=v ...]   run a server's prompt as a turn
+  %codelia mcp logout NAME                   forget an MCP server's OAuth sign-in
   %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
                          variables; says exactly what was restored and what could not be

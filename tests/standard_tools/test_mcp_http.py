@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from jupyter_codelia.standard_tools.mcp import McpServerConfig, McpServers
-from jupyter_codelia.standard_tools.mcp.oauth import FileTokenStorage
+from jupyter_codelia.standard_tools.mcp.oauth import FileTokenStorage, remove_tokens
 from jupyter_codelia.tools import TextResult, ToolContext
 
 from ._mcp_procs import serving
@@ -63,6 +63,8 @@ def test_oauth_sign_in_once_then_silently_with_private_tokens(tmp_path: Path) ->
         finally:
             again.close()
         assert len(shown) == 1
+        assert remove_tokens(token_dir, "guarded")  # %codelia mcp logout guarded
+        assert not saved.exists() and not remove_tokens(token_dir, "guarded")
 
 
 def test_a_server_with_its_own_authorization_header_gets_no_oauth(tmp_path: Path) -> None:

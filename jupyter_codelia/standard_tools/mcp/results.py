@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..._text import compact_json
-from ...llm.messages import DocumentPart, DocumentSource, ImageMediaType, ImagePart, TextPart
+from ...llm.messages import DocumentPart, DocumentSource, ImagePart, TextPart
 from ..images import DEFAULT_MAX_BYTES, shrink_image
 
 # Base64 is 4/3 of the bytes and the Messages API's 5 MB image limit counts the base64 text.
@@ -169,7 +169,3 @@ def content_parts(result: Any) -> list[Any]:
 
 def joined_text(parts: Iterable[Any]) -> str:
     return "".join(p.text for p in parts if isinstance(p, TextPart))
-
-
-def media_type_of(mime: str) -> ImageMediaType | None:
-    return mime if mime in _IMAGE_FORMATS else None  # type: ignore[return-value]

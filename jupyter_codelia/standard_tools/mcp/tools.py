@@ -25,7 +25,7 @@ from ..._text import compact_json
 from ...llm.messages import FunctionToolDefinition, TextPart
 from ...tools import FunctionTool, PartsResult, TextResult, ToolContext, ToolError, define_tool
 from ._bigline import CHARS_KEY, HEAD_KEY, SPOOL_KEY, with_suppressed_unlink
-from .results import content_parts, joined_text, resource_parts
+from .results import block_parts, content_parts, joined_text, resource_parts
 from .server import CallScope, McpServerError, host_of
 
 if TYPE_CHECKING:
@@ -267,14 +267,8 @@ def prompt_text(result: Any) -> str:
     """A prompt's messages as the text of one turn (roles marked when it has several)."""
     texts = []
     for message in result.messages:
-        text = joined_text(_block_parts(message.content))
+        text = joined_text(block_parts(message.content))
         texts.append((message.role, text))
     if len(texts) == 1:
         return texts[0][1]
     return "\n\n".join(f"[{role}]\n{text}" for role, text in texts)
-
-
-def _block_parts(block: Any) -> list[Any]:
-    from .results import block_parts
-
-    return block_parts(block)
