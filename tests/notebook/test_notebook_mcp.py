@@ -63,9 +63,11 @@ def test_a_server_that_failed_is_retried_on_a_later_run_of_the_same_agent(
         listing = kernel.execute("%codelia mcp").stream_text()
         assert "late  [stdio, failed, attempt 1; tried again" in listing
         flag.write_text("go")
-        kernel.execute(
-            "get_ipython()._codelia_notebook_agent.mcp_servers().server('late').next_retry_at = 0"
+        expire = kernel.execute(  # the backoff runs out
+            "from jupyter_codelia.notebook import notebook_agent\n"
+            "notebook_agent(get_ipython()).mcp_servers().server('late').next_retry_at = 0"
         )
+        assert expire.status == "ok", expire.reply["content"]
         second = kernel.execute("%codelia again")
         assert second.status == "ok", second.reply["content"]
         assert "late__echo" in _tool_names(server.requests[1])
