@@ -96,7 +96,7 @@ def test_a_50_mb_image_is_downscaled_like_view_image(servers: McpServers) -> Non
     result = call(named(servers)["t__big_image"], '{"megabytes": 50}')
     assert isinstance(result, PartsResult)
     note, image = result.parts
-    assert isinstance(note, TextPart) and "downsized from" in note.text
+    assert isinstance(note, TextPart) and "Downsized from" in note.text
     assert isinstance(image, ImagePart)
     assert len(base64.b64decode(image.image_url.url.split(",", 1)[1])) * 4 / 3 <= 5 * 1024 * 1024
 

@@ -35,8 +35,6 @@ TAIL_CHARS = 5_000
 _CHUNK = 1 << 20
 # Strings that are not content (ids, names, types) are small; past this they are cut.
 _SMALL_STRING = 64 * 1024
-# Decoded image data past this is described instead of decoded (view_image's input limit).
-MAX_IMAGE_INPUT = 64 * 1024 * 1024
 _SCALAR_END = re.compile(r"[\s,\]}]")
 # A ``\\u`` escape cut by the chunk's end, or a high surrogate that wants its low half.
 _PARTIAL_ESCAPE = re.compile(
@@ -307,10 +305,11 @@ def _text_block(spool: _Spool) -> dict[str, Any]:
 
 
 def _image_block(spool: _Spool, mime: str) -> dict[str, Any]:
+    from ..images import MAX_INPUT_BYTES
     from .results import image_parts
 
     size = os.path.getsize(spool.path)
-    if size > MAX_IMAGE_INPUT:
+    if size > MAX_INPUT_BYTES:  # view_image's input limit: described, not decoded
         os.unlink(spool.path)
         return {"type": "text", "text": f"[image: {mime}, {size} bytes; too large to load]"}
     raw = Path(spool.path).read_bytes()

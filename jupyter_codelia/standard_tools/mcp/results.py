@@ -2,7 +2,8 @@
 
 * text stays text; ``structuredContent`` without text becomes its JSON;
 * images are decoded and, when larger than the model accepts, downscaled through
-  ``view_image``'s own code path (``images.shrink_image``), saying so in a text part;
+  ``view_image``'s own code path (``images.fit_image``, with its per-result image caps),
+  saying so in a text part;
 * embedded and read resources: text as text, blobs decoded when they are text (a ``text/*``,
   JSON, XML, YAML, CSV or script type, or UTF-8 without control bytes), images and PDFs as such,
   anything else described (type, size, compression) instead of dropped or passed as gibberish;
@@ -17,12 +18,16 @@ import binascii
 from collections.abc import Iterable
 from typing import Any
 
-from ..._text import compact_json
+from ..._text import compact_json, describe_exc
 from ...llm.messages import DocumentPart, DocumentSource, ImagePart, TextPart
-from ..images import DEFAULT_MAX_BYTES, shrink_image
+from ..images import (
+    MAX_IMAGES_PER_RESULT,
+    MAX_RESULT_IMAGE_BYTES,
+    ImageTooLargeError,
+    UnsupportedImageError,
+    fit_image,
+)
 
-# Base64 is 4/3 of the bytes and the Messages API's 5 MB image limit counts the base64 text.
-MAX_IMAGE_BYTES = DEFAULT_MAX_BYTES * 3 // 4
 _IMAGE_FORMATS: dict[str, str] = {
     "image/png": "PNG",
     "image/jpeg": "JPEG",
@@ -91,24 +96,43 @@ def describe_binary(what: str, mime: str, raw: bytes | None) -> str:
 
 
 def image_parts(raw: bytes, mime: str, what: str) -> list[Any]:
-    """An image the model can take: as it is, or downscaled (with a note), or described."""
-    fmt = _IMAGE_FORMATS.get(mime)
-    if fmt is None:
+    """An image the model can take, through ``view_image``'s fitting (``images.fit_image``): as
+    it is, or downscaled with a note, or a line saying why it is not attached."""
+    if mime not in _IMAGE_FORMATS:
         return [TextPart(text=describe_binary(what, mime, raw))]
     try:
-        shrunk = shrink_image(raw, fmt, MAX_IMAGE_BYTES)
-    except Exception as exc:  # Pillow refuses it: corrupt, truncated or a decompression bomb
-        return [TextPart(text=f"[{what}: {mime}, {len(raw)} bytes; not a readable image ({exc})]")]
-    if shrunk is None:
-        return [ImagePart.from_bytes(raw, mime)]  # type: ignore[arg-type]
-    data, media_type, (ow, oh), (nw, nh) = shrunk
-    if not data:
-        return [TextPart(text=f"[{what}: {mime}, {len(raw)} bytes; too large to send]")]
-    note = (
-        f"[{what} downsized from {ow}x{oh} px ({len(raw)} bytes, {mime}) to {nw}x{nh} px "
-        f"({len(data)} bytes, {media_type}) to fit the model's image limits]"
-    )
-    return [TextPart(text=note), ImagePart.from_bytes(data, media_type)]
+        fitted = fit_image(raw)
+    except (UnsupportedImageError, ImageTooLargeError) as exc:
+        return [TextPart(text=f"[{what}: {mime}, {len(raw)} bytes; not attached: {exc}]")]
+    except Exception as exc:  # Pillow's errors for truncated or corrupt data
+        reason = describe_exc(exc)
+        return [TextPart(text=f"[{what}: {mime}, {len(raw)} bytes; not readable ({reason})]")]
+    image = ImagePart.from_bytes(fitted.data, fitted.media_type)
+    return [TextPart(text=f"[{what}: {fitted.note}]"), image] if fitted.note else [image]
+
+
+def capped_images(parts: list[Any]) -> list[Any]:
+    """At most ``MAX_IMAGES_PER_RESULT`` images of ``MAX_RESULT_IMAGE_BYTES`` together, as for
+    every tool; the rest become one line saying what was left out."""
+    kept: list[Any] = []
+    count = total = left_out = 0
+    for part in parts:
+        if isinstance(part, ImagePart):
+            size = len(part.data_bytes() or b"")
+            if count >= MAX_IMAGES_PER_RESULT or total + size > MAX_RESULT_IMAGE_BYTES:
+                left_out += 1
+                continue
+            count, total = count + 1, total + size
+        kept.append(part)
+    if left_out:
+        kept.append(
+            TextPart(
+                text=f"[{left_out} more image(s) not attached: one result attaches at most "
+                f"{MAX_IMAGES_PER_RESULT} images of {MAX_RESULT_IMAGE_BYTES // (1024 * 1024)} "
+                "MiB together]"
+            )
+        )
+    return kept
 
 
 def _base64_image(data: str, mime: str, what: str) -> list[Any]:
@@ -161,7 +185,7 @@ def block_parts(block: Any) -> list[Any]:
 
 def content_parts(result: Any) -> list[Any]:
     """An MCP ``CallToolResult``'s content → our content parts (same order)."""
-    parts = [part for block in result.content for part in block_parts(block)]
+    parts = capped_images([part for block in result.content for part in block_parts(block)])
     if not parts and result.structured_content is not None:
         parts.append(TextPart(text=compact_json(result.structured_content)))
     return parts
