@@ -230,3 +230,23 @@ def test_structured_output_is_validated_and_reaches_the_model(servers: McpServer
     result = call(named(servers)["t__weather"], '{"city": "Oslo"}')
     assert isinstance(result, TextResult)
     assert '"celsius":21.5' in result.text.replace(" ", "")
+
+
+def test_a_result_with_many_images_attaches_at_most_the_per_result_cap() -> None:
+    import mcp_types as types
+
+    from jupyter_codelia.standard_tools.images import MAX_IMAGES_PER_RESULT
+    from jupyter_codelia.standard_tools.mcp import content_parts
+
+    dot = base64.b64encode(
+        base64.b64decode(
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        )
+    ).decode()
+    many = types.CallToolResult(
+        content=[types.ImageContent(data=dot, mime_type="image/png") for _ in range(12)]
+    )
+    parts = content_parts(many)
+    assert sum(isinstance(p, ImagePart) for p in parts) == MAX_IMAGES_PER_RESULT
+    assert isinstance(parts[-1], TextPart)
+    assert parts[-1].text.startswith("[4 more image(s) not attached: one result attaches at most")
