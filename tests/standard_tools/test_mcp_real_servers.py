@@ -195,6 +195,26 @@ def test_an_elicitation_form_is_answered_on_the_approval_channel(
     assert "Ada" in result and '"check": true' in result
 
 
+def test_a_url_elicitation_shows_the_link_and_takes_the_answer(
+    everything: McpServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[ev.PermissionRequestEvent] = []
+
+    async def person(request: ev.PermissionRequestEvent) -> ConfirmResponse:
+        asked.append(request)
+        return ConfirmResponse(decision="allow")
+
+    listed(everything)
+    link = "http://127.0.0.1:9/consent"
+    script = [
+        reply(tool_use("ev__trigger-url-elicitation", {"url": link, "message": "Consent?"})),
+        reply(text("Done.")),
+    ]
+    events, _ = agent_run(everything, script, person, monkeypatch)
+    assert (asked[0].kind, asked[0].url, asked[0].fields) == ("elicitation", link, None)
+    assert "User completed the URL elicitation flow" in tool_result(events)
+
+
 def test_an_elicitation_nobody_can_answer_is_declined(
     everything: McpServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ subscribing to its updates where the server offers subscriptions.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -133,8 +134,7 @@ class McpTool:
 
 
 async def call_scope(ctx: ToolContext) -> CallScope:
-    import asyncio
-
+    """Where this call's progress, log lines and questions go: its context, on its loop."""
     return CallScope(ctx=ctx, loop=asyncio.get_running_loop(), host=await host_of(ctx))
 
 
