@@ -87,3 +87,50 @@ def test_a_server_prompt_runs_as_a_turn(start_kernel: Any, codelia_home: Path) -
         missing = kernel.execute("%codelia mcp prompt t review_code")
         assert missing.status == "error"
         assert "needs code=..." in missing.reply["content"]["evalue"]
+
+
+EVERYTHING = (
+    Path(__file__).parents[2]
+    / ".mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+
+
+def test_an_elicitation_form_is_filled_in_at_the_kernels_input_prompt(
+    start_kernel: Any, codelia_home: Path
+) -> None:
+    assert EVERYTHING.exists(), "scripts/test installs the everything server into .mcp-servers/"
+    config = {"mcpServers": {"ev": {"command": "node", "args": [str(EVERYTHING), "stdio"]}}}
+    (codelia_home / "config.json").write_text(json.dumps(config))
+    prompts: list[str] = []
+
+    def person(request: dict[str, Any]) -> str:
+        prompt = request["content"]["prompt"]
+        prompts.append(prompt)
+        if "Answer? [y]es" in prompt:
+            return "y"
+        if prompt.startswith("  name ("):
+            return "Ada"
+        if prompt.startswith("  check ("):
+            return "yes"
+        return ""  # the default, or left out
+
+    script = [
+        reply(text("Listing.")),  # the first turn sees the tools registered after initialize
+        reply(tool_use("ev__trigger-elicitation-request", {})),
+        reply(text("Thanks, Ada.")),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        assert kernel.execute("%codelia hello").status == "ok"
+        run = kernel.execute(
+            "%%codelia --approval-mode full-access\nask me",
+            allow_stdin=True,
+            on_input=person,
+            timeout=180,
+        )
+        assert run.status == "ok", run.reply["content"]
+        assert any("MCP server 'ev' asks" in p for p in prompts)
+        assert any(p.startswith("  name (string, required)") for p in prompts)
+        answer = json.dumps(server.requests[2].json["messages"][-1])
+        assert "Ada" in answer and "accept" in answer
