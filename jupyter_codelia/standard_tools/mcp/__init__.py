@@ -12,8 +12,9 @@ The package, by concept:
 * ``naming``: unique, stable, provider-safe tool names;
 * ``transport``: stdio (bounded-memory reader, redacted stderr), streamable HTTP, legacy SSE;
 * ``_bigline``: one oversized stdio line scanned into a small message with spooled strings;
-* ``server``: one connection's lifecycle (timeouts, retry with backoff, crash restart) and what
-  the server asks of us (roots, sampling, elicitation, progress, logging, list changes);
+* ``server``: one connection's lifecycle (timeouts, retry with backoff, crash restart);
+* ``asks``: what the server asks of us (roots, sampling, elicitation, progress, logging, list
+  changes), answered for the call that is running;
 * ``results``: MCP content → our content parts (blobs decoded, images downscaled);
 * ``tools``: :class:`McpTool` with its annotations, and the resource tools;
 * ``oauth``: OAuth for HTTP servers, tokens kept ``0600`` under the codelia home;

@@ -7,7 +7,7 @@
 * **Retry**: a server that failed to start is tried again on a later run, after a backoff that
   doubles per failure (2 s, 4 s, ... up to 5 min); ``%codelia mcp`` shows the state, the attempt
   and when the next try may happen. A server that crashed mid-call restarts on its next call.
-* **Capabilities** the client advertises: roots (the sandbox root), sampling and elicitation
+* **Capabilities** the client advertises (answered in ``asks.py``): roots, sampling and elicitation
   (answered through the run's host, see ``tools/_host.py``; declined where nobody can answer).
   ``notifications/tools/list_changed`` (and the resource and prompt ones) mark the listings
   stale; they are fetched again before the next turn. Progress notifications and log messages
@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -34,12 +33,10 @@ from typing import Any, Literal
 from ...tools import ToolContext, ToolError
 from ...tools._host import (
     RUN_HOST,
-    CompletionRefusedError,
-    CompletionRequest,
-    PersonQuestion,
     RunHost,
 )
 from ...tools.events import ToolProgressEvent
+from .asks import CallScope, Listing, ServerAsks
 from .config import McpServerConfig
 from .transport import StderrLog, http_transport, stdio_transport
 
@@ -47,7 +44,6 @@ ServerState = Literal["not started", "starting", "ready", "failed", "crashed", "
 RETRY_BASE_S = 2.0
 RETRY_MAX_S = 300.0
 _CLIENT_NAME = "jupyter-codelia"
-log = logging.getLogger("jupyter_codelia.mcp")
 
 
 class McpServerError(ToolError):
@@ -100,34 +96,7 @@ async def validator_ready() -> None:
 
 
 @dataclass
-class CallScope:
-    """A call in progress: where its progress, log lines and questions go (on its own loop)."""
-
-    ctx: ToolContext
-    loop: asyncio.AbstractEventLoop
-    host: RunHost | None
-
-    def send(self, event: Any) -> None:
-        self.loop.call_soon_threadsafe(self.ctx.send, event)
-
-    async def on_host(self, coro: Any) -> Any:
-        """Await ``coro`` (a RunHost call) on the caller's loop, from the MCP loop."""
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
-
-
-@dataclass
-class Listing:
-    """What a server offers, as last listed."""
-
-    tools: list[Any] = field(default_factory=list)
-    resources: list[Any] = field(default_factory=list)
-    templates: list[Any] = field(default_factory=list)
-    prompts: list[Any] = field(default_factory=list)
-    stale: bool = False
-
-
-@dataclass
-class McpServer:
+class McpServer(ServerAsks):
     """One configured server and its connection (every method runs on the MCP loop)."""
 
     name: str
@@ -358,110 +327,6 @@ class McpServer:
                 f"MCP server {self.name!r} refused {what}: {describe_exc(exc)}"
             ) from None
 
-    # -- what the server asks of us -------------------------------------------------------------
-
-    def _scope(self) -> CallScope | None:
-        return self._scopes[-1] if self._scopes else None
-
-    async def _ask(self, question: PersonQuestion) -> Any:
-        scope = self._scope()
-        if scope is None or scope.host is None:
-            return None
-        return await scope.on_host(scope.host.ask_person(question))
-
-    async def _elicit(self, context: Any, params: Any) -> Any:
-        import mcp_types as types
-
-        url = getattr(params, "url", None)
-        question = PersonQuestion(
-            kind="elicitation",
-            source=f"MCP server {self.name!r}",
-            title=f"MCP server {self.name!r} asks" + (" you to open a link" if url else ""),
-            message=params.message,
-            url=url,
-            fields=None if url else getattr(params, "requested_schema", None),
-        )
-        answer = await self._ask(question)
-        if answer is None or answer.action == "cancel":
-            return types.ElicitResult(action="cancel" if answer else "decline")
-        if answer.action == "decline":
-            return types.ElicitResult(action="decline")
-        content = None if url else coerce_form(answer.content or {}, question.fields or {})
-        return types.ElicitResult(action="accept", content=content)
-
-    async def _sample(self, context: Any, params: Any) -> Any:
-        import mcp_types as types
-
-        scope = self._scope()
-        if scope is None or scope.host is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="sampling needs a person's approval, and nobody can answer here",
-            )
-        messages = [(m.role, _sampling_text(m)) for m in params.messages]
-        shown = "\n".join(f"{role}: {text}" for role, text in messages)
-        system = f"System prompt: {params.system_prompt}\n" if params.system_prompt else ""
-        answer = await self._ask(
-            PersonQuestion(
-                kind="sampling",
-                source=f"MCP server {self.name!r}",
-                title=f"MCP server {self.name!r} asks to use the model",
-                message=f"{system}{shown}\n(up to {params.max_tokens} tokens)",
-            )
-        )
-        if answer is None or answer.action != "accept":
-            return types.ErrorData(code=types.INVALID_REQUEST, message="the person declined")
-        try:
-            reply = await scope.on_host(
-                scope.host.complete(
-                    CompletionRequest(
-                        messages=messages, system=params.system_prompt, max_tokens=params.max_tokens
-                    )
-                )
-            )
-        except CompletionRefusedError as exc:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
-        return types.CreateMessageResult(
-            role="assistant",
-            content=types.TextContent(text=reply.text),
-            model=reply.model,
-            stop_reason=reply.stop_reason,
-        )
-
-    async def _list_roots(self, context: Any) -> Any:
-        import mcp_types as types
-
-        return types.ListRootsResult(
-            roots=[types.Root(uri=root.resolve().as_uri(), name=root.name) for root in self.roots]
-        )
-
-    async def _log(self, params: Any) -> None:
-        scope = self._scope()
-        data = params.data if isinstance(params.data, str) else _json(params.data)
-        if scope is not None:
-            scope.send(
-                ToolProgressEvent(
-                    tool_call_id=scope.ctx.tool_call_id, message=data, level=params.level
-                )
-            )
-        else:
-            log.info("MCP server %s [%s] %s", self.name, params.level, data)
-
-    async def _on_message(self, message: Any) -> None:
-        import mcp_types as types
-
-        if isinstance(
-            message,
-            (
-                types.ToolListChangedNotification,
-                types.ResourceListChangedNotification,
-                types.PromptListChangedNotification,
-            ),
-        ):
-            self.listing.stale = True
-        elif isinstance(message, types.ResourceUpdatedNotification):
-            self.updated_resources.add(message.params.uri)
-
     # -- stop ----------------------------------------------------------------------------------
 
     def _abandon_in_background(self) -> None:
@@ -518,37 +383,6 @@ async def _all_pages(method: Any, attribute: str) -> list[Any]:
         if not cursor:
             break
     return items
-
-
-def _sampling_text(message: Any) -> str:
-    blocks = message.content if isinstance(message.content, list) else [message.content]
-    return "".join(getattr(b, "text", None) or f"[{b.type}]" for b in blocks)
-
-
-def _json(value: Any) -> str:
-    from ..._text import compact_json
-
-    return compact_json(value)
-
-
-def coerce_form(values: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """Typed form values from what a person typed (``"3"`` → 3 for an integer field, ...)."""
-    properties = schema.get("properties") or {}
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        kind = (properties.get(key) or {}).get("type")
-        if isinstance(value, str):
-            text = value.strip()
-            if kind == "integer":
-                value = int(text)
-            elif kind == "number":
-                value = float(text)
-            elif kind == "boolean":
-                value = text.lower() in ("y", "yes", "true", "1", "on")
-            elif kind == "array":
-                value = [item.strip() for item in text.split(",") if item.strip()]
-        out[key] = value
-    return out
 
 
 async def host_of(ctx: ToolContext) -> RunHost | None:

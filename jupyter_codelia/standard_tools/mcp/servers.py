@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 
 from ..._redact import register_secret
 from ..._text import compact_json
+from .asks import CallScope
 from .config import TOOL_SEPARATOR, McpServerConfig, ParsedServers, check_server_name
 from .naming import unique_tool_names
-from .server import RETRY_BASE_S, CallScope, McpServer, McpServerError
+from .server import RETRY_BASE_S, McpServer, McpServerError
 from .tools import McpTool, describe_resource, describe_template, prompt_text, resource_tools
 
 T = TypeVar("T")

@@ -26,8 +26,9 @@ from ..._text import compact_json
 from ...llm.messages import FunctionToolDefinition, TextPart
 from ...tools import FunctionTool, PartsResult, TextResult, ToolContext, ToolError, define_tool
 from ._bigline import CHARS_KEY, HEAD_KEY, SPOOL_KEY, with_suppressed_unlink
+from .asks import CallScope
 from .results import block_parts, content_parts, joined_text, resource_parts
-from .server import CallScope, McpServerError, host_of
+from .server import McpServerError, host_of
 
 if TYPE_CHECKING:
     from .servers import McpServers
