@@ -225,7 +225,8 @@ def _problems(exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             texts.append(f"unknown key {where!r} (a typo? see the README's MCP keys)")
         else:
-            texts.append(f"{where}: {err['msg']}" if where else err["msg"])
+            message = err["msg"].removeprefix("Value error, ")  # our validators' own words
+            texts.append(f"{where}: {message}" if where else message)
     return "; ".join(texts)
 
 
