@@ -172,6 +172,16 @@ def agent_run(
         return events, model
 
 
+def answering(asked: list[ev.PermissionRequestEvent], answer: ConfirmResponse) -> Any:
+    """A person who gives ``answer`` to every question, keeping the questions in ``asked``."""
+
+    async def person(request: ev.PermissionRequestEvent) -> ConfirmResponse:
+        asked.append(request)
+        return answer
+
+    return person
+
+
 def tool_result(events: list[Any]) -> str:
     return next(e for e in events if isinstance(e, ev.ToolResultEvent)).result
 
@@ -180,10 +190,8 @@ def test_an_elicitation_form_is_answered_on_the_approval_channel(
     everything: McpServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[ev.PermissionRequestEvent] = []
-
-    async def person(request: ev.PermissionRequestEvent) -> ConfirmResponse:
-        asked.append(request)
-        return ConfirmResponse(decision="allow", content={"name": "Ada", "check": "yes"})
+    form = {"name": "Ada", "check": "yes"}
+    person = answering(asked, ConfirmResponse(decision="allow", content=form))
 
     listed(everything)
     script = [reply(tool_use("ev__trigger-elicitation-request", {})), reply(text("Thanks."))]
@@ -199,10 +207,7 @@ def test_a_url_elicitation_shows_the_link_and_takes_the_answer(
     everything: McpServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[ev.PermissionRequestEvent] = []
-
-    async def person(request: ev.PermissionRequestEvent) -> ConfirmResponse:
-        asked.append(request)
-        return ConfirmResponse(decision="allow")
+    person = answering(asked, ConfirmResponse(decision="allow"))
 
     listed(everything)
     link = "http://127.0.0.1:9/consent"
@@ -228,10 +233,7 @@ def test_sampling_uses_the_agents_model_after_the_person_approves(
     everything: McpServers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[ev.PermissionRequestEvent] = []
-
-    async def person(request: ev.PermissionRequestEvent) -> ConfirmResponse:
-        asked.append(request)
-        return ConfirmResponse(decision="allow")
+    person = answering(asked, ConfirmResponse(decision="allow"))
 
     listed(everything)
     script = [
