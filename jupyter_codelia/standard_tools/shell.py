@@ -42,6 +42,8 @@ LINE_CAP_CHARS = 2000  # longer lines are clipped in the excerpt (never in the c
 TERMINATE_GRACE_S = 2.0
 DRAIN_AFTER_EXIT_S = 2.0
 REAP_WAIT_S = 10.0
+# SIGKILL rounds, 10 ms apart, for a group whose members keep appearing (reaped zombies go).
+_SWEEP_ROUNDS = 50
 _READ_CHUNK = 64 * 1024
 # Trailing blank lines are trimmed away, so keep a few more tail lines than are shown.
 _TRIM_SLACK = 64
@@ -290,12 +292,24 @@ async def _exited(process: asyncio.subprocess.Process, within_s: float) -> bool:
     return True
 
 
+async def _sweep_group(pgid: int) -> None:
+    """SIGKILL the group again until it is empty: a process forked while the first SIGKILL
+    went out can miss it (a shell starting its next background child under load)."""
+    for _round in range(_SWEEP_ROUNDS):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return  # nothing of the group is left
+        await asyncio.sleep(0.01)
+
+
 async def _stop_group(process: asyncio.subprocess.Process) -> None:
     """Stop every process of the command's group: SIGTERM, a grace period, then SIGKILL."""
     _signal_group(process.pid, signal.SIGTERM)
     await _exited(process, TERMINATE_GRACE_S)
     _signal_group(process.pid, signal.SIGKILL)
     await _exited(process, REAP_WAIT_S)
+    await _sweep_group(process.pid)
 
 
 def _default_shell(env: dict[str, str]) -> str:
@@ -351,9 +365,10 @@ async def _run(
         _signal_group(process.pid, signal.SIGKILL)
         pumps.cancel()
         await asyncio.shield(_exited(process, REAP_WAIT_S))
+        await asyncio.shield(_sweep_group(process.pid))
         raise
     # Background jobs of the command would keep the pipes open: end the rest of the group.
-    _signal_group(process.pid, signal.SIGKILL)
+    await _sweep_group(process.pid)
     try:
         await asyncio.wait_for(pumps, DRAIN_AFTER_EXIT_S)
     except asyncio.TimeoutError:
