@@ -1,6 +1,9 @@
 /**
  * The side panel's budget meter: spend against each limit set for the run and the session, the
- * same figures the cell panel shows, from the agent's `budget` events.
+ * same figures the cell panel shows, from the agent's `budget` events. The figures belong to a
+ * run and a session: when that run ends only the session's remain, and a new run starts with
+ * none until its own first `budget` event (a run without limits sends none), so the line never
+ * shows a finished run's or another session's spend.
  */
 
 import type { AgentEvent } from './protocol';
@@ -19,12 +22,15 @@ function trimZeros(text: string): string {
   return text.includes('.') ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
 }
 
-/** "run $0.12 / $0.5 · session 3 tool calls / 10 tool calls", or '' when no limit is set. */
-export function budgetSummary(event: BudgetEvent): string {
+/**
+ * "run $0.12 / $0.5 · session 3 tool calls / 10 tool calls", or '' when no limit is set.
+ * `runEnded`: the run the event came from is over, so only the session's figures still hold.
+ */
+export function budgetSummary(event: BudgetEvent, runEnded = false): string {
   const parts: string[] = [];
   const scopes: [string, { [key: string]: number | null }, { [key: string]: number }][] =
     [
-      ['run', event.run_spent, event.run_limits],
+      ['run', runEnded ? {} : event.run_spent, runEnded ? {} : event.run_limits],
       ['session', event.session_spent, event.session_limits]
     ];
   for (const [scope, spent, limits] of scopes) {
@@ -40,4 +46,60 @@ export function budgetSummary(event: BudgetEvent): string {
     }
   }
   return parts.join(' · ');
+}
+
+/** The latest budget figures and the run and session they belong to. */
+export class BudgetLine {
+  /** What the line says now ('' when no limit applies). */
+  get summary(): string {
+    return this.latest === null ? '' : budgetSummary(this.latest, this.runEnded);
+  }
+
+  /** A `budget` event of `runId`; returns the new summary. */
+  update(runId: string, sessionId: string | null, event: BudgetEvent): string {
+    this.latest = event;
+    this.runId = runId;
+    this.sessionId = sessionId;
+    this.runEnded = false;
+    return this.summary;
+  }
+
+  /**
+   * A run started: figures of another session go, and those of an earlier run of this one
+   * keep only their session part. Returns the new summary, or null when it did not change.
+   */
+  runStarted(runId: string, sessionId: string | null): string | null {
+    if (this.latest === null || runId === this.runId) {
+      return null;
+    }
+    const before = this.summary;
+    if (sessionId !== this.sessionId) {
+      this.latest = null;
+    } else {
+      this.runEnded = true;
+    }
+    return this.summary === before ? null : this.summary;
+  }
+
+  /** `runId` ended: its run figures go. Returns the new summary, or null when unchanged. */
+  runFinished(runId: string): string | null {
+    if (this.latest === null || runId !== this.runId || this.runEnded) {
+      return null;
+    }
+    const before = this.summary;
+    this.runEnded = true;
+    return this.summary === before ? null : this.summary;
+  }
+
+  clear(): void {
+    this.latest = null;
+    this.runId = null;
+    this.sessionId = null;
+    this.runEnded = false;
+  }
+
+  private latest: BudgetEvent | null = null;
+  private runId: string | null = null;
+  private sessionId: string | null = null;
+  private runEnded = false;
 }

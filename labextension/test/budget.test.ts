@@ -69,4 +69,55 @@ describe('budget meter', () => {
     t.reset();
     expect(t.budget).toBe('');
   });
+
+  it('keeps no figures of a finished run or of another session', () => {
+    const t = new Transcript();
+    const start = (runId: string, sessionId: string): KernelMessage => ({
+      type: 'run.started',
+      run_id: runId,
+      session_id: sessionId,
+      prompt: 'go',
+      source: 'panel'
+    });
+    const spend = (runId: string, seq: number, e: BudgetEvent): KernelMessage => ({
+      type: 'agent.event',
+      run_id: runId,
+      seq,
+      event: e
+    });
+    const both = budget({
+      run_spent: { tool_calls: 1 },
+      run_limits: { max_tool_calls: 5 },
+      session_spent: { tool_calls: 4 },
+      session_limits: { max_tool_calls: 20 }
+    });
+    t.apply(start('r1', 's'));
+    t.apply(spend('r1', 0, both));
+    expect(t.budget).toBe(
+      'run 1 tool calls / 5 tool calls · session 4 tool calls / 20 tool calls'
+    );
+    // The run ends: its own limit no longer applies, the session's still does.
+    const ended = t.apply({ type: 'run.status', run_id: 'r1', status: 'completed' });
+    expect(ended).toContainEqual({
+      op: 'budget',
+      budget: 'session 4 tool calls / 20 tool calls'
+    });
+    // A run with only a run limit leaves nothing behind once it ended.
+    t.apply(start('r2', 's'));
+    t.apply(
+      spend(
+        'r2',
+        0,
+        budget({ run_spent: { tool_calls: 1 }, run_limits: { max_tool_calls: 3 } })
+      )
+    );
+    t.apply({ type: 'run.status', run_id: 'r2', status: 'cancelled' });
+    expect(t.budget).toBe('');
+    // Another session's run (no limits there, so no budget event) shows none of this one's.
+    t.apply(start('r3', 's'));
+    t.apply(spend('r3', 0, both));
+    const other = t.apply(start('r4', 'another-session'));
+    expect(other).toContainEqual({ op: 'budget', budget: '' });
+    expect(t.budget).toBe('');
+  });
 });
