@@ -43,7 +43,10 @@ export function keyHelp(
     `Or set ${variable} in the shell that starts Jupyter (export ${variable}=…) and restart the kernel.`
   ];
   const others: [string, string][] = [
-    ['anthropic', "Anthropic: set ANTHROPIC_API_KEY (%config Codelia.provider = 'anthropic')."],
+    [
+      'anthropic',
+      "Anthropic: set ANTHROPIC_API_KEY (%config Codelia.provider = 'anthropic')."
+    ],
     ['openai', "OpenAI: %config Codelia.provider = 'openai' and set OPENAI_API_KEY."],
     [
       'openrouter',
