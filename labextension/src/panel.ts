@@ -515,6 +515,7 @@ export class CodeliaPanel extends Widget {
       const label = session.title || session.last_user_message || session.session_id;
       const row = button('', 'jp-codelia-session', () => void this.resume(session));
       row.setAttribute('role', 'option');
+      row.title = label;
       row.dataset.sessionId = session.session_id;
       row.append(
         el('span', 'jp-codelia-session-title', label),

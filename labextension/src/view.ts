@@ -251,6 +251,7 @@ class ToolView implements ItemView {
     this.node.dataset.status = item.status;
     this.status.textContent = STATUS_LABELS[item.status];
     this.name.textContent = item.displayName ?? item.tool;
+    this.name.title = this.name.textContent; // the header cuts long names
     this.duration.textContent =
       item.durationMs !== null ? formatDuration(item.durationMs) : '';
     // Cards that need attention open themselves; finished ones stay as the reader left them.
@@ -526,6 +527,14 @@ export class TranscriptView {
   /** Whether the reader is at the bottom (kept by scroll events, read without layout). */
   private following = true;
   private followFrame: number | null = null;
+  /** The next scroll event is ours (a jump to the bottom), not the reader's. */
+  private ownScroll = false;
+  /**
+   * Content that grows after it was added (markdown renders asynchronously, off-screen blocks
+   * get their real height when laid out) and a panel that was hidden or resized: while the
+   * reader follows, each of these keeps the newest item in view.
+   */
+  private readonly resizes = new ResizeObserver(() => this.scheduleFollow());
 
   constructor(
     private readonly rendermime: IRenderMimeRegistry,
@@ -542,6 +551,7 @@ export class TranscriptView {
     );
     this.node.appendChild(this.empty);
     this.node.addEventListener('scroll', () => this.onScroll(), { passive: true });
+    this.resizes.observe(this.node);
   }
 
   /** Number of items shown. */
@@ -592,7 +602,9 @@ export class TranscriptView {
     this.followFrame = requestAnimationFrame(() => {
       this.followFrame = null;
       if (this.following) {
+        const before = this.node.scrollTop;
         this.node.scrollTop = this.node.scrollHeight;
+        this.ownScroll = this.node.scrollTop !== before;
       }
     });
   }
@@ -600,6 +612,11 @@ export class TranscriptView {
   private onScroll(): void {
     if (this.followFrame !== null) {
       return; // our own scroll to the bottom is pending
+    }
+    if (this.ownScroll) {
+      // Our jump: content that grew meanwhile must not read as the reader scrolling up.
+      this.ownScroll = false;
+      return;
     }
     this.following =
       this.node.scrollHeight - this.node.scrollTop - this.node.clientHeight <
@@ -612,6 +629,7 @@ export class TranscriptView {
     }
     this.views.clear();
     for (const section of this.sections) {
+      this.resizes.unobserve(section);
       section.remove();
     }
     this.sections.length = 0;
@@ -645,6 +663,7 @@ export class TranscriptView {
     const section = el('div', 'jp-codelia-section');
     this.sections.push(section);
     this.node.appendChild(section);
+    this.resizes.observe(section);
     return section;
   }
 
@@ -653,6 +672,7 @@ export class TranscriptView {
       cancelAnimationFrame(this.followFrame);
     }
     this.clear();
+    this.resizes.disconnect();
   }
 
   private create(item: TranscriptItem): ItemView {
