@@ -10,7 +10,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { argBlocks, fencedCode } from './args';
 import { button, Disclosure, el, formatDuration, renderDiff } from './dom';
-import { revertButton } from './notebooktools';
+import { revertButton } from './review';
 import { Citation, PermissionDecision } from './protocol';
 import {
   Change,
