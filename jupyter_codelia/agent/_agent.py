@@ -16,7 +16,7 @@ import os
 import platform
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -71,7 +71,12 @@ from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import HistoryRepair, repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
-from ._resume import CONTEXT_META_KEY, change_reminder, context_record
+from ._resume import (
+    CONTEXT_META_KEY,
+    change_reminder,
+    context_from_run_headers,
+    context_record,
+)
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
@@ -341,9 +346,10 @@ class Agent:
             history.pop(0)
         self.history = history
         self.meta = dict(state.meta)
-        self._resume_reminder = change_reminder(
-            self.meta.get(CONTEXT_META_KEY), self._context_record()
-        )
+        saved_context = self.meta.get(CONTEXT_META_KEY)
+        if saved_context is None:
+            saved_context = context_from_run_headers(self._run_headers(self._pending_resume))
+        self._resume_reminder = change_reminder(saved_context, self._context_record())
         if self._writer is not None:
             self._writer.generation = state.generation
         self.invoke_seq = state.invoke_seq
@@ -366,6 +372,23 @@ class Agent:
         for hook in self.state_hooks:
             hook.bind_session(self.session_id)
         return ev.SessionForkedEvent(session_id=fork[1], forked_from=fork[0])
+
+    def _run_headers(self, session_id: str) -> Iterator[dict[str, Any]]:
+        """The header records of a session's run logs, newest first (first lines only)."""
+        assert self.session_store is not None
+        from ..session import SessionNotFound, read_jsonl
+
+        try:
+            paths = self.session_store.run_log_paths(session_id)
+        except SessionNotFound:
+            return
+        for path in reversed(paths):
+            try:
+                first = next(read_jsonl(path), None)
+            except OSError:
+                continue
+            if first is not None and first.get("type") == "header":
+                yield first
 
     def _context_record(self) -> dict[str, Any]:
         return context_record(

@@ -2,7 +2,7 @@
 
 ``genai-prices`` is the maintained price database (cache reads and writes, web searches
 included) and also knows each model's context window; the model tables (:mod:`.models` for
-Claude, :mod:`.openai_models` for the rest) back the window up when the database does not
+Claude, :mod:`.openai.models` for the rest) back the window up when the database does not
 list a model. Unknown prices give None: the UI shows
 "unknown".
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from . import models
+from .anthropic import models
 from .messages import ChatInvokeUsage
 
 

@@ -113,7 +113,7 @@ def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, backg
     """Play the demo turn with the panel; the server stops when the turn ends."""
     from IPython.display import HTML, display
 
-    from ..llm.anthropic import AnthropicChat
+    from ..llm.anthropic.chat import AnthropicChat
     from ..testing import ScriptedAnthropicServer
     from .run.in_cell import run_with_panel
 

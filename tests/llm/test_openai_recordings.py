@@ -180,7 +180,7 @@ async def test_the_output_limit_comes_from_the_model_table_under_the_name_each_a
 
 
 def test_an_unknown_model_gets_safe_defaults_and_one_note(caplog: pytest.LogCaptureFixture) -> None:
-    from jupyter_codelia.llm import openai_models
+    from jupyter_codelia.llm.openai import models as openai_models
 
     with caplog.at_level(logging.INFO, logger="jupyter_codelia.llm"):
         first = OpenAIChat("my-finetune-7b:q4", provider="vllm", api_key="x")
@@ -227,7 +227,7 @@ def test_a_known_service_prices_its_models_and_knows_their_window() -> None:
 
 
 def test_the_model_tables_are_consistent_and_match_ids_as_servers_spell_them() -> None:
-    from jupyter_codelia.llm.openai_models import MODEL_TABLES, model_family, model_info
+    from jupyter_codelia.llm.openai.models import MODEL_TABLES, model_family, model_info
 
     for table in MODEL_TABLES.values():
         for prefix, row in table.items():

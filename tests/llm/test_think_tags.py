@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_codelia.llm._think_tags import ThinkTagSplitter
+from jupyter_codelia.llm.openai._think_tags import ThinkTagSplitter
 
 REPLY = "  <think>\nLet me add: 2+2=4. </thi is not a tag.\n</think>\n\nIt is **4**."
 

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._text import clip_chars, js_round
-from ...llm.messages import ImagePart, TextPart
+from ...llm.messages import TextPart
+from ...standard_tools.images import model_images
 from ...standard_tools.jobs import JobRegistry, png_of_display
 from ...tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import _describe
@@ -302,11 +303,11 @@ def _python_result(
         if job_id is not None:
             sections[-1] += "\n(as of the timeout; what the job changes later is not tracked)"
     pngs += images
-    if pngs:
-        sections.append(f"[images] {len(pngs)} image(s) attached below")
+    attached, notes = model_images(pngs, what="figure")
+    if attached:
+        sections.append(f"[images] {len(attached)} image(s) attached below")
+    sections.extend(f"[images] {note}" for note in notes)
     text = "\n\n".join(sections) if sections else "(no output)"
-    if not pngs:
+    if not attached:
         return text
-    parts: list[Any] = [TextPart(text=text)]
-    parts += [ImagePart.from_bytes(png, "image/png") for png in pngs]
-    return parts
+    return [TextPart(text=text), *attached]

@@ -24,9 +24,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...llm.messages import ImagePart, TextPart
+from ..._redact import redact_secrets
+from ...llm.messages import TextPart
 from ...standard_tools._edit_match import explain_no_match, find_exact
 from ...standard_tools.diff import diff_payload, unified_diff
+from ...standard_tools.images import model_images
 from ...tools import FunctionTool, ToolContext, ToolError, define_tool
 from ...wire import NotebookAction
 from ..frontend import FrontendClient, FrontendError, FrontendUnavailableError
@@ -84,8 +86,8 @@ class NotebookContext:
         """The live notebook from the front end (blocks this thread for the round trip)."""
         raw = self.frontend.call("snapshot", {"outputs_for": outputs_for})
         try:
-            return nbcells.NotebookSnapshot.model_validate({**raw, "source": "live"})
-        except ValidationError as exc:
+            return nbcells.snapshot_from_json(raw, "live")
+        except (ValueError, ValidationError) as exc:
             raise ToolError(f"the front end sent a malformed notebook snapshot: {exc}") from None
 
     def snapshot_now(self, outputs_for: list[str] | None = None) -> nbcells.NotebookSnapshot:
@@ -114,8 +116,10 @@ class NotebookContext:
         return await asyncio.to_thread(self.snapshot_now, outputs_for)
 
     def provenance(self, ctx: ToolContext, action: str) -> dict[str, Any]:
+        """``metadata.codelia`` of an agent-made cell: saved in the ``.ipynb`` and sent over the
+        comm, so the prompt is redacted (before clipping: a cut secret would not match)."""
         info = self.run_info()
-        prompt = str(info.get("prompt") or "")
+        prompt = redact_secrets(str(info.get("prompt") or ""))
         return {
             "session_id": info.get("session_id"),
             "run_id": info.get("run_id"),
@@ -228,7 +232,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             images=args.images,
             source_line_offset=args.source_line_offset,
         )
-        return _with_images(rendered.text, rendered.images)
+        return await asyncio.to_thread(_with_images, rendered.text, rendered.images)
 
     async def notebook_edit(args: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
         try:
@@ -268,7 +272,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             ) from None
         except FrontendError as exc:
             raise ToolError(f"notebook_run: {exc}") from None
-        return _run_report(result)
+        return await asyncio.to_thread(_run_report, result)
 
     return [
         define_tool(
@@ -323,14 +327,21 @@ def provenance_table(snapshot: nbcells.NotebookSnapshot) -> list[dict[str, Any]]
     for index, cell in enumerate(snapshot.cells):
         provenance = cell.metadata.get("codelia")
         if isinstance(provenance, dict):
-            rows.append({"index": index, "id": cell.id, **provenance})
+            # Notebooks saved before prompts were redacted may still hold a secret.
+            rows.append(redact_secrets({"index": index, "id": cell.id, **provenance}))
     return rows
 
 
 def _with_images(text: str, images: list[tuple[bytes, nbcells.ImageMime]]) -> Any:
+    """The text with the images attached, each fitted to the provider's limits and at most
+    as many as one result may carry (:func:`model_images` says what it changed or left out).
+    CPU-bound for big images: called off the event loop."""
     if not images:
         return text
-    return [TextPart(text=text), *(ImagePart.from_bytes(data, mime) for data, mime in images)]
+    parts, notes = model_images([data for data, _mime in images], what="image")
+    if notes:
+        text += "\n\n[images] " + "\n[images] ".join(notes)
+    return [TextPart(text=text), *parts] if parts else text
 
 
 # ---------------------------------------------------------------------- edit
@@ -444,13 +455,13 @@ def _edit_report(params: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 def _run_report(result: dict[str, Any]) -> Any:
     blocks: list[str] = []
     images: list[tuple[bytes, nbcells.ImageMime]] = []
-    for raw in result.get("cells") or []:
-        status = raw.get("status", "done")
-        try:
-            cell = nbcells.CellView.model_validate(raw)
-        except ValidationError as exc:
-            raise ToolError(f"the front end sent a malformed cell: {exc}") from None
-        head = f"cell {cell.id} (#{raw.get('index')})"
+    skipped: list[str] = []
+    raw_cells = result.get("cells")
+    raw_cells = raw_cells if isinstance(raw_cells, list) else []
+    for raw, cell in zip(raw_cells, nbcells.cells_from_json(raw_cells, skipped), strict=True):
+        status = raw.get("status", "done") if isinstance(raw, dict) else "done"
+        index = raw.get("index") if isinstance(raw, dict) else None
+        head = f"cell {cell.id} (#{index})"
         if status == "running":
             head += " is STILL RUNNING; output so far (call notebook_run again to keep waiting):"
         elif status == "interrupted":
@@ -461,4 +472,6 @@ def _run_report(result: dict[str, Any]) -> Any:
             head += f" ran as [{cell.execution_count}]:"
         outputs = [nbcells.output_text(o, images) for o in cell.outputs or []]
         blocks.append("\n".join([head, *(outputs or ["(no output)"])]))
+    if skipped:
+        blocks.append("Not readable, left out: " + "; ".join(skipped[: nbcells.SKIPPED_SHOWN]))
     return _with_images("\n\n".join(blocks) or "(no cells)", images)

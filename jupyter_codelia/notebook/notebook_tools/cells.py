@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..._text import clip_utf8
 from ...errors import CodeliaError
@@ -51,7 +51,11 @@ class CellView(BaseModel):
 
 
 class NotebookSnapshot(BaseModel):
-    """The notebook's cells, in order, and where the person is."""
+    """The notebook's cells, in order, and where the person is.
+
+    ``skipped`` says what could not be read (a malformed output, metadata nested too deeply):
+    the cell is kept, so indices stay those the person sees, with that part left out.
+    """
 
     model_config = ConfigDict(extra="ignore")
     path: str | None = None
@@ -60,6 +64,7 @@ class NotebookSnapshot(BaseModel):
     active_cell_id: str | None = None
     editing_cell_id: str | None = None
     dirty: bool = False
+    skipped: list[str] = Field(default_factory=list)
 
     def index_of(self, cell_id: str) -> int:
         for index, cell in enumerate(self.cells):
@@ -69,52 +74,252 @@ class NotebookSnapshot(BaseModel):
 
 
 class NotebookFileError(CodeliaError, ValueError):
-    """The saved notebook cannot be read (missing, not JSON, not nbformat 4)."""
+    """The saved notebook cannot be read at all (missing, not JSON, no cells)."""
 
 
 def read_saved(path: Path) -> NotebookSnapshot:
-    """The snapshot of the ``.ipynb`` on disk (its last saved state)."""
+    """The snapshot of the ``.ipynb`` on disk (its last saved state).
+
+    Reads what a real-world file holds, as nbformat's reader does: nbformat 4 and 3
+    (``worksheets``), sources and outputs as strings or lists. What cannot be read is left out
+    and listed in ``skipped`` instead of failing the whole notebook: an output that is not an
+    object, ``outputs`` that are not a list, metadata that is not an object or is nested deeper
+    than :data:`MAX_JSON_DEPTH` levels, an unknown cell type (shown as raw).
+    """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise NotebookFileError(f"cannot read the saved notebook {path}: {exc}") from None
+    skipped: list[str] = []
+    try:
+        data = load_json_bounded(text, skipped)
     except ValueError as exc:
         raise NotebookFileError(f"{path} is not a JSON notebook: {exc}") from None
     raw_cells = data.get("cells") if isinstance(data, dict) else None
+    if raw_cells is None and isinstance(data, dict):
+        raw_cells = _v3_cells(data)
     if not isinstance(raw_cells, list):
-        raise NotebookFileError(f"{path} has no 'cells' list: is it an nbformat 4 notebook?")
-    cells: list[CellView] = []
-    for number, raw in enumerate(raw_cells):
-        if not isinstance(raw, dict):
-            raise NotebookFileError(f"{path}: cell {number} is not an object")
-        source = raw.get("source", "")
-        outputs = raw.get("outputs") if raw.get("cell_type") == "code" else None
-        try:
-            cells.append(
-                CellView(
-                    id=str(raw.get("id") or f"index-{number}"),
-                    cell_type=raw.get("cell_type", "code"),
-                    source="".join(source) if isinstance(source, list) else str(source),
-                    execution_count=raw.get("execution_count"),
-                    metadata=raw.get("metadata") or {},
-                    outputs=[_joined_output(o) for o in outputs or []],
-                    output_types=[str(o.get("output_type")) for o in outputs or []],
-                )
+        raise NotebookFileError(
+            f"{path} has no 'cells' list: is it a Jupyter notebook (nbformat 3 or 4)?"
+        )
+    return NotebookSnapshot(
+        path=str(path), source="saved", cells=cells_from_json(raw_cells, skipped), skipped=skipped
+    )
+
+
+def snapshot_from_json(raw: Any, source: Literal["live", "saved"]) -> NotebookSnapshot:
+    """A snapshot from the front end's JSON, read as leniently as a saved file."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise ValueError("the notebook snapshot has no 'cells' list")
+    skipped: list[str] = []
+    bounded = prune_depth(raw, skipped)
+    fields = {k: v for k, v in bounded.items() if k not in ("cells", "source", "skipped")}
+    snapshot = NotebookSnapshot.model_validate({**fields, "cells": [], "source": source})
+    snapshot.cells = cells_from_json(bounded["cells"], skipped)
+    snapshot.skipped = skipped
+    return snapshot
+
+
+# --- lenient JSON -------------------------------------------------------------------------
+
+MAX_JSON_DEPTH = 64
+_TOO_DEEP = f"[left out: nested deeper than {MAX_JSON_DEPTH} levels]"
+# A JSON string (the unrolled form: fast over long base64 payloads) or a bracket.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def load_json_bounded(text: str, skipped: list[str]) -> Any:
+    """``json.loads(text)`` with every container deeper than :data:`MAX_JSON_DEPTH` replaced
+    by a note (said in ``skipped``); the stdlib parser stops with RecursionError near 1,000
+    levels, and deep values break serializers and renderers after it."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        data = json.loads(_cut_deep_containers(text))
+        skipped.append(f"values nested deeper than {MAX_JSON_DEPTH} levels were left out")
+        return data
+    return prune_depth(data, skipped)
+
+
+def _cut_deep_containers(text: str) -> str:
+    """``text`` with each array or object that opens below depth MAX_JSON_DEPTH replaced by
+    the note string (a scan of strings and brackets only: no recursion)."""
+    pieces: list[str] = []
+    depth = 0
+    kept_until = 0
+    cut_at = -1
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        if token in "[{":
+            depth += 1
+            if depth == MAX_JSON_DEPTH + 1 and cut_at < 0:
+                cut_at = match.start()
+        else:
+            depth -= 1
+            if depth == MAX_JSON_DEPTH and cut_at >= 0:
+                pieces += [text[kept_until:cut_at], json.dumps(_TOO_DEEP)]
+                kept_until, cut_at = match.end(), -1
+    pieces.append(text[kept_until:])
+    return "".join(pieces)
+
+
+def prune_depth(data: Any, skipped: list[str]) -> Any:
+    """``data`` with containers deeper than MAX_JSON_DEPTH replaced by the note (iterative)."""
+    pruned = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in list(items):
+            if isinstance(value, (dict, list)):
+                if depth >= MAX_JSON_DEPTH:
+                    node[key] = _TOO_DEEP
+                    pruned += 1
+                else:
+                    stack.append((value, depth + 1))
+    if pruned:
+        skipped.append(f"values nested deeper than {MAX_JSON_DEPTH} levels were left out")
+    return data
+
+
+# --- lenient cells ------------------------------------------------------------------------
+
+_CELL_TYPES: frozenset[str] = frozenset({"code", "markdown", "raw"})
+_OUTPUT_TEXT_FIELDS = ("text", "ename", "evalue", "name", "output_type")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _text_of(value: Any) -> str:
+    """nbformat's multi-line string: a string or a list of strings."""
+    if isinstance(value, list):
+        return "".join(item if isinstance(item, str) else str(item) for item in value)
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def cells_from_json(raw_cells: list[Any], skipped: list[str]) -> list[CellView]:
+    return [_cell_from_json(raw, number, skipped) for number, raw in enumerate(raw_cells)]
+
+
+def _cell_from_json(raw: Any, number: int, skipped: list[str]) -> CellView:
+    if not isinstance(raw, dict):
+        skipped.append(f"cell {number} is not an object ({_kind(raw)}): shown empty")
+        return CellView(id=f"index-{number}", cell_type="raw", source="")
+    cell_type = raw.get("cell_type", "code")
+    if cell_type not in _CELL_TYPES:
+        skipped.append(f"cell {number} has an unknown cell_type {str(cell_type)[:40]!r}: shown raw")
+        cell_type = "raw"
+    count = raw.get("execution_count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        skipped.append(f"cell {number}: execution_count {str(count)[:20]!r} is not a number")
+        count = None
+    metadata = raw.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        skipped.append(f"cell {number}: metadata is not an object ({_kind(metadata)})")
+    outputs: list[dict[str, Any]] | None = None
+    if cell_type == "code":
+        outputs = _outputs_from_json(raw.get("outputs"), number, skipped)
+    types = raw.get("output_types")
+    return CellView(
+        id=_text_of(raw.get("id")) or f"index-{number}",
+        cell_type=cell_type,
+        source=_text_of(raw.get("source")),
+        execution_count=count,
+        metadata=metadata if isinstance(metadata, dict) else {},
+        outputs=outputs,
+        output_types=(
+            [str(t) for t in types]
+            if isinstance(types, list)
+            else [str(o.get("output_type")) for o in outputs or []]
+        ),
+        running=raw.get("running") is True,
+    )
+
+
+def _outputs_from_json(raw: Any, number: int, skipped: list[str]) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        skipped.append(f"cell {number}: outputs are not a list ({_kind(raw)}): left out")
+        return []
+    outputs: list[dict[str, Any]] = []
+    for position, output in enumerate(raw):
+        if not isinstance(output, dict):
+            skipped.append(
+                f"cell {number}: output {position} is not an object ({_kind(output)}): left out"
             )
-        except ValidationError as exc:
-            raise NotebookFileError(f"{path}: cell {number} is malformed: {exc}") from None
-    return NotebookSnapshot(path=str(path), source="saved", cells=cells)
+            continue
+        outputs.append(_joined_output(output, number, skipped))
+    return outputs
 
 
-def _joined_output(output: dict[str, Any]) -> dict[str, Any]:
+def _joined_output(output: dict[str, Any], number: int, skipped: list[str]) -> dict[str, Any]:
     """nbformat stores multi-line strings as lists; the live model sends them joined."""
     joined = dict(output)
-    if isinstance(joined.get("text"), list):
-        joined["text"] = "".join(joined["text"])
+    for name in _OUTPUT_TEXT_FIELDS:
+        if name in joined and not isinstance(joined[name], str):
+            joined[name] = _text_of(joined[name])
+    traceback = joined.get("traceback")
+    if traceback is not None and not isinstance(traceback, list):
+        joined["traceback"] = _text_of(traceback).splitlines()
     data = joined.get("data")
     if isinstance(data, dict):
-        joined["data"] = {k: "".join(v) if isinstance(v, list) else v for k, v in data.items()}
+        joined["data"] = {k: _text_of(v) if isinstance(v, list) else v for k, v in data.items()}
+    elif data is not None:
+        skipped.append(f"cell {number}: an output's data is not an object ({_kind(data)})")
+        joined["data"] = {}
     return joined
+
+
+_V3_OUTPUT_TYPES = {"pyout": "execute_result", "pyerr": "error"}
+_V3_MIMES = {"text": "text/plain", "png": "image/png", "jpeg": "image/jpeg", "html": "text/html"}
+
+
+def _v3_cells(data: dict[str, Any]) -> list[Any] | None:
+    """The cells of an nbformat 3 notebook in nbformat 4's shape (as nbformat converts them)."""
+    worksheets = data.get("worksheets")
+    if not isinstance(worksheets, list):
+        return None
+    cells: list[Any] = []
+    for sheet in worksheets:
+        sheet_cells = sheet.get("cells") if isinstance(sheet, dict) else None
+        for cell in sheet_cells if isinstance(sheet_cells, list) else []:
+            if not isinstance(cell, dict):
+                cells.append(cell)
+                continue
+            converted = dict(cell)
+            if cell.get("cell_type") == "heading":
+                level = cell.get("level")
+                level = min(max(level, 1), 6) if isinstance(level, int) else 1
+                converted["cell_type"] = "markdown"
+                converted["source"] = "#" * level + " " + _text_of(cell.get("source"))
+            if "input" in cell:
+                converted["source"] = cell["input"]
+            if "prompt_number" in cell:
+                converted["execution_count"] = cell["prompt_number"]
+            outputs = cell.get("outputs")
+            if isinstance(outputs, list):
+                converted["outputs"] = [_v3_output(o) for o in outputs]
+            cells.append(converted)
+    return cells
+
+
+def _v3_output(output: Any) -> Any:
+    if not isinstance(output, dict):
+        return output
+    kind = str(output.get("output_type"))
+    converted: dict[str, Any] = {"output_type": _V3_OUTPUT_TYPES.get(kind, kind)}
+    if kind == "stream":
+        converted |= {"name": output.get("stream", "stdout"), "text": output.get("text", "")}
+    elif kind == "pyerr":
+        converted |= {k: output.get(k) for k in ("ename", "evalue", "traceback")}
+    else:
+        converted["data"] = {_V3_MIMES[k]: v for k, v in output.items() if k in _V3_MIMES}
+    return converted
 
 
 # ---------------------------------------------------------------------- history and staleness
@@ -250,7 +455,20 @@ def outline(snapshot: NotebookSnapshot, history: KernelHistory | None = None) ->
         if indices:
             lines.append(f"{title}: {_ranges(indices)}")
     lines.append("Read cells with notebook_read(start=, end=) / (cell_ids=) / (search=).")
+    if snapshot.skipped:
+        lines.append(skipped_note(snapshot))
     return clip_utf8("\n".join(lines), OUTLINE_MAX_CHARS)
+
+
+SKIPPED_SHOWN = 5
+
+
+def skipped_note(snapshot: NotebookSnapshot) -> str:
+    """What reading left out (the first few), so the model does not take it as complete."""
+    shown = snapshot.skipped[:SKIPPED_SHOWN]
+    more = len(snapshot.skipped) - len(shown)
+    tail = f"; … {more} more" if more > 0 else ""
+    return f"Not readable, left out: {'; '.join(shown)}{tail}."
 
 
 # ---------------------------------------------------------------------- selection
@@ -372,6 +590,8 @@ def render_cells(
 ) -> RenderedCells:
     found: list[tuple[bytes, ImageMime]] = []
     blocks: list[str] = [f"Notebook {_label(snapshot)}"]
+    if snapshot.skipped:
+        blocks.append(skipped_note(snapshot))
     for index in indices:
         cell = snapshot.cells[index]
         source, note = _clip_lines(cell.source, source_line_offset, source_max_lines)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..._text import describe_exc
 from ...tools import FunctionTool, ToolContext, ToolError, define_tool
 from . import cells as nbcells
 
@@ -34,12 +35,16 @@ HISTORY_DESCRIPTION = (
 
 def kernel_history_tool(context: NotebookContext) -> FunctionTool:
     async def kernel_history(args: KernelHistoryInput, ctx: ToolContext) -> str:
+        # Documented to always work: the notebook is only needed for the stale check, so any
+        # failure to read it is said next to the history instead of failing the tool.
         report = _history_report(args, context)
         try:
             snapshot = await context.snapshot()
-        except ToolError as exc:
-            return f"{report}\n\n(no stale check: {exc})"
-        return f"{report}\n\n{_stale_report(snapshot, context.history())}"
+            stale = _stale_report(snapshot, context.history())
+        except Exception as exc:
+            detail = str(exc) if isinstance(exc, ToolError) else describe_exc(exc)
+            return f"{report}\n\n(no stale check: {detail})"
+        return f"{report}\n\n{stale}"
 
     return define_tool(
         name="kernel_history",

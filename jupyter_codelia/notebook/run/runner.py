@@ -666,7 +666,7 @@ def chat_model(settings: Settings) -> ChatModel:
     kernel's) and a credential set in the environment meanwhile (``%env``)."""
     if settings.provider != "anthropic":
         return _openai_chat(settings)
-    from ...llm.anthropic import AnthropicChat
+    from ...llm.anthropic.chat import AnthropicChat
 
     # api_key / base_url stay None: the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
     return AnthropicChat(
@@ -675,7 +675,7 @@ def chat_model(settings: Settings) -> ChatModel:
 
 
 def _openai_chat(settings: Settings) -> ChatModel:
-    from ...llm.openai import KNOWN_ENDPOINTS, OpenAIChat
+    from ...llm.openai.chat import KNOWN_ENDPOINTS, OpenAIChat
     from ..config import LOCAL_PROVIDERS
 
     provider = settings.provider

@@ -84,7 +84,7 @@ class _JobCard:
         self.refresh()
 
     def refresh(self) -> bool:
-        from ..ui import renderers
+        from . import renderers
 
         job = self.job
         header = (

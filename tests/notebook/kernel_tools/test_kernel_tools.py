@@ -246,3 +246,44 @@ async def test_python_output_is_bounded() -> None:
     assert f"[note] output cut at {MAX_STREAM_CHARS} characters per stream" in result.text
     assert result.text.endswith("… [9 more characters]")  # 7 + the repr's two quotes
     assert len(result.text) < 3 * MAX_STREAM_CHARS
+
+
+@pytest.mark.asyncio
+async def test_python_attaches_a_bounded_number_of_figures_each_fitted() -> None:
+    """One call once returned 40 figures; a huge displayed image would pass the API's 5 MiB."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "plt.rcParams['figure.max_open_warning'] = 0\n"
+        "plt.figure(figsize=(26, 19), dpi=100); plt.axis('off'); plt.imshow(noise)\n"
+        "for i in range(39):\n"
+        "    plt.figure(figsize=(2, 2)); plt.plot([0, i])\n"
+    )
+    noise = np.random.default_rng(7).integers(0, 256, (1900, 2600, 3), dtype=np.uint8)
+    result = await _call(_tools({"noise": noise})["python"], code=code)
+    text, *images = result.parts
+    assert len(images) == 8
+    assert "[images] 8 image(s) attached below" in text.text
+    assert "[images] figure 1: Downsized from " in text.text
+    assert (
+        "[images] 32 more figure(s) not attached: one result attaches at most 8 images of "
+        "12 MiB together. Ask for fewer at a time."
+    ) in text.text
+    first = images[0].image_url.url
+    assert len(first.split(",", 1)[1]) <= 5 * 1024 * 1024  # the API's limit, base64
+    with Image.open(io.BytesIO(images[0].data_bytes())) as shown:
+        assert max(shown.size) <= 1568
+
+
+def _noisy_png(width: int, height: int) -> bytes:
+    """Random pixels: a PNG that does not compress (about 3 bytes per pixel)."""
+    import numpy as np
+
+    pixels = np.random.default_rng(7).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "PNG", compress_level=1)
+    return buffer.getvalue()

@@ -25,18 +25,117 @@ def test_saved_notebook_errors_name_the_problem(tmp_path: Path) -> None:
     broken.write_text("{not json")
     with pytest.raises(nbcells.NotebookFileError, match="is not a JSON notebook"):
         nbcells.read_saved(broken)
-    no_cells = tmp_path / "v3.ipynb"
-    no_cells.write_text(json.dumps({"worksheets": []}))
+    no_cells = tmp_path / "other.ipynb"
+    no_cells.write_text(json.dumps({"pages": []}))
     with pytest.raises(nbcells.NotebookFileError, match="has no 'cells' list"):
         nbcells.read_saved(no_cells)
-    bad_cell = tmp_path / "bad.ipynb"
-    bad_cell.write_text(json.dumps({"cells": [42]}))
-    with pytest.raises(nbcells.NotebookFileError, match="cell 0 is not an object"):
-        nbcells.read_saved(bad_cell)
-    bad_type = tmp_path / "type.ipynb"
-    bad_type.write_text(json.dumps({"cells": [{"cell_type": "widget", "source": ""}]}))
-    with pytest.raises(nbcells.NotebookFileError, match="cell 0 is malformed"):
-        nbcells.read_saved(bad_type)
+
+
+def _real_world_malformed(path: Path) -> Path:
+    """Shapes seen in notebooks written by other tools: nbformat's reader loads every one
+    (its validator only warns), so the tools must read them too."""
+    cells = [
+        {"cell_type": "markdown", "metadata": [], "source": ["# Title"]},  # ipymd: a list
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": "oops",
+         "source": "a = 1"},
+        {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [1, 2],
+         "source": "b = 2"},
+        {"cell_type": "code", "execution_count": "3", "metadata": {}, "source": ["c", " = 3"],
+         "outputs": [
+             {"output_type": "stream", "name": "stdout", "text": 42},
+             {"output_type": "display_data", "data": ["not", "a", "bundle"], "metadata": {}},
+             {"output_type": "display_data", "metadata": {},
+              "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "m1",
+                       "version_major": 2, "version_minor": 0}, "text/plain": ["w"]}},
+             {"output_type": "error", "ename": "E", "evalue": 1, "traceback": "tb line"},
+         ]},
+        42,
+        {"cell_type": "widget", "metadata": {}, "source": "?"},
+        {"cell_type": "code", "execution_count": None, "metadata": {"outputExpanded": False},
+         "outputs": [], "source": "d = 4"},
+    ]  # fmt: skip
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}))
+    return path
+
+
+def test_saved_notebooks_from_other_tools_are_read_with_what_was_left_out(
+    tmp_path: Path,
+) -> None:
+    snapshot = nbcells.read_saved(_real_world_malformed(tmp_path / "n.ipynb"))
+    assert len(snapshot.cells) == 7  # every cell kept: indices stay those the person sees
+    assert [c.cell_type for c in snapshot.cells] == [
+        *("markdown", "code", "code", "code", "raw", "raw", "code")
+    ]
+    assert snapshot.cells[1].outputs == [] and snapshot.cells[2].outputs == []
+    assert snapshot.cells[3].source == "c = 3" and snapshot.cells[3].execution_count is None
+    assert snapshot.skipped == [
+        "cell 0: metadata is not an object (list)",
+        "cell 1: outputs are not a list (str): left out",
+        "cell 2: output 0 is not an object (int): left out",
+        "cell 2: output 1 is not an object (int): left out",
+        "cell 3: execution_count '3' is not a number",
+        "cell 3: an output's data is not an object (list)",
+        "cell 4 is not an object (int): shown empty",
+        "cell 5 has an unknown cell_type 'widget': shown raw",
+    ]
+    text = nbcells.render_cells(snapshot, range(7), None).text
+    assert "[stdout]\n42" in text
+    assert "[display]\nw" in text
+    assert "[error] E: 1\ntb line" in text
+    assert "Not readable, left out: cell 0: metadata is not an object (list)" in text
+    assert "; … 3 more." in text
+    overview = nbcells.outline(snapshot)
+    assert "7 cells (4 code, 1 markdown)" in overview
+    assert "Not readable, left out:" in overview
+
+
+@pytest.mark.parametrize("depth", [200, 5000])
+def test_deeply_nested_metadata_is_cut_at_a_bounded_depth(tmp_path: Path, depth: int) -> None:
+    """5,000 levels stop json.loads with RecursionError; 200 load but break serializers."""
+    deep = "1"
+    for _ in range(depth):
+        deep = '{"x": ' + deep + "}"
+    cell = (
+        '{"cell_type": "code", "execution_count": 1, "source": "x = 1", "outputs": [],'
+        f' "metadata": {{"tags": ["keep"], "deep": {deep}}}}}'
+    )
+    path = tmp_path / "deep.ipynb"
+    path.write_text('{"cells": [' + cell + ', {"cell_type": "markdown", "source": "# ok"}]}')
+    snapshot = nbcells.read_saved(path)
+    assert [c.source for c in snapshot.cells] == ["x = 1", "# ok"]
+    assert snapshot.cells[0].metadata["tags"] == ["keep"]
+    assert snapshot.skipped == ["values nested deeper than 64 levels were left out"]
+    snapshot.model_dump_json()  # every level is within what a serializer takes
+    node = snapshot.cells[0].metadata["deep"]
+    levels = 0
+    while isinstance(node, dict):
+        node, levels = node["x"], levels + 1
+    assert node == "[left out: nested deeper than 64 levels]" and levels < 64
+
+
+def test_an_nbformat_3_notebook_is_read_as_nbformat_reads_it(tmp_path: Path) -> None:
+    cells = [
+        {"cell_type": "heading", "level": 2, "source": ["Intro"], "metadata": {}},
+        {"cell_type": "code", "input": ["x = 1\n", "x"], "prompt_number": 3, "language": "python",
+         "metadata": {}, "outputs": [
+             {"output_type": "pyout", "prompt_number": 3, "text": ["1"], "metadata": {}},
+             {"output_type": "stream", "stream": "stderr", "text": ["warn\n"]},
+             {"output_type": "pyerr", "ename": "ValueError", "evalue": "bad",
+              "traceback": ["Trace", "ValueError: bad"]},
+         ]},
+    ]  # fmt: skip
+    path = tmp_path / "v3.ipynb"
+    path.write_text(json.dumps({"nbformat": 3, "worksheets": [{"cells": cells}]}))
+    snapshot = nbcells.read_saved(path)
+    assert [(c.cell_type, c.source) for c in snapshot.cells] == [
+        ("markdown", "## Intro"),
+        ("code", "x = 1\nx"),
+    ]
+    assert snapshot.cells[1].execution_count == 3
+    text = nbcells.render_cells(snapshot, [1], None).text
+    assert "[result]\n1" in text and "[stderr]\nwarn" in text
+    assert "[error] ValueError: bad" in text
+    assert snapshot.skipped == []
 
 
 def test_saved_notebook_joins_multiline_sources_and_outputs(tmp_path: Path) -> None:

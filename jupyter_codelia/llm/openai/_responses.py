@@ -18,10 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._openai_request import _text_only
-from ._openai_stream import usage_of
-from ._request_parts import BlockCache
-from .messages import (
+from .._request_parts import BlockCache
+from ..messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ChatInvokeUsage,
@@ -31,6 +29,8 @@ from .messages import (
     StopKind,
     ToolCall,
 )
+from ._chat_completions import _text_only
+from ._stream import usage_of
 
 Item = dict[str, Any]
 _INCOMPLETE_KINDS: dict[str, StopKind] = {

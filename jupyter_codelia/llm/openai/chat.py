@@ -1,4 +1,4 @@
-"""OpenAI-compatible providers: :class:`OpenAIChat`, a :class:`~.base.ChatModel` over the SDK.
+"""OpenAI-compatible providers: :class:`OpenAIChat`, a ``ChatModel`` over the SDK.
 
 Every call streams. Chat Completions (``client.chat.completions.create(stream=True)``) is
 what OpenAI and every compatible server speak (Ollama, vLLM, LM Studio, llama.cpp's server,
@@ -6,11 +6,10 @@ OpenRouter): text and reasoning reach the UI as they arrive and tool-call argume
 from their fragments. For OpenAI itself the Responses API (``api="responses"``, the default
 when no other ``base_url`` is given) carries reasoning items, which are replayed so reasoning
 models keep their thread across tool calls. The SDK never retries (``max_retries=0``):
-failures become :class:`~.base.LlmError` and the agent decides. The SDK is imported on first
-use.
+failures become ``LlmError`` and the agent decides. The SDK is imported on first use.
 
 Limits, the reasoning form and what a model can do (call tools, read images) come from the
-model tables in :mod:`.openai_models`; capabilities are also asked of an Ollama server
+model tables in :mod:`.models`; capabilities are also asked of an Ollama server
 (``/api/show`` lists a model's capabilities) and can be declared for any other model
 (``tools=``/``vision=``), so a run that needs what the model lacks is refused up front with a
 clear message. Which service answers (OpenAI, DeepSeek, Gemini, OpenRouter, a local server) is
@@ -26,31 +25,31 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from . import pricing
-from ._openai_errors import classify_error_body, classify_exception, malformed_stream_error
-from ._openai_request import to_openai_messages, to_openai_tool_choice, to_openai_tools
-from ._openai_responses import (
-    StreamedResponse,
-    to_responses_input,
-    to_responses_tool_choice,
-    to_responses_tools,
-)
-from ._openai_stream import StreamedReply, usage_from_openai
-from ._request_parts import BlockCache
-from ._sdk_calls import LoopBoundClient, run_cancellable
-from .base import LlmError, StreamCallbacks, TextDeltaCallback
-from .messages import (
+from .. import pricing
+from .._request_parts import BlockCache
+from .._sdk_calls import LoopBoundClient, run_cancellable
+from ..base import LlmError, StreamCallbacks, TextDeltaCallback
+from ..messages import (
     ChatInvokeCompletion,
     ChatInvokeUsage,
     FunctionToolDefinition,
     Message,
 )
-from .openai_models import LOCAL_PROVIDERS, OpenAIModelInfo, model_family, model_info
+from ._chat_completions import to_openai_messages, to_openai_tool_choice, to_openai_tools
+from ._errors import classify_error_body, classify_exception, malformed_stream_error
+from ._responses import (
+    StreamedResponse,
+    to_responses_input,
+    to_responses_tool_choice,
+    to_responses_tools,
+)
+from ._stream import StreamedReply, usage_from_openai
+from .models import LOCAL_PROVIDERS, OpenAIModelInfo, model_family, model_info
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from .._cancellation import CancelSignal
+    from ..._cancellation import CancelSignal
 
 DEFAULT_MODEL = "gpt-5.1"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -314,7 +313,7 @@ class OpenAIChat:
         tools: list[FunctionToolDefinition] | None,
         tool_choice: str | None,
     ) -> dict[str, Any]:
-        from ._request_parts import system_text
+        from .._request_parts import system_text
 
         request: dict[str, Any] = {
             "model": self.model,

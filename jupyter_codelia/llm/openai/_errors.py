@@ -20,9 +20,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._text import describe_exc
-from ._http_errors import body_wait, parse_retry_after, scrub
-from .base import LlmError, LlmErrorKind, RetrySource
+from ..._text import describe_exc
+from .._http_errors import body_wait, parse_retry_after, scrub
+from ..base import LlmError, LlmErrorKind, RetrySource
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _DURATION_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from .._text import describe_exc
-from ._http_errors import body_wait, parse_retry_after, scrub
-from .base import LlmError, LlmErrorKind, RetrySource
+from ..._text import describe_exc
+from .._http_errors import body_wait, parse_retry_after, scrub
+from ..base import LlmError, LlmErrorKind, RetrySource
 
 _BODY_TYPE_KINDS: dict[str, LlmErrorKind] = {
     "rate_limit_error": "rate_limit",

@@ -10,9 +10,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._text import compact_json
-from ._request_parts import BlockCache, system_text
-from .messages import (
+from ..._text import compact_json
+from .._request_parts import BlockCache, system_text
+from ..messages import (
     AssistantMessage,
     DocumentPart,
     ImagePart,

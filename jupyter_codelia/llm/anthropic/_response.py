@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._text import compact_json
-from .messages import (
+from ..._text import compact_json
+from ..messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ChatInvokeUsage,

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .models import DEFAULT_MAX_TOKENS_CAP, note_unknown_model
+from ..anthropic.models import DEFAULT_MAX_TOKENS_CAP, note_unknown_model
 
 ReasoningForm = Literal["none", "hidden", "field", "signature", "think_tags"]
 SendBack = Literal["nothing", "as_received", "reasoning_content"]

@@ -1,7 +1,7 @@
 """Chat Completions chunks → one reply: text, reasoning in every form servers send it, tool calls.
 
 What compatible servers add to OpenAI's chunks is read from the SDK objects' extra fields and
-kept for the request that sends the turn back (:mod:`._openai_request`):
+kept for the request that sends the turn back (:mod:`._chat_completions`):
 
 - reasoning as a delta field, ``reasoning_content`` (DeepSeek, older vLLM) or ``reasoning``
   (Ollama, vLLM, OpenRouter); the field's name is kept, since that is how it must go back;
@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._think_tags import ThinkTagSplitter
-from .messages import (
+from ..messages import (
     AssistantMessage,
     ChatInvokeCompletion,
     ChatInvokeUsage,
@@ -30,6 +29,7 @@ from .messages import (
     StopKind,
     ToolCall,
 )
+from ._think_tags import ThinkTagSplitter
 
 CHAT_REASONING = "openai.chat.reasoning"
 """``ReasoningMessage.raw_item["type"]`` of reasoning from Chat Completions: the item also names

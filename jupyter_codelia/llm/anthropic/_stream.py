@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CodeliaError
-from .base import StreamCallbacks
+from ...errors import CodeliaError
+from ..base import StreamCallbacks
 
 _INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 

@@ -1,10 +1,10 @@
-"""The Anthropic provider: :class:`AnthropicChat`, a :class:`~.base.ChatModel` over the SDK 2.x.
+"""The Anthropic provider: :class:`AnthropicChat`, a ``ChatModel`` over the SDK 2.x.
 
 Every call streams, so text and thinking reach the UI as they are generated. The SDK sends the
-request and raises for HTTP errors; the event stream itself is read by
-:mod:`._anthropic_stream`, which keeps the blocks exactly as the API sent them. The SDK never
-retries (``max_retries=0``): failures become :class:`~.base.LlmError` and the agent decides. The
-SDK is imported on first use, so importing this module stays cheap.
+request and raises for HTTP errors; the event stream itself is read by :mod:`._stream`, which
+keeps the blocks exactly as the API sent them. The SDK never retries (``max_retries=0``):
+failures become ``LlmError`` and the agent decides. The SDK is imported on first use, so
+importing this module stays cheap.
 
 ``max_tokens`` and the thinking request come from the model table in :mod:`.models`.
 """
@@ -14,9 +14,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import models, pricing
-from ._anthropic_errors import classify_exception, classify_status, malformed_stream_error
-from ._anthropic_request import (
+from .. import pricing
+from .._sdk_calls import LoopBoundClient, run_cancellable
+from ..base import LlmError, StreamCallbacks, TextDeltaCallback
+from ..messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinition, Message
+from . import models
+from ._errors import classify_exception, classify_status, malformed_stream_error
+from ._request import (
     MessagesCache,
     add_cache_breakpoints,
     system_cache_allowed,
@@ -25,21 +29,18 @@ from ._anthropic_request import (
     to_anthropic_tool_choice,
     to_anthropic_tools,
 )
-from ._anthropic_response import completion_from_anthropic
-from ._anthropic_stream import (
+from ._response import completion_from_anthropic
+from ._stream import (
     InStreamApiError,
     ReplyAccumulator,
     StreamProtocolError,
     server_sent_events,
 )
-from ._sdk_calls import LoopBoundClient, run_cancellable
-from .base import LlmError, StreamCallbacks, TextDeltaCallback
-from .messages import ChatInvokeCompletion, ChatInvokeUsage, FunctionToolDefinition, Message
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
-    from .._cancellation import CancelSignal
+    from ..._cancellation import CancelSignal
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 MIN_THINKING_BUDGET = 1024

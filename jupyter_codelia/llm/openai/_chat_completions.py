@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._text import compact_json
-from ._openai_stream import CHAT_REASONING
-from ._request_parts import BlockCache
-from .messages import ImagePart, part_placeholder
-from .openai_models import SendBack
+from ..._text import compact_json
+from .._request_parts import BlockCache
+from ..messages import ImagePart, part_placeholder
+from ._stream import CHAT_REASONING
+from .models import SendBack
 
 ApiMessage = dict[str, Any]
 ApiPart = dict[str, Any]
@@ -149,7 +149,7 @@ def to_openai_messages(
     dropped: the API refuses both. ``cache`` reuses conversions of messages seen before.
     ``images=False`` (a model without vision) sends images as ``[image]`` placeholders.
     ``send_back``: what a tool-call turn carries of its reasoning (see
-    :data:`~.openai_models.SendBack`).
+    :data:`~.models.SendBack`).
     """
     convert = cache.blocks if cache is not None else _uncached
     convert_one = _convert_one if images else _convert_one_without_images
