@@ -29,7 +29,9 @@ pytestmark = pytest.mark.browser
 
 PANEL = "#jp-codelia-panel"
 LOAD = "%load_ext jupyter_codelia"
-WORDS = [f"word{i}" for i in range(300)]
+# Streamed slowly (a word every quarter second): the page reloads well before the answer ends.
+WORDS = [f"word{i}" for i in range(120)]
+WORD_DELAY_S = 0.25
 # A page reloaded while a blocking cell runs never saw the cell panel's widgets; when the run
 # ends the kernel closes them and JupyterLab logs each close of a comm it does not know.
 RELOAD_CONSOLE = (*BENIGN_CONSOLE, "Comm not found for comm id")
@@ -117,8 +119,8 @@ def test_reload_mid_panel_run_shows_the_prompt_and_the_text_streamed_so_far(
     page = reload_page
     open_notebook_with_panel(page, lab, "reload-panel.ipynb", [LOAD])
     type_in_cell(page, 0, LOAD)
-    anthropic.queue(reply(" ".join(WORDS), delay_s=0.06))
-    send(page, "Count to three hundred for me")
+    anthropic.queue(reply(" ".join(WORDS), delay_s=WORD_DELAY_S))
+    send(page, "Count to a hundred and twenty for me")
     page.wait_for_function(STREAMED_JS, arg=WORDS[:30])
 
     page.reload()
@@ -127,7 +129,7 @@ def test_reload_mid_panel_run_shows_the_prompt_and_the_text_streamed_so_far(
     assert panel_visible(page)
     user = page.locator(f"{PANEL} .jp-codelia-user")
     user.wait_for()
-    assert user.inner_text().strip() == "Count to three hundred for me"
+    assert user.inner_text().strip() == "Count to a hundred and twenty for me"
     # What was streamed before the reload is back at once, while the run goes on.
     page.wait_for_function(STREAMED_JS, arg=WORDS[:30])
     assert page.locator(f'{PANEL}[data-running="true"]').count() == 1
@@ -146,7 +148,7 @@ def test_reload_mid_blocking_cell_shows_the_prompt_and_the_text_streamed_so_far(
     open_notebook_with_panel(page, lab, "reload-cell.ipynb", [LOAD, ""])
     type_in_cell(page, 0, LOAD)
     page.wait_for_function(WAIT_KERNEL_IDLE, polling=250)
-    anthropic.queue(reply(" ".join(WORDS), delay_s=0.06))
+    anthropic.queue(reply(" ".join(WORDS), delay_s=WORD_DELAY_S))
     type_in_cell(page, 1, "%%codelia\nCount slowly in the cell")
     page.wait_for_function(STREAMED_JS, arg=WORDS[:30])
 
@@ -163,7 +165,7 @@ def test_reload_mid_blocking_cell_shows_the_prompt_and_the_text_streamed_so_far(
     # Still mid-run (the kernel's status is no witness: subshell replies set it idle).
     assert page.locator(f'{PANEL}[data-running="true"]').count() == 1
     assert page.locator(f"{PANEL} .jp-codelia-final").count() == 0
-    page.wait_for_function(STREAMED_JS, arg=WORDS[:200], timeout=120_000)
+    page.wait_for_function(STREAMED_JS, arg=WORDS[:100], timeout=120_000)
     page.locator(f"{PANEL} .jp-codelia-final").wait_for(timeout=120_000)
     assert last_answer(page).split() == WORDS
     assert user.count() == 1
