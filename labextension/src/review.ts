@@ -177,7 +177,8 @@ export class ReviewBadges {
     }
     card.appendChild(facts);
     if (view.diff) {
-      const diff = el('pre', 'jp-codelia-edit-diff');
+      // Styled like the side panel's diffs (base.css).
+      const diff = el('pre', 'jp-codelia-diff jp-codelia-edit-diff');
       for (const line of view.diff) {
         const kind = line.sign === '+' ? 'add' : line.sign === '-' ? 'del' : 'ctx';
         diff.appendChild(
