@@ -17,6 +17,7 @@ import { codeliaIcon } from './icon';
 import { keyHelp } from './keyhelp';
 import { KernelLiveness, LOST_KERNEL_MESSAGE } from './liveness';
 import {
+  JSONObject,
   KernelMessage,
   KernelState,
   PermissionDecision,
@@ -53,7 +54,8 @@ export class CodeliaPanel extends Widget {
     this.title.caption = 'Codelia: chat with the agent in this notebook’s kernel';
     this.transcript = new Transcript();
     this.view = new TranscriptView(rendermime, {
-      respond: (item, decision, reason) => void this.respond(item, decision, reason),
+      respond: (item, decision, reason, content) =>
+        void this.respond(item, decision, reason, content),
       openCacheEntry: refId => {
         this.toggleDrawer(this.cacheDrawer, true);
         void this.cache.open(refId);
@@ -436,7 +438,8 @@ export class CodeliaPanel extends Widget {
   private async respond(
     item: PermissionItem,
     decision: PermissionDecision,
-    reason: string
+    reason: string,
+    content?: JSONObject
   ): Promise<void> {
     const connection = this._connection;
     const view = this.view.permissionView(item.id);
@@ -450,6 +453,9 @@ export class CodeliaPanel extends Widget {
     };
     if (reason !== '') {
       fields.reason = reason;
+    }
+    if (content !== undefined) {
+      fields.content = content;
     }
     try {
       const { route, result } = await connection.control('permission.respond', fields);

@@ -358,3 +358,14 @@ def _value_html(value: Any) -> str:
     if isinstance(value, str):
         return pre(value) if "\n" in value else escape(value)
     return escape(compact_json(value))
+
+
+def progress_line(event: Any) -> str:
+    """A ``tool.progress`` event as one line: ``3/5 step 3``, or a log line with its level."""
+    if event.level:
+        return f"[{event.level}] {event.message or ''}".strip()
+    count = ""
+    if event.progress is not None:
+        done = f"{event.progress:g}"
+        count = f"{done}/{event.total:g}" if event.total else done
+    return " ".join(part for part in (count, event.message or "") if part)
