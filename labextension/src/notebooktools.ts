@@ -23,9 +23,6 @@ import { NotebookComm } from './notebookcomm';
 import { JSONObject } from './protocol';
 import { ReviewBadges } from './review';
 
-export { AGENT_CELL_CLASS, BADGE_CLASS, revertButton } from './review';
-export { NOTEBOOK_TARGET } from './notebookcomm';
-
 export class NotebookToolsHandler implements IDisposable {
   constructor(readonly panel: NotebookPanel) {
     this.actions = new NotebookActions(

@@ -20,9 +20,9 @@ import {
 } from './notebookactions';
 import { JSONObject } from './protocol';
 
-export const BADGE_CLASS = 'jp-codelia-cell-badge';
-export const AGENT_CELL_CLASS = 'jp-codelia-agent-cell';
-export const CARD_CLASS = 'jp-codelia-edit-card';
+const BADGE_CLASS = 'jp-codelia-cell-badge';
+const AGENT_CELL_CLASS = 'jp-codelia-agent-cell';
+const CARD_CLASS = 'jp-codelia-edit-card';
 /** Prompts longer than this are cut in the card (the whole prompt is its tooltip). */
 const PROMPT_CHARS = 280;
 
