@@ -356,8 +356,15 @@ class Bridge:
         kernel opens it at once, with the hello as its data, and notifications flow on it.
         """
         client_id = _field(data, "client_id", str)
-        from comm import create_comm
+        from comm import create_comm, get_comm_manager
 
+        if TARGET not in get_comm_manager().targets:
+            # control() works without %load_ext; a panel must not run the agent where the
+            # magics are missing: it loads the extension itself once the shell is free.
+            raise RequestError(
+                "panel.attach: jupyter_codelia is not loaded in this kernel (%load_ext "
+                "jupyter_codelia)"
+            )
         comm = create_comm(target_name=PANEL_TARGET, data=self.hello(client_id))
         self._adopt(comm)
         return {}

@@ -482,3 +482,26 @@ def test_a_panel_attaching_mid_reply_gets_a_comm_the_prompt_and_the_text_so_far(
     assert seqs == sorted(set(seqs))
     live = [d for d in seen["live"] if d.get("type") == "agent.event"]
     assert live, "no live event reached the attached comm while the cell was busy"
+
+
+def test_panel_attach_is_refused_where_the_extension_is_not_loaded(start_kernel: Any) -> None:
+    kernel = start_kernel()
+    control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+    attach = json.dumps({"type": "panel.attach", "request_id": "a", "client_id": "tab"})
+    msg_id = kernel.kc.execute(
+        "", silent=True, store_history=False, user_expressions={"a": f"{control}({attach!r})"}
+    )
+    while True:
+        answer = kernel.kc.get_shell_msg(timeout=30)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    refused = answer["content"]["user_expressions"]["a"]["data"]["application/json"]
+    assert refused == {
+        "type": "response",
+        "request_id": "a",
+        "ok": False,
+        "error": "panel.attach: jupyter_codelia is not loaded in this kernel "
+        "(%load_ext jupyter_codelia)",
+    }
+    kernel.drain()
+    assert not [m for m in kernel.iopub if m["msg_type"] == "comm_open"]
