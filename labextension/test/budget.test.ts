@@ -70,7 +70,7 @@ describe('budget meter', () => {
     expect(t.budget).toBe('');
   });
 
-  it('keeps no figures of a finished run or of another session', () => {
+  it('calls a finished run the last run and keeps no figures of another session', () => {
     const t = new Transcript();
     const start = (runId: string, sessionId: string): KernelMessage => ({
       type: 'run.started',
@@ -96,14 +96,20 @@ describe('budget meter', () => {
     expect(t.budget).toBe(
       'run 1 tool calls / 5 tool calls · session 4 tool calls / 20 tool calls'
     );
-    // The run ends: its own limit no longer applies, the session's still does.
+    // The run ends: its figures are the last run's, no longer current.
     const ended = t.apply({ type: 'run.status', run_id: 'r1', status: 'completed' });
     expect(ended).toContainEqual({
       op: 'budget',
+      budget:
+        'last run 1 tool calls / 5 tool calls · session 4 tool calls / 20 tool calls'
+    });
+    // The next run drops them: only the session's figures hold until it sends its own.
+    const next = t.apply(start('r2', 's'));
+    expect(next).toContainEqual({
+      op: 'budget',
       budget: 'session 4 tool calls / 20 tool calls'
     });
-    // A run with only a run limit leaves nothing behind once it ended.
-    t.apply(start('r2', 's'));
+    // A run with only a run limit leaves nothing once the next run starts.
     t.apply(
       spend(
         'r2',
@@ -112,6 +118,8 @@ describe('budget meter', () => {
       )
     );
     t.apply({ type: 'run.status', run_id: 'r2', status: 'cancelled' });
+    expect(t.budget).toBe('last run 1 tool calls / 3 tool calls');
+    t.apply(start('r2b', 's'));
     expect(t.budget).toBe('');
     // Another session's run (no limits there, so no budget event) shows none of this one's.
     t.apply(start('r3', 's'));
