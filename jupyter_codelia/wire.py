@@ -65,12 +65,16 @@ class KernelState(_Message):
 
     ``store`` names where the kernel keeps sessions and cache, so the panel reads history from
     the server only when it sees that very store; ``control_requests`` lists what ``control()``
-    serves on a subshell (both absent from older kernels).
+    serves on a subshell (both absent from older kernels). ``provider`` is the configured model
+    service and ``api_key_env`` the variable its key is read from (``None`` for a local server
+    that needs none), so a panel can say how to set the key that is missing.
     """
 
     protocol: int = PROTOCOL_VERSION
     session_id: str | None
     model: str | None = None
+    provider: str | None = None
+    api_key_env: str | None = None
     approval_mode: str | None = None
     active_run: ActiveRun | None
     api_key_configured: bool | None = None
@@ -79,9 +83,12 @@ class KernelState(_Message):
 
 
 class Hello(KernelState):
-    """Sent on a comm as soon as the kernel accepts it."""
+    """Sent on a comm as soon as the kernel accepts it. On a comm the kernel opened for a
+    ``panel.attach`` request this is the comm's opening data, with the asking panel's
+    ``client_id``."""
 
     type: Literal["hello"] = "hello"
+    client_id: str | None = None
 
 
 class Response(_Message):

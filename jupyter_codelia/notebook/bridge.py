@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from .run.runner import NotebookAgent
 
 TARGET = "codelia"
+# The target of a comm the kernel opens for a panel that asked with ``panel.attach``: a comm the
+# front end opens waits for a busy cell to end, one the kernel opens works at once.
+PANEL_TARGET = "codelia.panel"
 log = logging.getLogger("jupyter_codelia.notebook.bridge")
 
 _DECISIONS = ("allow", "allow_remember", "deny")
@@ -50,6 +53,7 @@ _CONTROL_SAFE = frozenset(
         "jobs.list",
         "job.stop",
         "notebook.reply",
+        "panel.attach",
     }
 )
 
@@ -84,13 +88,17 @@ class Bridge:
     # ------------------------------------------------------------------ comms
 
     def on_open(self, comm: Any, _msg: Any) -> None:
+        self._adopt(comm)
+        comm.send(self.hello())
+
+    def _adopt(self, comm: Any) -> None:
+        """Serve requests on ``comm`` and send it every notification from now on."""
         with self._lock:
             self.comms.append(comm)
-        if self._unsubscribe is None:
-            self._unsubscribe = self.nb.subscribe(self.notify)
+            if self._unsubscribe is None:
+                self._unsubscribe = self.nb.subscribe(self.notify)
         comm.on_msg(lambda msg: self._on_msg(comm, msg))
         comm.on_close(lambda _msg: self._forget(comm))
-        comm.send(self.hello())
 
     def _forget(self, comm: Any) -> None:
         with self._lock:
@@ -112,15 +120,15 @@ class Bridge:
 
     # ------------------------------------------------------------------ requests
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self, client_id: str | None = None) -> dict[str, Any]:
         from ..wire import Hello
 
-        return Hello(**self.state()).dump()
+        return Hello(**self.state(), client_id=client_id).dump()
 
     def state(self) -> dict[str, Any]:
         from ..wire import ActiveRun as WireActiveRun
         from ..wire import KernelState
-        from .config import ConfigError, api_key_configured
+        from .config import ConfigError, api_key_configured, api_key_env
 
         try:
             settings = self.nb.settings()
@@ -145,6 +153,8 @@ class Bridge:
                 prompt=redact_secrets(active.prompt),
                 source=active.source,
             ),
+            provider=provider,
+            api_key_env=api_key_env(provider),
             api_key_configured=api_key_configured(provider=provider),
             store=self.store(),
             # What control() serves, so front ends know which reads may go on a subshell.
@@ -269,7 +279,15 @@ class Bridge:
             raise RequestError(f"session not found: {session_id}") from None
         except ValueError as exc:
             raise RequestError(str(exc)) from None
-        return {"session_id": session_id, "events": transcript_messages(records, session_id)}
+        messages = transcript_messages(records, session_id)
+        active = self.nb.active
+        if active is not None and active.session_id == session_id:
+            # The reply streaming now is logged only when it ends: add what was streamed of it.
+            from .run.streamed import with_streamed
+
+            streamed = active.streamed.messages(active.run_id)
+            messages = with_streamed(messages, active.run_id, streamed)
+        return {"session_id": session_id, "events": messages}
 
     def _cache_call(self, method: Callable[[], Any]) -> Any:
         try:
@@ -331,6 +349,27 @@ class Bridge:
     def _state_get(self, _data: dict[str, Any]) -> dict[str, Any]:
         return self.state()
 
+    def _panel_attach(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Open a ``codelia.panel`` comm to the panel ``client_id`` (sent through control()).
+
+        The kernel takes no ``comm_open`` while a cell runs, so a panel that connects during a
+        blocking ``%%codelia`` run (a reloaded page) asks for this comm on a subshell: the
+        kernel opens it at once, with the hello as its data, and notifications flow on it.
+        """
+        client_id = _field(data, "client_id", str)
+        from comm import create_comm, get_comm_manager
+
+        if TARGET not in get_comm_manager().targets:
+            # control() works without %load_ext; a panel must not run the agent where the
+            # magics are missing: it loads the extension itself once the shell is free.
+            raise RequestError(
+                "panel.attach: jupyter_codelia is not loaded in this kernel (%load_ext "
+                "jupyter_codelia)"
+            )
+        comm = create_comm(target_name=PANEL_TARGET, data=self.hello(client_id))
+        self._adopt(comm)
+        return {}
+
     def _notebook_reply(self, data: dict[str, Any]) -> dict[str, Any]:
         """The notebook front end's answer to a kernel request (see notebook/frontend.py)."""
         reply_to = _field(data, "reply_to", str)
@@ -372,6 +411,7 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "cache.parts": Bridge._cache_parts,
     "todos.get": Bridge._todos_get,
     "state.get": Bridge._state_get,
+    "panel.attach": Bridge._panel_attach,
     "jobs.list": _jobs_list,
     "job.stop": _job_stop,
     "notebook.reply": Bridge._notebook_reply,

@@ -274,13 +274,21 @@ def config_path(home: Path | None = None) -> Path:
     return (home if home is not None else _default_home()) / "config.json"
 
 
+def api_key_env(provider: str = "anthropic") -> str | None:
+    """The environment variable ``provider``'s key is read from; None for a local server."""
+    if provider in LOCAL_PROVIDERS:
+        return None
+    return PROVIDER_KEY_ENV.get(provider, API_KEY_ENV)
+
+
 def api_key_configured(environ: dict[str, str] | None = None, provider: str = "anthropic") -> bool:
     """Whether ``provider`` has its key (local servers need none)."""
     env = os.environ if environ is None else environ
-    if provider in LOCAL_PROVIDERS:
+    name = api_key_env(provider)
+    if name is None:
         return True
-    if provider in PROVIDER_KEY_ENV:
-        return bool(env.get(PROVIDER_KEY_ENV[provider], "").strip())
+    if name != API_KEY_ENV:
+        return bool(env.get(name, "").strip())
     return bool(env.get(API_KEY_ENV, "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", "").strip())
 
 

@@ -1,6 +1,10 @@
 /**
  * The side panel's budget meter: spend against each limit set for the run and the session, the
- * same figures the cell panel shows, from the agent's `budget` events.
+ * same figures the cell panel shows, from the agent's `budget` events. The figures belong to a
+ * run and a session: when that run ends its figures say "last run", a new run drops them (its
+ * own first `budget` event brings new ones; a run without limits sends none) and a run of
+ * another session drops everything, so the line never passes a finished run's or another
+ * session's spend off as current.
  */
 
 import type { AgentEvent } from './protocol';
@@ -19,12 +23,24 @@ function trimZeros(text: string): string {
   return text.includes('.') ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
 }
 
-/** "run $0.12 / $0.5 · session 3 tool calls / 10 tool calls", or '' when no limit is set. */
-export function budgetSummary(event: BudgetEvent): string {
+/** What the run figures of a budget event stand for now. */
+export type RunScope = 'current' | 'ended' | 'dropped';
+
+/**
+ * "run $0.12 / $0.5 · session 3 tool calls / 10 tool calls", or '' when no limit is set.
+ * `run`: whether the event's run is going on, ended ("last run") or followed by another run
+ * (its figures are left out).
+ */
+export function budgetSummary(event: BudgetEvent, run: RunScope = 'current'): string {
   const parts: string[] = [];
+  const dropped = run === 'dropped';
   const scopes: [string, { [key: string]: number | null }, { [key: string]: number }][] =
     [
-      ['run', event.run_spent, event.run_limits],
+      [
+        run === 'ended' ? 'last run' : 'run',
+        dropped ? {} : event.run_spent,
+        dropped ? {} : event.run_limits
+      ],
       ['session', event.session_spent, event.session_limits]
     ];
   for (const [scope, spent, limits] of scopes) {
@@ -40,4 +56,66 @@ export function budgetSummary(event: BudgetEvent): string {
     }
   }
   return parts.join(' · ');
+}
+
+/** The latest budget figures and the run and session they belong to. */
+export class BudgetLine {
+  /** What the line says now ('' when no limit applies). */
+  get summary(): string {
+    return this.latest === null ? '' : budgetSummary(this.latest, this.run);
+  }
+
+  /** A `budget` event of `runId`; returns the new summary. */
+  update(runId: string, sessionId: string | null, event: BudgetEvent): string {
+    this.latest = event;
+    this.runId = runId;
+    this.sessionId = sessionId;
+    this.run = 'current';
+    return this.summary;
+  }
+
+  /**
+   * A run started: figures of another session go, those of an earlier run of this one keep
+   * only their session part. Returns the new summary, or null when it did not change.
+   */
+  runStarted(runId: string, sessionId: string | null): string | null {
+    if (this.latest === null || runId === this.runId) {
+      return null;
+    }
+    return this.change(() => {
+      if (sessionId !== this.sessionId) {
+        this.clear();
+      } else {
+        this.run = 'dropped';
+      }
+    });
+  }
+
+  /** `runId` ended: its figures are the last run's. Returns the new summary, or null. */
+  runFinished(runId: string): string | null {
+    if (this.latest === null || runId !== this.runId || this.run !== 'current') {
+      return null;
+    }
+    return this.change(() => {
+      this.run = 'ended';
+    });
+  }
+
+  clear(): void {
+    this.latest = null;
+    this.runId = null;
+    this.sessionId = null;
+    this.run = 'current';
+  }
+
+  private change(apply: () => void): string | null {
+    const before = this.summary;
+    apply();
+    return this.summary === before ? null : this.summary;
+  }
+
+  private latest: BudgetEvent | null = null;
+  private runId: string | null = null;
+  private sessionId: string | null = null;
+  private run: RunScope = 'current';
 }

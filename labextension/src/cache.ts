@@ -100,6 +100,15 @@ export class CacheBrowser {
         el('span', 'jp-codelia-cache-whose', entry.whose ?? '')
       );
       row.setAttribute('role', 'option');
+      row.title = [
+        entry.ref_id,
+        entry.tool_name,
+        `${entry.line_count} lines`,
+        formatBytes(entry.size_bytes),
+        entry.whose ?? ''
+      ]
+        .filter(part => part !== '')
+        .join(' · ');
       row.dataset.refId = entry.ref_id;
       this.list.appendChild(row);
     }

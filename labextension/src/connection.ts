@@ -2,7 +2,10 @@
  * The panel's link to one kernel: opens the `codelia` comm (loading the kernel extension when it
  * is missing), matches requests to responses, and sends control requests (Stop, approval answers)
  * as `execute_request`s on a kernel subshell so they run even while a user cell is busy
- * (docs/comm-protocol.md "Control while a cell is busy").
+ * (docs/comm-protocol.md "Control while a cell is busy"). A kernel takes no `comm_open` while a
+ * cell runs, so when the comm does not open at once the panel asks the kernel, through a
+ * subshell, to open a `codelia.panel` comm itself (`panel.attach`): a page reloaded during a
+ * blocking `%%codelia` run is connected while the cell still runs.
  */
 
 import { ISessionContext } from '@jupyterlab/apputils';
@@ -11,10 +14,19 @@ import { JSONObject as JSONMessage, PromiseDelegate, UUID } from '@lumino/coreut
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { controlReply } from './liveness';
 import { HelloMessage, JSONObject, KernelMessage } from './protocol';
 
 export const COMM_TARGET = 'codelia';
+/** The target of the comm a kernel opens for a panel that asked with `panel.attach`. */
+export const PANEL_TARGET = 'codelia.panel';
 export const HELLO_TIMEOUT_MS = 5000;
+/**
+ * An idle kernel answers kernel_info and a comm_open within milliseconds; one that has not
+ * after this long is running a cell (it answers them when the cell ends), so the panel attaches
+ * through a subshell instead of waiting for the cell.
+ */
+export const ATTACH_AFTER_MS = 1500;
 // Not `%load_ext`: that would mark the extension loaded, and the person's own
 // `%load_ext jupyter_codelia` cell would then print "already loaded" into their notebook.
 const LOAD_EXTENSION_CODE =
@@ -106,6 +118,41 @@ export function parseControlResult(data: JSONObject): KernelMessage | null {
   return null;
 }
 
+/** What `promise` settles to within `ms`, or null when it has not by then. */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<null>(resolve => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** The panels of this page waiting for a `codelia.panel` comm, by their client id. */
+const attachWaiters = new Map<
+  string,
+  (comm: Kernel.IComm, hello: HelloMessage) => void
+>();
+const acceptingKernels = new WeakSet<Kernel.IKernelConnection>();
+
+/**
+ * Accept `codelia.panel` comms on `kernel` (every notebook of the page does, see index.ts): a
+ * kernel opens them for one panel, named by `client_id`; a page whose panel did not ask leaves
+ * the comm alone, since closing it would close it for the page that did.
+ */
+export function acceptPanelComms(kernel: Kernel.IKernelConnection): void {
+  if (acceptingKernels.has(kernel)) {
+    return;
+  }
+  acceptingKernels.add(kernel);
+  kernel.registerCommTarget(PANEL_TARGET, (comm, msg) => {
+    const hello = msg.content.data as unknown as HelloMessage;
+    const waiter = attachWaiters.get(hello?.client_id ?? '');
+    if (waiter && hello.type === 'hello') {
+      waiter(comm, hello);
+    }
+  });
+}
+
 interface Pending {
   resolve: (result: JSONObject) => void;
   reject: (error: Error) => void;
@@ -113,6 +160,9 @@ interface Pending {
 
 export class CodeliaConnection implements IDisposable {
   constructor(readonly sessionContext: ISessionContext) {}
+
+  /** Names this panel when it asks the kernel for a comm (`panel.attach`). */
+  readonly clientId = UUID.uuid4();
 
   get messageReceived(): ISignal<this, KernelMessage> {
     return this._messageReceived;
@@ -139,9 +189,13 @@ export class CodeliaConnection implements IDisposable {
     return this.sessionContext.session?.kernel ?? null;
   }
 
-  /** Whether control requests can bypass a busy main shell. */
+  /**
+   * Whether control requests can bypass a busy main shell: the kernel said so in its
+   * kernel_info, or on the control channel while its shell was busy.
+   */
   get supportsSubshells(): boolean {
-    return this.kernel?.supportsSubshells ?? false;
+    const kernel = this.kernel;
+    return !!kernel && (kernel.supportsSubshells || this._subshellsFor === kernel);
   }
 
   get isDisposed(): boolean {
@@ -158,8 +212,7 @@ export class CodeliaConnection implements IDisposable {
     }
     this.setState('connecting');
     try {
-      await kernel.info;
-      if (await this.tryOpen(kernel, HELLO_TIMEOUT_MS)) {
+      if (await this.openOrAttach(kernel)) {
         return;
       }
       this.setState('loading-extension');
@@ -185,6 +238,66 @@ export class CodeliaConnection implements IDisposable {
       }
       this._failure = error instanceof Error ? error.message : String(error);
       this.setState('failed');
+    }
+  }
+
+  /**
+   * Open the comm, or have the kernel open one when a running cell holds the shell (it then
+   * answers neither kernel_info nor comm_open). False when neither worked: the kernel extension
+   * is probably not loaded.
+   */
+  private async openOrAttach(kernel: Kernel.IKernelConnection): Promise<boolean> {
+    if ((await within(kernel.info, ATTACH_AFTER_MS)) === null) {
+      // A page loaded while a cell runs: the shell answers kernel_info when the cell ends.
+      if (await this.attach(kernel)) {
+        return true;
+      }
+      await kernel.info;
+      return this.tryOpen(kernel, HELLO_TIMEOUT_MS);
+    }
+    const opened = this.tryOpen(kernel, HELLO_TIMEOUT_MS);
+    const early = await within(opened, ATTACH_AFTER_MS);
+    if (early !== null) {
+      return early;
+    }
+    if (kernel.supportsSubshells && (await this.attach(kernel))) {
+      return true;
+    }
+    return opened;
+  }
+
+  /**
+   * Ask the kernel through a subshell (`panel.attach`) to open a `codelia.panel` comm to this
+   * panel; true once it is open with its hello. False for a kernel without subshells or
+   * without the extension loaded (control() then answers an error).
+   */
+  private async attach(kernel: Kernel.IKernelConnection): Promise<boolean> {
+    if (!kernel.supportsSubshells) {
+      const info = await controlReply(kernel, 'kernel_info_request', HELLO_TIMEOUT_MS);
+      const features = (info?.content as { supported_features?: string[] } | undefined)
+        ?.supported_features;
+      if (!features?.includes('kernel subshells')) {
+        return false;
+      }
+      this._subshellsFor = kernel;
+    }
+    acceptPanelComms(kernel);
+    const arrived = new PromiseDelegate<{ comm: Kernel.IComm; hello: HelloMessage }>();
+    attachWaiters.set(this.clientId, (comm, hello) => arrived.resolve({ comm, hello }));
+    try {
+      const { result } = await this.control('panel.attach', { client_id: this.clientId });
+      await result;
+      const attached = await within(arrived.promise, HELLO_TIMEOUT_MS);
+      if (!attached || this._disposed) {
+        return false;
+      }
+      this.adopt(attached.comm);
+      this.welcome(attached.hello);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      attachWaiters.delete(this.clientId);
     }
   }
 
@@ -257,28 +370,27 @@ export class CodeliaConnection implements IDisposable {
     this._comm = comm;
     const opened = new PromiseDelegate<boolean>();
     const timer = window.setTimeout(() => opened.resolve(false), timeoutMs);
-    comm.onMsg = msg => {
-      const data = msg.content.data as unknown as KernelMessage;
-      if (data && data.type === 'hello') {
-        this._hello = data;
-        window.clearTimeout(timer);
-        this.setState('ready');
-        opened.resolve(true);
-      }
-      this.handle(data);
-    };
-    comm.onClose = () => {
+    this.adopt(comm, () => {
       window.clearTimeout(timer);
       opened.resolve(false);
-      if (this._comm === comm) {
-        this._comm = null;
-        this.rejectPending(
-          'the codelia comm closed (kernel restarted or extension unloaded)'
-        );
-        if (this._state === 'ready') {
-          this.setState('closed');
+    });
+    const handle = comm.onMsg;
+    comm.onMsg = msg => {
+      const data = msg.content.data as unknown as KernelMessage;
+      if (this._comm !== comm) {
+        // Answered after the panel attached another way (a busy cell held this open).
+        if (!comm.isDisposed) {
+          comm.close();
         }
+        return;
       }
+      if (data && data.type === 'hello') {
+        window.clearTimeout(timer);
+        this.welcome(data);
+        opened.resolve(true);
+        return;
+      }
+      return handle(msg);
     };
     comm.open({ client: 'jupyterlab-sidepanel' });
     return opened.promise.then(ok => {
@@ -290,6 +402,33 @@ export class CodeliaConnection implements IDisposable {
       }
       return ok;
     });
+  }
+
+  /** Serve `comm` as this panel's comm: its messages, and its closing. */
+  private adopt(comm: Kernel.IComm, onClose?: () => void): void {
+    this._comm = comm;
+    comm.onMsg = msg => {
+      this.handle(msg.content.data as unknown as KernelMessage);
+    };
+    comm.onClose = () => {
+      onClose?.();
+      if (this._comm === comm) {
+        this._comm = null;
+        this.rejectPending(
+          'the codelia comm closed (kernel restarted or extension unloaded)'
+        );
+        if (this._state === 'ready') {
+          this.setState('closed');
+        }
+      }
+    };
+  }
+
+  /** The kernel's hello arrived on the comm: the connection is ready. */
+  private welcome(hello: HelloMessage): void {
+    this._hello = hello;
+    this.setState('ready');
+    this.handle(hello);
   }
 
   private handle(message: KernelMessage): void {
@@ -339,7 +478,7 @@ export class CodeliaConnection implements IDisposable {
   /** A clone of the kernel connection bound to a subshell made for control requests. */
   private controlKernel(): Promise<Kernel.IKernelConnection | null> {
     const kernel = this.kernel;
-    if (!kernel || !kernel.supportsSubshells) {
+    if (!kernel || !this.supportsSubshells) {
       return Promise.resolve(null);
     }
     if (this._controlKernel === null || this._controlKernelFor !== kernel) {
@@ -357,26 +496,28 @@ export class CodeliaConnection implements IDisposable {
   private _pending = new Map<string, Pending>();
   private _controlKernel: Promise<Kernel.IKernelConnection | null> | null = null;
   private _controlKernelFor: Kernel.IKernelConnection | null = null;
+  /** The kernel whose control channel said it has subshells before its shell could. */
+  private _subshellsFor: Kernel.IKernelConnection | null = null;
   private _messageReceived = new Signal<this, KernelMessage>(this);
   private _stateChanged = new Signal<this, ConnectionState>(this);
 }
 
-/** A clone of `kernel` bound to a new subshell (null when the kernel cannot make one). */
-export function openControlSubshell(
+/**
+ * A clone of `kernel` bound to a new subshell (null when the kernel cannot make one). The
+ * request goes on the control channel, so it is answered while a cell holds the shell.
+ */
+export async function openControlSubshell(
   kernel: Kernel.IKernelConnection
 ): Promise<Kernel.IKernelConnection | null> {
-  return kernel
-    .requestCreateSubshell({}, true)
-    .done.then(reply => {
-      const subshellId = (reply.content as { subshell_id?: string }).subshell_id;
-      if (!subshellId) {
-        return null;
-      }
-      const control = kernel.clone({ handleComms: false });
-      control.subshellId = subshellId;
-      return control;
-    })
-    .catch(() => null);
+  const reply = await controlReply(kernel, 'create_subshell_request', HELLO_TIMEOUT_MS);
+  const subshellId = (reply?.content as { subshell_id?: string } | undefined)
+    ?.subshell_id;
+  if (!subshellId) {
+    return null;
+  }
+  const control = kernel.clone({ handleComms: false });
+  control.subshellId = subshellId;
+  return control;
 }
 
 /** Run one control request through `bridge.control()` on a subshell kernel; its result. */

@@ -12,6 +12,7 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { acceptPanelComms } from './connection';
 import { NotebookToolsHandler } from './notebooktools';
 import { CodeliaPanel } from './panel';
 
@@ -39,6 +40,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const attach = (notebook: NotebookPanel) => {
       const handler = new NotebookToolsHandler(notebook);
       notebook.disposed.connect(() => handler.dispose());
+      // A kernel may open a panel comm for a panel of another page on the same kernel: this
+      // page must accept (and ignore) it rather than close it for that page.
+      const context = notebook.sessionContext;
+      const accept = () => {
+        const kernel = context.session?.kernel;
+        if (kernel) {
+          acceptPanelComms(kernel);
+        }
+      };
+      context.kernelChanged.connect(accept);
+      void context.ready.then(accept);
     };
     tracker.forEach(attach);
     tracker.widgetAdded.connect((_, notebook) => attach(notebook));

@@ -16,11 +16,16 @@ export const LOST_KERNEL_MESSAGE =
   'It may have stopped, or the kernel gateway serving it may be down. ' +
   'What the run did so far is saved in its session.';
 
-/** Whether a kernel answers a control-channel `kernel_info_request` within `timeoutMs`. */
-export async function kernelAnswers(
+/**
+ * Send one request on the control channel, which a busy cell does not block; its reply, or
+ * null when none came within `timeoutMs`. (The services typings list only a few control
+ * message types, and `requestCreateSubshell` refuses until the shell answered kernel_info.)
+ */
+export async function controlReply(
   kernel: Kernel.IKernelConnection,
+  msgType: 'kernel_info_request' | 'create_subshell_request',
   timeoutMs: number
-): Promise<boolean> {
+): Promise<KernelMessage.IMessage | null> {
   const request = KernelMessage.createMessage({
     msgType: 'kernel_info_request',
     channel: 'shell',
@@ -28,24 +33,32 @@ export async function kernelAnswers(
     username: kernel.username,
     content: {}
   });
-  // Kernels answer kernel_info on the control channel too (ipykernel >= 6), which a busy cell
-  // does not block; the services typings list only a few control message types.
   const msg = {
     ...request,
+    header: { ...request.header, msg_type: msgType },
     channel: 'control'
   } as unknown as KernelMessage.IControlMessage;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<boolean>(resolve => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
+  const timeout = new Promise<null>(resolve => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
   });
   try {
     const future = kernel.sendControlMessage(msg, true, true);
-    return await Promise.race([future.done.then(() => true), timeout]);
+    return await Promise.race([future.done, timeout]);
   } catch {
-    return false;
+    return null;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Whether a kernel answers a control-channel `kernel_info_request` within `timeoutMs`. */
+export async function kernelAnswers(
+  kernel: Kernel.IKernelConnection,
+  timeoutMs: number
+): Promise<boolean> {
+  // Kernels answer kernel_info on the control channel too (ipykernel >= 6).
+  return (await controlReply(kernel, 'kernel_info_request', timeoutMs)) !== null;
 }
 
 /** Probes a kernel while `start()`ed; reports each change between answering and silent. */

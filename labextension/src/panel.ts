@@ -11,13 +11,15 @@ import { Widget } from '@lumino/widgets';
 
 import { CacheBrowser } from './cache';
 import { CodeliaConnection, ConnectionState } from './connection';
-import { button, el, formatTokens } from './dom';
+import { button, Disclosure, el, formatTokens } from './dom';
 import { SessionHistory } from './history';
 import { codeliaIcon } from './icon';
+import { keyHelp } from './keyhelp';
 import { KernelLiveness, LOST_KERNEL_MESSAGE } from './liveness';
 import {
   JSONObject,
   KernelMessage,
+  KernelState,
   PermissionDecision,
   SessionSummary
 } from './protocol';
@@ -28,10 +30,6 @@ import { TranscriptView } from './view';
 export const PANEL_ID = 'jp-codelia-panel';
 export const BUSY_FALLBACK_MESSAGE =
   'the kernel is busy; Stop will take effect when the current cell finishes';
-
-const NO_KEY_WARNING =
-  'The kernel has no Anthropic API key: set ANTHROPIC_API_KEY in the environment that ' +
-  'starts Jupyter, or try the offline demo (no key needed): run %codelia --demo in a cell.';
 
 const STATE_LABELS: { [state in ConnectionState]: string } = {
   'no-kernel': 'no kernel',
@@ -151,7 +149,16 @@ export class CodeliaPanel extends Widget {
     this.budgetLine.hidden = true;
     this.statusLine.className = 'jp-codelia-status';
     this.statusLine.setAttribute('role', 'status');
-    composer.append(this.input, actions, this.budgetLine, this.statusLine);
+    this.keyNotice.className = 'jp-codelia-key-help';
+    this.keyNotice.setAttribute('role', 'status');
+    this.keyNotice.hidden = true;
+    composer.append(
+      this.keyNotice,
+      this.input,
+      actions,
+      this.budgetLine,
+      this.statusLine
+    );
 
     this.node.append(
       header,
@@ -176,8 +183,13 @@ export class CodeliaPanel extends Widget {
     if (notebook === this.notebook) {
       return;
     }
+    if (this.notebook) {
+      // A half-typed message belongs to its notebook: it waits there for the person's return.
+      this.drafts.set(this.notebook, this.input.value);
+    }
     this.detach();
     this.notebook = notebook;
+    this.input.value = notebook ? (this.drafts.get(notebook) ?? '') : '';
     this.applyChanges(this.transcript.reset());
     this.resumeSessionId = null;
     this.startNewSession = false;
@@ -226,12 +238,22 @@ export class CodeliaPanel extends Widget {
     this.liveness.reset();
     const connection = new CodeliaConnection(context);
     this._connection = connection;
+    this.providerState = null;
+    // Live messages wait from the first one (the hello) until the replay of the session is in,
+    // so events keep their order and dedupe by seq; a newer connect ends this hold.
+    this.releaseHeld();
+    const release = this.replayGate.hold();
+    this.releaseHeld = release;
     connection.messageReceived.connect((_, message) => this.replayGate.push(message));
     connection.stateChanged.connect(() => this.renderHeader());
-    await connection.connect();
-    if (connection.state === 'ready' && connection.hello) {
-      this.onKernelMessage(connection.hello);
-      await this.loadKernelHistory(connection);
+    try {
+      await connection.connect();
+      if (connection.state === 'ready' && connection.hello) {
+        this.onKernelMessage(connection.hello);
+        await this.loadKernelHistory(connection);
+      }
+    } finally {
+      release();
     }
   }
 
@@ -312,6 +334,10 @@ export class CodeliaPanel extends Widget {
       );
       return;
     }
+    if (this.transcript.kernel.apiKeyConfigured === false && !(await this.keyIsSet())) {
+      this.focusInput();
+      return;
+    }
     const fields: { [key: string]: unknown } = { prompt };
     if (this.resumeSessionId) {
       fields.session_id = this.resumeSessionId;
@@ -337,9 +363,33 @@ export class CodeliaPanel extends Widget {
         });
       }
     } catch (error) {
-      this.setStatus(`Could not start the run: ${errorText(error)}`, 'error');
+      // A missing key is told by the kernel's state, in the help above the box, not as the
+      // error's text in red.
+      if (await this.keyIsSet()) {
+        this.setStatus(`Could not start the run: ${errorText(error)}`, 'error');
+      }
     } finally {
       this.renderRunState();
+    }
+  }
+
+  /**
+   * Ask the kernel whether its provider has a key now (one may have been set in a cell since the
+   * hello); shows or hides the key help accordingly.
+   */
+  private async keyIsSet(): Promise<boolean> {
+    const connection = this._connection;
+    if (!connection) {
+      return true;
+    }
+    try {
+      const state = (await connection.read('state.get')) as KernelState;
+      this.providerState = state;
+      this.ingest({ ...state, type: 'hello' });
+      this.renderHeader();
+      return state.api_key_configured !== false;
+    } catch {
+      return true; // the run.start answer will say what is wrong
     }
   }
 
@@ -471,6 +521,7 @@ export class CodeliaPanel extends Widget {
       const label = session.title || session.last_user_message || session.session_id;
       const row = button('', 'jp-codelia-session', () => void this.resume(session));
       row.setAttribute('role', 'option');
+      row.title = label;
       row.dataset.sessionId = session.session_id;
       row.append(
         el('span', 'jp-codelia-session-title', label),
@@ -533,11 +584,35 @@ export class CodeliaPanel extends Widget {
     this.kernelLabel.textContent = `${name} · ${context.kernelDisplayName}${model} · ${STATE_LABELS[state]}${failure}`;
     this.kernelLabel.title = `Attached to the kernel of ${context.path}`;
     this.kernelLabel.dataset.state = state;
-    if (this.transcript.kernel.apiKeyConfigured === false) {
-      this.setStatus(NO_KEY_WARNING, 'warning');
-    } else if (this.statusLine.textContent === NO_KEY_WARNING) {
-      this.setStatus('', 'info');
+    this.renderKeyHelp();
+  }
+
+  /** Say briefly how to give the kernel a key for its provider, with the rest in Details. */
+  private renderKeyHelp(): void {
+    const missing = this.transcript.kernel.apiKeyConfigured === false && !!this.notebook;
+    const state = this.providerState ?? this._connection?.hello ?? null;
+    const help = keyHelp(state?.provider, state?.api_key_env);
+    const notice = this.keyNotice;
+    notice.hidden = !missing;
+    if (!missing || notice.dataset.title === help.title) {
+      return;
     }
+    notice.dataset.title = help.title;
+    notice.textContent = '';
+    const code = el('pre', 'jp-codelia-key-code', help.code);
+    const details = new Disclosure('jp-codelia-key-details');
+    details.header.textContent = 'Details';
+    const list = el('ul');
+    for (const line of help.details) {
+      list.appendChild(el('li', undefined, line));
+    }
+    details.body.appendChild(list);
+    notice.append(
+      el('div', 'jp-codelia-key-title', help.title),
+      el('div', 'jp-codelia-key-step', help.step),
+      code,
+      details.node
+    );
   }
 
   private renderRunState(): void {
@@ -678,6 +753,12 @@ export class CodeliaPanel extends Widget {
   private readonly replayGate = new ReplayGate<KernelMessage>(message =>
     this.onKernelMessage(message)
   );
+  private releaseHeld: () => void = () => undefined;
+  /** Half-typed messages of the notebooks the panel followed before. */
+  private readonly drafts = new WeakMap<NotebookPanel, string>();
+  /** The kernel's latest state.get answer (provider, key), newer than its hello. */
+  private providerState: KernelState | null = null;
+  private readonly keyNotice = el('div');
   private resumeSessionId: string | null = null;
   private startNewSession = false;
   private restarting = false;

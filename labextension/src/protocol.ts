@@ -35,6 +35,9 @@ export type ContentPart =
 
 export type HelloMessage = wire.Hello;
 
+/** What `state.get` answers: the hello's body (provider, key, active run, store). */
+export type KernelState = Omit<wire.Hello, 'type' | 'client_id'>;
+
 /** A background job, as `job.updated` and `jobs.list` describe it. */
 export type JobView = wire.JobView;
 

@@ -22,7 +22,7 @@ import {
   TERMINAL_RUN_STATUSES,
   TodoItem
 } from './protocol';
-import { budgetSummary } from './budget';
+import { BudgetLine } from './budget';
 
 export type ToolStatus =
   'running' | 'awaiting_approval' | 'completed' | 'error' | 'denied' | 'cancelled';
@@ -207,8 +207,10 @@ export class Transcript {
   readonly items: TranscriptItem[] = [];
   todos: TodoItem[] = [];
   usage: UsageMeter = { ...EMPTY_USAGE };
-  /** Spend against the budget limits, as the latest `budget` event gave it ('' when none). */
-  budget = '';
+  /** Spend against the budget limits of the current run and session ('' when none). */
+  get budget(): string {
+    return this.budgetLine.summary;
+  }
   kernel: KernelInfo = {
     sessionId: null,
     model: null,
@@ -224,6 +226,7 @@ export class Transcript {
   private readonly lastSeq = new Map<string, number>();
   private readonly openTools = new Map<string, Set<ToolItem>>();
   private readonly openPermissions = new Map<string, Set<PermissionItem>>();
+  private readonly budgetLine = new BudgetLine();
   private counter = 0;
 
   /** @param clock - milliseconds now; injected so durations are deterministic in tests. */
@@ -243,7 +246,7 @@ export class Transcript {
     this.items.length = 0;
     this.todos = [];
     this.usage = { ...EMPTY_USAGE };
-    this.budget = '';
+    this.budgetLine.clear();
     this.runs.clear();
     this.activeRunId = null;
     for (const map of [
@@ -378,6 +381,7 @@ export class Transcript {
       this.activeRunId = runId;
     }
     changes.push({ op: 'run', run: { ...run } });
+    changes.push(...this.budgetChange(this.budgetLine.runStarted(runId, run.sessionId)));
     const key = `user:${runId}`;
     if (!this.byKey.has(key)) {
       changes.push(
@@ -415,6 +419,7 @@ export class Transcript {
     if (this.activeRunId === runId) {
       this.activeRunId = null;
     }
+    changes.push(...this.budgetChange(this.budgetLine.runFinished(runId)));
     changes.push(...this.closeText(runId));
     const toolStatus: ToolStatus = status === 'completed' ? 'completed' : 'cancelled';
     for (const tool of this.openTools.get(runId) ?? []) {
@@ -433,6 +438,10 @@ export class Transcript {
       changes.push(this.notice(runId, 'error', message ?? 'The run failed.'));
     }
     return changes;
+  }
+
+  private budgetChange(summary: string | null): Change[] {
+    return summary === null ? [] : [{ op: 'budget', budget: summary }];
   }
 
   private notice(runId: string, level: NoticeItem['level'], text: string): Change {
@@ -731,8 +740,11 @@ export class Transcript {
         return [{ op: 'update', item: tool }];
       }
       case 'budget': {
-        this.budget = budgetSummary(event);
-        const meter: Change = { op: 'budget', budget: this.budget };
+        const sessionId = this.runs.get(runId)?.sessionId ?? null;
+        const meter: Change = {
+          op: 'budget',
+          budget: this.budgetLine.update(runId, sessionId, event)
+        };
         return event.reached
           ? [
               meter,

@@ -10,8 +10,8 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { argBlocks, fencedCode } from './args';
 import { button, Disclosure, el, formatDuration, renderDiff } from './dom';
-import { revertButton } from './notebooktools';
 import { Citation, JSONObject, PermissionDecision } from './protocol';
+import { revertButton } from './review';
 import {
   Change,
   JobItem,
@@ -256,6 +256,7 @@ class ToolView implements ItemView {
     this.node.dataset.status = item.status;
     this.status.textContent = STATUS_LABELS[item.status];
     this.name.textContent = item.displayName ?? item.tool;
+    this.name.title = this.name.textContent; // the header cuts long names
     // While it runs, the latest progress or log line the call reported stands in the header.
     this.duration.textContent =
       item.durationMs !== null ? formatDuration(item.durationMs) : (item.progress ?? '');
@@ -580,6 +581,14 @@ export class TranscriptView {
   /** Whether the reader is at the bottom (kept by scroll events, read without layout). */
   private following = true;
   private followFrame: number | null = null;
+  /** The next scroll event is ours (a jump to the bottom), not the reader's. */
+  private ownScroll = false;
+  /**
+   * Content that grows after it was added (markdown renders asynchronously, off-screen blocks
+   * get their real height when laid out) and a panel that was hidden or resized: while the
+   * reader follows, each of these keeps the newest item in view.
+   */
+  private readonly resizes = new ResizeObserver(() => this.scheduleFollow());
 
   constructor(
     private readonly rendermime: IRenderMimeRegistry,
@@ -596,6 +605,7 @@ export class TranscriptView {
     );
     this.node.appendChild(this.empty);
     this.node.addEventListener('scroll', () => this.onScroll(), { passive: true });
+    this.resizes.observe(this.node);
   }
 
   /** Number of items shown. */
@@ -646,7 +656,9 @@ export class TranscriptView {
     this.followFrame = requestAnimationFrame(() => {
       this.followFrame = null;
       if (this.following) {
+        const before = this.node.scrollTop;
         this.node.scrollTop = this.node.scrollHeight;
+        this.ownScroll = this.node.scrollTop !== before;
       }
     });
   }
@@ -654,6 +666,11 @@ export class TranscriptView {
   private onScroll(): void {
     if (this.followFrame !== null) {
       return; // our own scroll to the bottom is pending
+    }
+    if (this.ownScroll) {
+      // Our jump: content that grew meanwhile must not read as the reader scrolling up.
+      this.ownScroll = false;
+      return;
     }
     this.following =
       this.node.scrollHeight - this.node.scrollTop - this.node.clientHeight <
@@ -666,6 +683,7 @@ export class TranscriptView {
     }
     this.views.clear();
     for (const section of this.sections) {
+      this.resizes.unobserve(section);
       section.remove();
     }
     this.sections.length = 0;
@@ -699,6 +717,7 @@ export class TranscriptView {
     const section = el('div', 'jp-codelia-section');
     this.sections.push(section);
     this.node.appendChild(section);
+    this.resizes.observe(section);
     return section;
   }
 
@@ -707,6 +726,7 @@ export class TranscriptView {
       cancelAnimationFrame(this.followFrame);
     }
     this.clear();
+    this.resizes.disconnect();
   }
 
   private create(item: TranscriptItem): ItemView {

@@ -57,12 +57,15 @@ export type Hello = {
   protocol?: number | null;
   session_id?: string | null;
   model?: string | null;
+  provider?: string | null;
+  api_key_env?: string | null;
   approval_mode?: string | null;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean | null;
   store?: StoreInfo | null;
   control_requests?: Array<string> | null;
   type: 'hello';
+  client_id?: string | null;
 };
 
 export type HiddenUserMessageEvent = {

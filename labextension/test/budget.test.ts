@@ -69,4 +69,63 @@ describe('budget meter', () => {
     t.reset();
     expect(t.budget).toBe('');
   });
+
+  it('calls a finished run the last run and keeps no figures of another session', () => {
+    const t = new Transcript();
+    const start = (runId: string, sessionId: string): KernelMessage => ({
+      type: 'run.started',
+      run_id: runId,
+      session_id: sessionId,
+      prompt: 'go',
+      source: 'panel'
+    });
+    const spend = (runId: string, seq: number, e: BudgetEvent): KernelMessage => ({
+      type: 'agent.event',
+      run_id: runId,
+      seq,
+      event: e
+    });
+    const both = budget({
+      run_spent: { tool_calls: 1 },
+      run_limits: { max_tool_calls: 5 },
+      session_spent: { tool_calls: 4 },
+      session_limits: { max_tool_calls: 20 }
+    });
+    t.apply(start('r1', 's'));
+    t.apply(spend('r1', 0, both));
+    expect(t.budget).toBe(
+      'run 1 tool calls / 5 tool calls · session 4 tool calls / 20 tool calls'
+    );
+    // The run ends: its figures are the last run's, no longer current.
+    const ended = t.apply({ type: 'run.status', run_id: 'r1', status: 'completed' });
+    expect(ended).toContainEqual({
+      op: 'budget',
+      budget:
+        'last run 1 tool calls / 5 tool calls · session 4 tool calls / 20 tool calls'
+    });
+    // The next run drops them: only the session's figures hold until it sends its own.
+    const next = t.apply(start('r2', 's'));
+    expect(next).toContainEqual({
+      op: 'budget',
+      budget: 'session 4 tool calls / 20 tool calls'
+    });
+    // A run with only a run limit leaves nothing once the next run starts.
+    t.apply(
+      spend(
+        'r2',
+        0,
+        budget({ run_spent: { tool_calls: 1 }, run_limits: { max_tool_calls: 3 } })
+      )
+    );
+    t.apply({ type: 'run.status', run_id: 'r2', status: 'cancelled' });
+    expect(t.budget).toBe('last run 1 tool calls / 3 tool calls');
+    t.apply(start('r2b', 's'));
+    expect(t.budget).toBe('');
+    // Another session's run (no limits there, so no budget event) shows none of this one's.
+    t.apply(start('r3', 's'));
+    t.apply(spend('r3', 0, both));
+    const other = t.apply(start('r4', 'another-session'));
+    expect(other).toContainEqual({ op: 'budget', budget: '' });
+    expect(t.budget).toBe('');
+  });
 });

@@ -76,4 +76,30 @@ describe('ReplayGate', () => {
     gate.push('live-3');
     expect(seen.at(-1)).toBe('live-3');
   });
+
+  it('holds from the start of a connection, so no live event overtakes the replay', async () => {
+    const t = new Transcript();
+    const gate = new ReplayGate<KernelMessage>(m => t.apply(m));
+    const release = gate.hold(); // connecting: the hello and a live delta arrive before the replay starts
+    gate.push(started);
+    gate.push(delta(9, ' word3'));
+    // The replay: the log (no deltas) plus what the kernel kept of the reply so far.
+    await gate.replay(async () => [started, delta(7, 'word0 word1 word2')]);
+    expect(texts(t)).toEqual(['word0 word1 word2']); // the live delta still waits
+    release();
+    release(); // once is enough
+    expect(texts(t)).toEqual(['word0 word1 word2 word3']);
+    gate.push(delta(9, ' word3')); // a duplicate by seq
+    gate.push(delta(12, ' word4'));
+    expect(texts(t)).toEqual(['word0 word1 word2 word3 word4']);
+  });
 });
+
+function delta(seq: number, text: string): KernelMessage {
+  return {
+    type: 'agent.event',
+    run_id: 'run-1',
+    seq,
+    event: { type: 'text_delta', delta: text }
+  };
+}

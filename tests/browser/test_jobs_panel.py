@@ -73,8 +73,19 @@ def test_budget_meter_shows_spend_and_the_limit_that_ended_the_run(
     box.fill("look around")
     box.press("Enter")
     page.locator(f"{PANEL} .jp-codelia-final", has_text="Stopped at the budget").wait_for()
+    page.wait_for_selector(f'{PANEL}[data-running="false"]', state="attached")
     meter = page.locator(f"{PANEL} .jp-codelia-budget")
     assert meter.is_visible()
-    assert meter.inner_text() == "budget: run 1 tool calls / 1 tool calls"
+    # The run ended: its figures are the last run's (the next run drops them).
+    assert meter.inner_text() == "budget: last run 1 tool calls / 1 tool calls"
     notice = page.locator(f"{PANEL} .jp-codelia-notice-warning", has_text="Budget reached")
     assert notice.count() == 1
+
+    # The person lifts the limit: the next run has no budget, and the old line goes.
+    run_cell(page, "%config Codelia.max_tool_calls_per_run = None")
+    anthropic.queue(reply("No limit this time."))
+    box.fill("again")
+    box.press("Enter")
+    page.locator(f"{PANEL} .jp-codelia-final", has_text="No limit this time.").wait_for()
+    page.wait_for_selector(f'{PANEL}[data-running="false"]', state="attached")
+    assert not meter.is_visible()

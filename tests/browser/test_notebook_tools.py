@@ -154,24 +154,29 @@ def test_blocking_run_reads_inserts_runs_edits_and_reverts(
     assert cells(page)[3]["codelia"] is None
     page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 1")
 
-    # The badge's card shows the inserted cell's diff; Accept run keeps the run's edits.
+    # The badge's card shows the inserted cell's diff.
     inserted_cell = page.locator(".jp-Notebook .jp-Cell").nth(5)
     inserted_cell.locator(BADGE).click()
     card = inserted_cell.locator(".jp-codelia-edit-card")
     assert "+ 6 * 7" in card.inner_text()
-    card.locator("button", has_text="Accept run").click()
-    inserted_cell.locator(BADGE).click()
-    assert "no edit of this session to revert" in card.inner_text()
     inserted_cell.locator(BADGE).click()  # closes the card
 
-    # Save, reload: the inserted cell keeps its metadata and badge.
+    # Save, reload: the inserted cell keeps its metadata, badge and diff; Accept run keeps the
+    # run's edits and takes the badge away.
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_function(f"() => !({NOTEBOOK_JS}).model.dirty")
     open_lab(page, lab, "tools.ipynb")
     page.wait_for_function(WAIT_KERNEL_IDLE, timeout=90_000, polling=250)
     page.locator(BADGE).first.wait_for()
     assert page.locator(BADGE).count() == 1
-    assert "work on it" in page.locator(BADGE).first.get_attribute("title")
+    inserted_cell = page.locator(".jp-Notebook .jp-Cell").nth(5)
+    inserted_cell.locator(BADGE).click()
+    card = inserted_cell.locator(".jp-codelia-edit-card")
+    assert "+ 6 * 7" in card.inner_text()
+    assert card.locator(".jp-codelia-edit-prompt").inner_text() == "work on it"
+    card.locator("button", has_text="Accept run").click()
+    page.wait_for_function(f"() => document.querySelectorAll('{BADGE}').length === 0")
+    assert cells(page)[5]["codelia"]["review"]["accepted_at"]
 
     # The person changes cell 3 after it ran: kernel_history reports it stale.
     page.evaluate(

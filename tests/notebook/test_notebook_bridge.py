@@ -406,3 +406,102 @@ def test_control_answers_a_user_expression_as_application_json(start_kernel: Any
     broken = values["broken"]["data"]["application/json"]
     assert broken["ok"] is False
     assert broken["error"].startswith("invalid JSON:")
+
+
+def test_a_panel_attaching_mid_reply_gets_a_comm_the_prompt_and_the_text_so_far(
+    start_kernel: Any, tmp_path: Path
+) -> None:
+    """A reloaded page while a blocking cell streams: the kernel takes no comm_open until the
+    cell ends, so the panel asks through control() for a comm the kernel opens itself; the
+    transcript replay then holds the prompt and what was streamed before the page reloaded."""
+    words = " ".join(f"word{i}" for i in range(1500))  # long: the test ends it with a cancel
+    with ScriptedAnthropicServer([reply(text(words), delay_s=0.02)]) as server:
+        kernel = start_kernel(server.url)
+        kernel.execute("%load_ext jupyter_codelia")
+        subshell = _subshell(kernel)
+        seen: dict[str, Any] = {}
+
+        def attach_while_streaming(k: Any) -> None:
+            if "done" in seen or "word40 " not in k.html_text():
+                return
+            attach = {"type": "panel.attach", "request_id": "a", "client_id": "tab-1"}
+            seen["attach"] = _control_on_subshell(k, subshell, attach, tmp_path / "attach.json")
+            opened = [
+                m["content"]
+                for m in k.iopub
+                if m["msg_type"] == "comm_open" and m["content"]["target_name"] == "codelia.panel"
+            ]
+            seen["opened"] = opened
+            hello = opened[0]["data"]
+            session = {
+                "type": "session.transcript",
+                "request_id": "t",
+                "session_id": hello["session_id"],
+            }
+            seen["transcript"] = _control_on_subshell(k, subshell, session, tmp_path / "t.json")
+            # Live events now flow on that comm although the cell is still busy.
+            comm_id = opened[0]["comm_id"]
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and "live" not in seen:
+                k.drain(0.05)
+                live = [
+                    m["content"]["data"]
+                    for m in k.iopub
+                    if m["msg_type"] == "comm_msg" and m["content"].get("comm_id") == comm_id
+                ]
+                if any(d.get("type") == "agent.event" for d in live):
+                    seen["live"] = live
+            cancel = {
+                "type": "run.cancel",
+                "request_id": "c",
+                "run_id": hello["active_run"]["run_id"],
+            }
+            _control_on_subshell(k, subshell, cancel, tmp_path / "cancel.json")
+            seen["done"] = True
+
+        kernel.execute("%%codelia\nMy precious prompt", during=attach_while_streaming)
+
+    assert seen["attach"] == {"type": "response", "request_id": "a", "ok": True, "result": {}}
+    assert len(seen["opened"]) == 1
+    hello = seen["opened"][0]["data"]
+    assert hello["type"] == "hello"
+    assert hello["client_id"] == "tab-1"
+    assert hello["active_run"]["prompt"] == "My precious prompt"
+    assert hello["active_run"]["source"] == "magic"
+    assert (hello["provider"], hello["api_key_env"]) == ("anthropic", "ANTHROPIC_API_KEY")
+
+    events = seen["transcript"]["result"]["events"]
+    assert events[0]["type"] == "run.started"
+    assert events[0]["prompt"] == "My precious prompt"
+    streamed = "".join(
+        e["event"]["delta"] for e in events if e.get("event", {}).get("type") == "text_delta"
+    )
+    assert streamed.startswith("word0 word1 word2 ")
+    assert "word40" in streamed
+    seqs = [e["seq"] for e in events if e["type"] == "agent.event"]
+    assert seqs == sorted(set(seqs))
+    live = [d for d in seen["live"] if d.get("type") == "agent.event"]
+    assert live, "no live event reached the attached comm while the cell was busy"
+
+
+def test_panel_attach_is_refused_where_the_extension_is_not_loaded(start_kernel: Any) -> None:
+    kernel = start_kernel()
+    control = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control'
+    attach = json.dumps({"type": "panel.attach", "request_id": "a", "client_id": "tab"})
+    msg_id = kernel.kc.execute(
+        "", silent=True, store_history=False, user_expressions={"a": f"{control}({attach!r})"}
+    )
+    while True:
+        answer = kernel.kc.get_shell_msg(timeout=30)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    refused = answer["content"]["user_expressions"]["a"]["data"]["application/json"]
+    assert refused == {
+        "type": "response",
+        "request_id": "a",
+        "ok": False,
+        "error": "panel.attach: jupyter_codelia is not loaded in this kernel "
+        "(%load_ext jupyter_codelia)",
+    }
+    kernel.drain()
+    assert not [m for m in kernel.iopub if m["msg_type"] == "comm_open"]

@@ -327,8 +327,14 @@ def provenance_table(snapshot: nbcells.NotebookSnapshot) -> list[dict[str, Any]]
     for index, cell in enumerate(snapshot.cells):
         provenance = cell.metadata.get("codelia")
         if isinstance(provenance, dict):
+            # The review part is the labextension's (the source before the edit): only whether
+            # the person accepted the edit belongs in the table.
+            shown = {key: value for key, value in provenance.items() if key != "review"}
+            review = provenance.get("review")
+            if isinstance(review, dict) and review.get("accepted_at"):
+                shown["accepted_at"] = review["accepted_at"]
             # Notebooks saved before prompts were redacted may still hold a secret.
-            rows.append(redact_secrets({"index": index, "id": cell.id, **provenance}))
+            rows.append(redact_secrets({"index": index, "id": cell.id, **shown}))
     return rows
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...agent import events as ev
 from ...wire import event_message, status_message
+from .streamed import StreamedText
 
 if TYPE_CHECKING:
     from ...wire import RunStatus as LiveStatus
@@ -39,6 +40,8 @@ class LiveRun:
     source: Literal["magic", "panel"]
     signal: Any  # tools.CancelSignal (imported lazily with the agent)
     mode: Literal["blocking", "background"]
+    streamed: StreamedText = field(default_factory=StreamedText)
+    """What panels were sent of the reply in progress (a panel joining mid-run replays it)."""
 
     def cancel(self, reason: str) -> None:
         self.signal.cancel(reason)
@@ -55,6 +58,7 @@ class RunSink:
         self.panel = panel
         self.interval = interval
         self._delta: list[str] = []
+        self._delta_first_seq: int | None = None
         self._delta_seq: int | None = None
         self._last_sent = float("-inf")
 
@@ -64,6 +68,8 @@ class RunSink:
         if self.panel is not None:
             self.panel.handle(event)
         if isinstance(event, ev.TextDeltaEvent):
+            if not self._delta:
+                self._delta_first_seq = event.seq
             self._delta.append(event.delta)
             self._delta_seq = event.seq
             self.tick()
@@ -71,6 +77,7 @@ class RunSink:
         if isinstance(event, ev.TextDiscardedEvent):
             self._delta = []  # void text not sent yet never needs sending
         self._send_delta()
+        self.run.streamed.sent(event)
         self._broadcast_event(event)
 
     def tick(self) -> None:
@@ -87,6 +94,7 @@ class RunSink:
         merged = ev.TextDeltaEvent(delta="".join(self._delta), seq=self._delta_seq)
         self._delta = []
         self._last_sent = time.monotonic()
+        self.run.streamed.sent(merged, first_seq=self._delta_first_seq)
         self._broadcast_event(merged)
 
     def _broadcast_event(self, event: Any) -> None:

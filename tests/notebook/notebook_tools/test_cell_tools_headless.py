@@ -87,6 +87,32 @@ def test_provenance_prompts_are_redacted_before_they_are_saved_or_sent(
     assert provenance_table(saved) == [{"index": 0, "id": "c1", "prompt": "[REDACTED]"}]
 
 
+def test_provenance_table_shows_whether_an_edit_was_accepted_not_the_review_record() -> None:
+    review = {"before": "secret_cell_source = 1", "after_hash": "0badf00d"}
+    accepted = {"after_hash": "0badf00d", "accepted_at": "2026-01-02T03:04:05Z"}
+    saved = nbcells.NotebookSnapshot(
+        cells=[
+            nbcells.CellView(
+                id=cell_id,
+                cell_type="code",
+                source="x",
+                metadata={"codelia": {"run_id": "r1", "action": "replace", "review": part}},
+            )
+            for cell_id, part in (("c1", review), ("c2", accepted))
+        ]
+    )
+    assert provenance_table(saved) == [
+        {"index": 0, "id": "c1", "run_id": "r1", "action": "replace"},
+        {
+            "index": 1,
+            "id": "c2",
+            "run_id": "r1",
+            "action": "replace",
+            "accepted_at": "2026-01-02T03:04:05Z",
+        },
+    ]
+
+
 @pytest.mark.asyncio
 async def test_notebook_read_fits_big_image_outputs_to_the_provider_limits(
     tmp_path: Path,
