@@ -229,6 +229,7 @@ def transcript_messages(records: list[dict[str, Any]], session_id: str) -> list[
                 session_id=record.get("session_id") or session_id,
                 prompt=prompt or "",
                 source="magic",
+                demo=record.get("priced") is False,  # a stand-in answered: nothing to price
             )
             messages.append(started.dump())
         elif kind == "agent.event" and isinstance(record.get("seq"), int):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..llm.messages import TextPart, context_block
+
 CONTEXT_META_KEY = "codelia_context"
 
 
@@ -17,9 +19,9 @@ def context_record(*, model: str, root: str, tools: list[str], date: str) -> dic
     return {"model": model, "root": root, "tools": sorted(tools), "date": date}
 
 
-def change_reminder(saved: Any, current: dict[str, Any]) -> str | None:
-    """The ``<system-reminder>`` listing what changed, or None when nothing did (or the
-    snapshot predates these records)."""
+def change_reminder(saved: Any, current: dict[str, Any]) -> TextPart | None:
+    """The ``<system-reminder>`` context block listing what changed, or None when nothing did
+    (or the snapshot predates these records)."""
     if not isinstance(saved, dict):
         return None
     changes: list[str] = []
@@ -40,8 +42,6 @@ def change_reminder(saved: Any, current: dict[str, Any]) -> str | None:
         changes.append(f"- Today is {current['date']} (the session was saved {saved.get('date')}).")
     if not changes:
         return None
-    return (
-        "<system-reminder>\nThis session was resumed. Since it was saved:\n"
-        + "\n".join(changes)
-        + "\n</system-reminder>"
+    return context_block(
+        "system-reminder", "This session was resumed. Since it was saved:\n" + "\n".join(changes)
     )

@@ -26,6 +26,7 @@ from ..llm.messages import (
     text_projection,
 )
 from ._store import ToolOutputCacheStore
+from .protocol import ref_note
 
 logger = logging.getLogger("jupyter_codelia.cache")
 
@@ -133,7 +134,7 @@ class ToolOutputCache:
             body, cut = truncate_whole_lines(raw, self.config.max_message_bytes)
             update["content"] = body
             if cut:
-                update["content"] = f"{body}\n\n[tool output truncated; ref={ref.id}]"
+                update["content"] = f"{body}\n\n{ref_note(ref.id)}"
                 update["trimmed"] = True
         return message.model_copy(update=update)
 
@@ -182,7 +183,7 @@ class ToolOutputCache:
                 break
             message: ToolMessage = messages[i]
             ref = message.output_ref
-            placeholder = f"[tool output trimmed; ref={ref.id}]" if ref else "[tool output trimmed]"
+            placeholder = ref_note(ref.id, trimmed=True) if ref else "[tool output trimmed]"
             if message.content == placeholder:
                 continue
             result[i] = message.model_copy(update={"content": placeholder, "trimmed": True})

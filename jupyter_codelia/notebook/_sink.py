@@ -39,6 +39,8 @@ class ActiveRun:
     source: Literal["magic", "panel"]
     signal: Any  # tools.CancelSignal (imported lazily with the agent)
     mode: Literal["blocking", "background"]
+    demo: bool = False
+    """A scripted stand-in answers (the offline demo): the run's usage is never priced."""
 
     def cancel(self, reason: str) -> None:
         self.signal.cancel(reason)

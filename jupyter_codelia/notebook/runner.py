@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._text import describe_exc
 from ..agent import Approvals
 from ..agent import events as ev
+from ..llm.messages import TextPart, context_block
 from ..standard_tools.jobs import JobRegistry
 from ..wire import RunStarted, status_message
 from ._sink import ActiveRun, Envelope, EventSink, Listener, tick_forever
@@ -90,7 +91,14 @@ class NotebookAgent:
     # ------------------------------------------------------------------ configuration
 
     def settings(self, **overrides: Any) -> Settings:
-        return self._settings_source().with_overrides(**overrides)
+        from ..testing import end_demo_if_superseded
+
+        settings = self._settings_source()
+        # An offline demo hands over to a real model once one is set up, taking back the
+        # approval mode and endpoint it set: read the settings again without them.
+        if end_demo_if_superseded(settings.provider):
+            settings = self._settings_source()
+        return settings.with_overrides(**overrides)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self.listeners.append(listener)
@@ -389,6 +397,7 @@ class NotebookAgent:
             source=source,
             signal=CancelSignal(),
             mode=mode,
+            demo=self.is_demo(agent),
         )
         self.active = run
         self.last_agent = agent
@@ -398,7 +407,7 @@ class NotebookAgent:
             session_id=run.session_id,
             prompt=prompt,
             source=source,
-            demo=self.is_demo(agent),
+            demo=run.demo,
         )
         self.broadcast(started.dump())
         self.broadcast(status_message(run.run_id, "running"))
@@ -414,10 +423,16 @@ class NotebookAgent:
         final = ""
         try:
             outline = await self._changed_outline(agent)
+            context = [] if outline is None else [outline]
             notice = self.jobs.turn_notice()
-            context = [block for block in (outline, notice) if block is not None]
+            if notice is not None:
+                context.append(context_block("background_jobs", notice))
             async for event in agent.run_stream(
-                prompt, signal=run.signal, run_id=run.run_id, context=context
+                prompt,
+                signal=run.signal,
+                run_id=run.run_id,
+                context=context,
+                priced=not run.demo,
             ):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
@@ -434,7 +449,7 @@ class NotebookAgent:
             return "cancelled", final, None
         return "completed", final, None
 
-    async def _changed_outline(self, agent: Agent) -> str | None:
+    async def _changed_outline(self, agent: Agent) -> TextPart | None:
         """The live notebook outline block, when a tab answers and it changed since last turn."""
         from .cell_tools import NotebookContext, outline_for_turn
 
@@ -442,7 +457,7 @@ class NotebookAgent:
         if outline is None or self._outlines.get(agent.session_id) == outline:
             return None
         self._outlines[agent.session_id] = outline
-        return f"<notebook_outline>\n{outline}\n</notebook_outline>"
+        return context_block("notebook_outline", outline)
 
     def _result(
         self, agent: Agent, run: ActiveRun, before: tuple[int, int, float | None], outcome: Any
@@ -450,8 +465,8 @@ class NotebookAgent:
         status, final, error = outcome
         usage = agent.usage
         cost = (
-            None
-            if usage.cost_usd is None or before[2] is None
+            None  # a demo's usage has no price; an unknown model's none we know
+            if run.demo or usage.cost_usd is None or before[2] is None
             else round(usage.cost_usd - before[2], 6)
         )
         return RunResult(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_codelia.llm.messages import context_block
 from jupyter_codelia.session import SessionStore, read_jsonl
 from jupyter_codelia.testing import ScriptedServer, reply, text
 
@@ -19,9 +20,9 @@ async def test_context_follows_the_prompt_for_the_model_and_the_log_keeps_the_pr
     server.add(reply(text("Seen.")), reply(text("Again.")))
     store = SessionStore(tmp_path / "home")
     agent = make_agent(chat, session_store=store)
-    outline = "<notebook_outline>\n3 cells\n</notebook_outline>"
+    outline = context_block("notebook_outline", "3 cells")
     await agent.run("tidy the notebook", context=[outline, "Job job-1 finished."])
-    await agent.run("once more")
+    await agent.run("once more", context=[context_block("background_jobs", "job-1 running")])
     await agent.flush()
 
     sent = json.dumps(server.requests[0].conversation[-1]["content"])
@@ -35,5 +36,14 @@ async def test_context_follows_the_prompt_for_the_model_and_the_log_keeps_the_pr
         if record["type"] == "run.start"
     ]
     assert starts[0]["input"] == {"type": "text", "text": "tidy the notebook"}
-    assert starts[0]["context"] == [outline, "Job job-1 finished."]
-    assert "context" not in starts[1]
+    assert starts[0]["context"] == [
+        {"type": "text", "text": "<notebook_outline>\n3 cells\n</notebook_outline>",
+         "context": "notebook_outline"},
+        {"type": "text", "text": "<context>\nJob job-1 finished.\n</context>",
+         "context": "context"},
+    ]  # fmt: skip
+    assert [block["context"] for block in starts[1]["context"]] == ["background_jobs"]
+    # The title and the list's last message are what the person typed, never a context block.
+    summary = store.list_sessions()[0]
+    assert summary.title == "tidy the notebook"
+    assert summary.last_user_message == "once more"

@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_codelia.llm import UserMessage
 from jupyter_codelia.llm.anthropic import AnthropicChat
-from jupyter_codelia.testing._offline import _end_demo
+from jupyter_codelia.testing import end_demo
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -25,7 +25,7 @@ def no_credentials() -> Iterator[None]:
     saved = {name: os.environ.pop(name) for name in (*VARIABLES, "JUPYTER_CODELIA_APPROVAL_MODE")
              if name in os.environ}  # fmt: skip
     yield
-    _end_demo()  # stop the server the example started
+    end_demo()  # stop the server the example started
     for name in (*VARIABLES, "JUPYTER_CODELIA_APPROVAL_MODE"):
         os.environ.pop(name, None)
     os.environ.update(saved)
