@@ -312,13 +312,20 @@ def run_with_panel(
     job_cards = JobCards(nb.jobs)
     jobs_display = uuid.uuid4().hex
     display(job_cards.box, display_id=jobs_display)
+    unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
     if background:
         handle = nb.start_background(agent, prompt, panel)
-        handle.add_done_callback(lambda _handle: job_cards.stop_following())
+
+        def finished(_handle: Any) -> None:
+            unsubscribe()
+            job_cards.stop_following()
+
+        handle.add_done_callback(finished)
         return handle
     try:
         result = nb.run_blocking(agent, prompt, panel)
     finally:
+        unsubscribe()
         job_cards.stop_following()
         if job_cards.empty:
             # No job to follow: the empty box would stay a live widget and, saved, a
@@ -329,6 +336,7 @@ def run_with_panel(
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.
         raise UsageError(f"codelia run failed: {result.error}")
+    result.panel_shown = True  # the panel above is the cell's output: no Out line repeating it
     return result
 
 

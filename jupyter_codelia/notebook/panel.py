@@ -17,6 +17,7 @@ The panel never touches the agent: Stop and approval clicks go to the callbacks 
 from __future__ import annotations
 
 import base64
+import queue
 import threading
 import time
 import uuid
@@ -93,6 +94,8 @@ class _ToolCard:
     status: str = "running"
     duration_ms: int | None = None
     approval_wait_ms: int | None = None
+    jobs: list[str] = field(default_factory=list)
+    """Background jobs this call started (the call returned; the job goes on)."""
 
 
 @dataclass
@@ -154,6 +157,7 @@ class RunPanel:
         self._cards: dict[str, _ToolCard] = {}
         self._approvals: dict[str, _ApprovalCard] = {}
         self._previews: dict[str, str] = {}
+        self._started_jobs: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._transcript: list[str] = []
         self._todos_markdown = ""
         """The run as markdown, for the static output's ``text/markdown`` fallback."""
@@ -502,8 +506,9 @@ class RunPanel:
         args_view = widgets.Accordion(
             children=[widgets.HTML(value=renderers.args_html(event.tool, event.args))]
         )
-        args_view.set_title(0, "Arguments")
-        args_view.selected_index = None
+        args_view.set_title(0, "Code" if _shows_code(event.args) else "Arguments")
+        # Code is what a person reads a python / shell card for: shown whole, not folded away.
+        args_view.selected_index = 0 if _shows_code(event.args) else None
         box = widgets.VBox(
             [header, args_view],
             layout=widgets.Layout(
@@ -528,6 +533,9 @@ class RunPanel:
             )
             card = self._cards[event.tool_call_id]
         card.status = "error" if event.is_error else "done"
+        card.jobs.extend(self._jobs_started_by(event.tool))
+        if card.jobs:
+            self._transcript.append(f"  (→ background job {', '.join(card.jobs)})")
         header_value = _card_header(card)
         card.header.value = header_value
         extra: list[widgets.Widget] = []
@@ -549,6 +557,23 @@ class RunPanel:
         if self._on_undo is not None and "\n[namespace]\n" in f"\n{event.result}":
             extra.append(self._undo_button(event.tool_call_id))
         card.box.children = (*card.box.children, *extra, result_view)
+
+    def job_started(self, job_id: str, kind: str) -> None:
+        """A background job of ``kind`` (``python``, ``shell``) began; called from any thread.
+
+        Tool calls run one at a time and a job is announced before its call returns, so the
+        next result of that tool is the call that started it (its card says so)."""
+        self._started_jobs.put((job_id, kind))
+
+    def _jobs_started_by(self, tool: str) -> list[str]:
+        started: list[str] = []
+        while True:
+            try:
+                job_id, kind = self._started_jobs.get_nowait()
+            except queue.Empty:
+                return started
+            if kind == tool:
+                started.append(job_id)
 
     def _undo_button(self, tool_call_id: str) -> widgets.Widget:
         """Undo what one python call did to the namespace; shows exactly what was restored."""
@@ -709,6 +734,11 @@ def _card_header(card: _ToolCard) -> str:
     if card.approval_wait_ms is not None:
         duration += f" (+ {renderers.format_duration(card.approval_wait_ms)} awaiting approval)"
     summary = f" <code>{renderers.escape(card.summary)}</code>" if card.summary else ""
+    if card.jobs:
+        summary += (
+            f' <b style="color:var(--jp-brand-color1,#1a73e8)">→ background job '
+            f"{renderers.escape(', '.join(card.jobs))}</b>"
+        )
     return (
         f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '
         f"<b>{renderers.escape(card.tool)}</b>{summary}"
@@ -738,6 +768,10 @@ def _budget_html(event: ev.BudgetEvent) -> str:
             parts.append(f"{scope} {renderers.escape(used)} / {renderers.escape(fmt(limit))}")
     colour = "#d93025" if event.reached else "#555"
     return f'<div style="font-size:11px;color:{colour}">budget: ' + " · ".join(parts) + "</div>"
+
+
+def _shows_code(args: dict[str, Any]) -> bool:
+    return any(isinstance(args.get(key), str) for key in ("code", "command", "patch"))
 
 
 def _image_layout() -> widgets.Layout:

@@ -150,8 +150,9 @@ def _show_banner(url: str, approval_mode: str | None) -> None:
         else " Approvals follow your configuration."
     )
     detail = (
-        f"No ANTHROPIC_API_KEY is set, so the %%codelia cells below talk to a scripted server "
-        f"on {url}. Its tool calls are real (they run here); its words are canned.{approvals} "
+        "No ANTHROPIC_API_KEY is set, so the Anthropic models of this notebook (its "
+        f"%%codelia runs and the agents it builds) are a scripted server on {url}. Its tool "
+        f"calls are real (they run here); its words are canned.{approvals} "
         f"{REAL_MODEL_HINT}"
     )
     try:

@@ -47,3 +47,36 @@ async def test_context_follows_the_prompt_for_the_model_and_the_log_keeps_the_pr
     summary = store.list_sessions()[0]
     assert summary.title == "tidy the notebook"
     assert summary.last_user_message == "once more"
+
+
+@pytest.mark.asyncio
+async def test_a_stand_in_model_is_never_priced_anywhere(
+    server: ScriptedServer, chat: Any, make_agent: Any, tmp_path: Path
+) -> None:
+    """An offline demo's turn (priced=False): no cost in its events, the session total or a
+    replay, while a priced turn of the same session is still priced."""
+    from jupyter_codelia.agent import events as ev
+    from jupyter_codelia.wire import transcript_messages
+
+    server.add(reply(text("demo")), reply(text("real")))
+    store = SessionStore(tmp_path / "home")
+    agent = make_agent(chat, session_store=store)
+    demo_usage = [
+        e async for e in agent.run_stream("show me", priced=False) if isinstance(e, ev.UsageEvent)
+    ]
+    assert [e.cost_usd for e in demo_usage] == [None]
+    assert agent.usage.cost_usd == 0.0
+    real_usage = [e async for e in agent.run_stream("now for real") if isinstance(e, ev.UsageEvent)]
+    assert real_usage[0].cost_usd is not None and real_usage[0].cost_usd > 0
+    assert agent.usage.cost_usd == real_usage[0].cost_usd
+    await agent.flush()
+
+    records = [
+        record
+        for path in store.run_log_paths(agent.session_id)
+        for record in read_jsonl(path)
+    ]
+    starts = [r for r in records if r["type"] == "run.start"]
+    assert starts[0]["priced"] is False and "priced" not in starts[1]
+    replayed = transcript_messages(records, agent.session_id)
+    assert [m["demo"] for m in replayed if m["type"] == "run.started"] == [True, False]

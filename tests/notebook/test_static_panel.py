@@ -71,7 +71,7 @@ def test_blocking_run_is_replaced_by_static_output_and_closes_its_widgets(
         assert check.stream_text().split() == ["0", "0", "0"]
         result = kernel.execute("print(sorted(vars(Out[2])))")
         assert result.stream_text().strip() == (
-            "['error', 'final_text', 'run_id', 'session_id', 'status', 'usage']"
+            "['error', 'final_text', 'panel_shown', 'run_id', 'session_id', 'status', 'usage']"
         )
 
 

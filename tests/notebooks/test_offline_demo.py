@@ -306,3 +306,30 @@ def test_a_real_key_set_later_ends_the_demo_and_restores_the_environment(
     assert os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] == "trusted"
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{url}/v1/messages", timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("provider", "real_key", "ends"),
+    [
+        ("anthropic", False, False),  # the demo is still the only model there is
+        ("anthropic", True, True),  # a real key was set in a later cell
+        ("openai", False, True),  # another provider was configured
+        ("ollama", False, True),
+    ],
+)
+def test_the_demo_hands_over_once_a_real_model_is_configured(
+    clean_env: None, provider: str, real_key: bool, ends: bool
+) -> None:
+    """Without this the kernel stayed in the demo's full-access mode with a real model."""
+    from jupyter_codelia.testing import end_demo_if_superseded
+
+    os.environ["JUPYTER_CODELIA_APPROVAL_MODE"] = "minimal"
+    server = offline_demo({"x": [reply(text("x"))]}, banner=False)
+    assert server is not None
+    if real_key:
+        os.environ["ANTHROPIC_API_KEY"] = "sk-ant-the-real-one"
+    assert end_demo_if_superseded(provider) is ends
+    mode = os.environ["JUPYTER_CODELIA_APPROVAL_MODE"]
+    assert mode == ("minimal" if ends else "full-access")
+    assert ("ANTHROPIC_BASE_URL" in os.environ) is not ends
+    assert end_demo_if_superseded(provider) is False  # nothing left to end
