@@ -192,7 +192,19 @@ class NotebookRequest(_Message):
     params: dict[str, Any]
 
 
-NotebookKernelMessage = Annotated[NotebookHello | NotebookRequest, Field(discriminator="type")]
+class OutputFinished(_Message):
+    """A live codelia widget (a background run's panel, job cards) finished after its cell:
+    every output showing widget ``model_id`` should show ``data`` instead, for good (the saved
+    notebook then keeps readable output). The data of a one-shot ``comm_open``."""
+
+    type: Literal["output.finished"] = "output.finished"
+    model_id: str
+    data: dict[str, Any]
+
+
+NotebookKernelMessage = Annotated[
+    NotebookHello | NotebookRequest | OutputFinished, Field(discriminator="type")
+]
 
 
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:

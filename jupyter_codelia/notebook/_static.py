@@ -1,9 +1,16 @@
-"""A finished panel as static output: its widget tree as HTML, and closing that tree.
+"""Codelia's cell output in static form: a widget tree as HTML, live widgets with a static twin.
 
 While a run goes, the panel is live ipywidgets; once it ends, the cell keeps a plain rich output
 instead (HTML, the first image as ``image/png``, a markdown and a text fallback) that a saved
 notebook, ``nbconvert``, GitHub, VS Code and a restarted kernel all render, and every widget of
 the panel is closed so a long session does not pile up live models in the kernel.
+
+Every live widget codelia shows (:func:`show`) carries its static form in the same display data
+(``text/html`` and ``text/plain`` beside the widget view, marked in the output's metadata), so a
+file saved mid-run, or whose widgets are gone, still reads. A widget that finishes after its cell
+(a background run, job cards) cannot be replaced by display id in JupyterLab: its final bundle
+is kept here (:data:`FINALS`) and announced to the notebook tabs, whose jupyter-codelia extension
+swaps it in (and asks for it again when a notebook is reopened).
 
 The conversion walks the widget tree generically (boxes, HTML, images, accordions), so new kinds
 of cards made of those widgets become static without changes here. Inputs (buttons, text boxes)
@@ -13,13 +20,16 @@ are dropped: their outcome is already written next to them.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
 
 from . import renderers
+from ._kit import WidgetKit
 
 _LAYOUT_STYLES = ("border", "padding", "margin", "max_width", "width")
 
@@ -130,7 +140,118 @@ def mime_bundle(static: StaticPanel, *, markdown: str, plain: str) -> dict[str, 
 
 
 def display_static(display_id: str, bundle: dict[str, Any]) -> None:
-    """Replace the output shown under ``display_id`` with ``bundle``."""
+    """Replace the output shown under ``display_id`` with ``bundle`` (its cell is running)."""
     from IPython.display import update_display
 
     update_display(bundle, raw=True, display_id=display_id)
+
+
+def display_static_later(display_id: str, bundle: dict[str, Any]) -> None:
+    """Replace the output under ``display_id`` after its cell finished.
+
+    Sent from a thread of its own, so ipykernel files the update under the request running now
+    rather than the long-finished cell: a client that follows one cell at a time (nbclient,
+    papermill) then still applies it to the output it belongs to.
+    """
+    sender = threading.Thread(
+        target=display_static, args=(display_id, bundle), name="codelia-static", daemon=True
+    )
+    sender.start()
+    sender.join()
+
+
+OUTPUT_METADATA = "jupyter_codelia"
+"""The key of a codelia output's metadata: ``{"fallback": true}`` says its ``text/html`` is the
+static form of the widget view beside it (shown when the widget is gone)."""
+
+
+def show(
+    root: widgets.Widget, kit: WidgetKit, bundle: dict[str, Any], *, display_id: str
+) -> None:
+    """Display ``root`` live with ``bundle`` (its static form now) in the same display data,
+    or, where no front end renders widgets, ``bundle`` alone."""
+    from IPython.display import display
+
+    if not kit.live:
+        display(bundle, raw=True, display_id=display_id)
+        return
+    data = dict(root._repr_mimebundle_())
+    data["text/plain"] = bundle.get("text/plain", "")
+    data["text/html"] = bundle.get("text/html", "")
+    FINALS.showing(root.model_id)
+    display(data, raw=True, metadata={OUTPUT_METADATA: {"fallback": True}}, display_id=display_id)
+
+
+class FinalOutputs:
+    """The static bundles of live widgets that finished, by the widget's model id.
+
+    The notebook tabs replace a finished widget's output with its bundle when told
+    (:meth:`finished`), and ask :meth:`states` for the widget outputs of a notebook they open.
+    The newest bundles are kept, within ``max_bytes``.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._bundles: OrderedDict[str, tuple[dict[str, Any], int]] = OrderedDict()
+        self._live: set[str] = set()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def showing(self, model_id: str) -> None:
+        with self._lock:
+            self._live.add(model_id)
+
+    def finished(self, model_id: str, bundle: dict[str, Any]) -> None:
+        """``model_id`` shows ``bundle`` for good: keep it, and tell the notebook tabs."""
+        size = sum(len(str(value)) for value in bundle.values())
+        with self._lock:
+            self._live.discard(model_id)
+            if size <= self.max_bytes:
+                self._bundles[model_id] = (bundle, size)
+                self._size += size
+            while self._size > self.max_bytes and self._bundles:
+                _, (_, dropped) = self._bundles.popitem(last=False)
+                self._size -= dropped
+        _announce(model_id, bundle)
+
+    def states(self, model_ids: Iterable[str]) -> dict[str, Any]:
+        """What a tab should show for each widget output it found: ``{"live": true}`` (leave
+        the widget), ``{"data": bundle}`` (its final form); ids not listed are unknown here (a
+        restarted kernel): the tab shows the output's own fallback."""
+        with self._lock:
+            known: dict[str, Any] = {}
+            for model_id in model_ids:
+                if model_id in self._live:
+                    known[model_id] = {"live": True}
+                elif model_id in self._bundles:
+                    known[model_id] = {"data": self._bundles[model_id][0]}
+            return known
+
+
+FINALS = FinalOutputs()
+
+
+def _announce(model_id: str, bundle: dict[str, Any]) -> None:
+    """Tell every notebook tab on this kernel (a one-shot ``codelia.notebook`` comm: its open
+    reaches them all, even while a cell is busy), once a jupyter-codelia tab has attached."""
+    from comm import create_comm
+    from IPython import get_ipython
+
+    from ..wire import OutputFinished
+    from .frontend import TARGET, frontend_for
+
+    shell = get_ipython()
+    if shell is None or not frontend_for(shell).tab_seen:
+        return
+
+    comm = create_comm(
+        target_name=TARGET, data=OutputFinished(model_id=model_id, data=bundle).dump()
+    )
+    comm.close()
+
+
+def output_states(model_ids: list[str]) -> str:
+    """:meth:`FinalOutputs.states` as JSON, for the extension's silent user expression."""
+    import json
+
+    return json.dumps(FINALS.states(model_ids))

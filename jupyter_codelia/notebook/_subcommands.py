@@ -235,15 +235,23 @@ def _provenance(nb: NotebookAgent) -> None:
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:
-    from .cache_browser import CacheBrowser
+    """The cache browser, or its static form where no front end renders widgets."""
+    from IPython.display import display
 
-    browser = CacheBrowser(nb.output_store())
+    from ._viewer import renders_widgets
+    from .cache_browser import CacheBrowser, ordered_entries, static_bundle
+
+    store = nb.output_store()
+    entries = ordered_entries(store)
     ref_id = argument.strip()
+    if ref_id and ref_id not in {e.ref_id for e in entries}:
+        raise UsageError(
+            f"No cached output {ref_id!r}; %codelia cache lists the {len(entries)} entries."
+        )
+    if not renders_widgets(nb.shell):
+        display(static_bundle(store, ref_id or None, entries=entries), raw=True)
+        return None
+    browser = CacheBrowser(store)
     if ref_id:
-        known = [e.ref_id for e in browser.entries]
-        if ref_id not in known:
-            raise UsageError(
-                f"No cached output {ref_id!r}; %codelia cache lists the {len(known)} entries."
-            )
         browser.select(ref_id)
     return browser

@@ -47,6 +47,9 @@ API_KEY_HELP = (
     "  - or in this notebook:  import os; os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-...'\n"
     "    (getpass.getpass() keeps it out of the notebook file)\n"
     "Keys come from https://console.anthropic.com/. ANTHROPIC_BASE_URL selects another endpoint.\n"
+    "Other models: OpenAI (OPENAI_API_KEY and %config Codelia.model = 'openai:gpt-5.1'), "
+    "OpenRouter (OPENROUTER_API_KEY and %config Codelia.provider = 'openrouter'), or a local "
+    "Ollama, no key needed (%config Codelia.model = 'ollama:qwen3-coder').\n"
     "Without a key, try the offline demo on a scripted server:  %codelia --demo"
 )
 

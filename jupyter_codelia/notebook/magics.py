@@ -7,7 +7,6 @@ and the widgets on a background thread (``_warmup``) so the first run does not p
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -281,14 +280,19 @@ class CodeliaMagics(Magics):
 def run_with_panel(
     nb: NotebookAgent, agent: Any, prompt: str, model: str, *, background: bool
 ) -> Any:
-    """Show a panel in the cell output and run the turn blocking or in the background."""
-    from IPython.display import display
+    """Show a panel in the cell output and run the turn blocking or in the background.
 
-    from . import _static
+    The panel is live widgets where the cell's front end renders them, else static output
+    (nbclient, papermill: see ``_viewer``); call this on the cell's own thread.
+    """
+    from ._kit import kit_for
+    from ._viewer import renders_widgets
     from .cell_tools import revert_edit
+    from .jobs import JobCards
     from .panel import RunPanel
 
     mode: Literal["blocking", "background"] = "background" if background else "blocking"
+    kit = kit_for(renders_widgets(nb.shell))
 
     def stop() -> None:
         if nb.active is not None:
@@ -304,21 +308,19 @@ def run_with_panel(
         demo=nb.is_demo(agent),
         on_undo=nb.undo.undo,
         on_revert=lambda edit_id: revert_edit(nb.shell, edit_id),
+        kit=kit,
     )
     panel.show()
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.
-    from .jobs import JobCards
-
-    job_cards = JobCards(nb.jobs)
-    jobs_display = uuid.uuid4().hex
-    display(job_cards.box, display_id=jobs_display)
+    job_cards = JobCards(nb.jobs, kit)
+    job_cards.show()
     unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
     if background:
         handle = nb.start_background(agent, prompt, panel)
 
         def finished(_handle: Any) -> None:
             unsubscribe()
-            job_cards.stop_following()
+            job_cards.turn_ended(cell_running=False)
 
         handle.add_done_callback(finished)
         return handle
@@ -326,12 +328,7 @@ def run_with_panel(
         result = nb.run_blocking(agent, prompt, panel)
     finally:
         unsubscribe()
-        job_cards.stop_following()
-        if job_cards.empty:
-            # No job to follow: the empty box would stay a live widget and, saved, a
-            # "VBox(...)" line in nbconvert and GitHub.
-            _static.display_static(jobs_display, {"text/plain": ""})
-            _static.close_tree(job_cards.box)
+        job_cards.turn_ended(cell_running=True)
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.

@@ -11,9 +11,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .renderers import escape, format_tokens
-
 from ..errors import CodeliaError
+from .renderers import escape, format_tokens
 
 if TYPE_CHECKING:
     import asyncio
@@ -50,7 +49,7 @@ class RunResult:
         )
 
     def _ipython_display_(self) -> None:
-        from IPython.display import HTML, display
+        from IPython.display import display
 
         if self.panel_shown:
             self.panel_shown = False  # `result` in a later cell shows the summary

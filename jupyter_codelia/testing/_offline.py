@@ -44,8 +44,8 @@ OFFLINE_BANNER = "OFFLINE DEMO — scripted replies, not Claude"
 REAL_MODEL_HINT = (
     "To use a real model: set ANTHROPIC_API_KEY for Claude; or OPENAI_API_KEY with "
     "%config Codelia.model = 'openai:gpt-5.1'; or OPENROUTER_API_KEY with "
-    "%config Codelia.provider = 'openrouter'; or a local Ollama with "
-    "%config Codelia.model = 'ollama:qwen3-coder' (no key). Then run the cells again."
+    "%config Codelia.provider = 'openrouter'; or run a local Ollama and use "
+    "%config Codelia.model = 'ollama:qwen3-coder' (no key needed)."
 )
 """How to leave the offline demo for a real model, for every provider codelia speaks."""
 
@@ -153,7 +153,7 @@ def _show_banner(url: str, approval_mode: str | None) -> None:
         "No ANTHROPIC_API_KEY is set, so the Anthropic models of this notebook (its "
         f"%%codelia runs and the agents it builds) are a scripted server on {url}. Its tool "
         f"calls are real (they run here); its words are canned.{approvals} "
-        f"{REAL_MODEL_HINT}"
+        f"{REAL_MODEL_HINT} Then run the %%codelia cells again."
     )
     try:
         from IPython import get_ipython
