@@ -313,11 +313,11 @@ def test_args_summary_and_formatting() -> None:
         ("notebook_run", {"cell_ids": ["a1", "b2"]}, "cells a1, b2"),
         ("kernel_history", {"last": 5}, "last 5"),
         ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: src/a.py\n@@"}, "src/a.py"),
-        ("tool_output_cache", {"ref_id": "toolu_1-6", "offset": 10, "limit": 5}, "toolu_1-6 lines 11–15"),
+        ("tool_output_cache", {"ref_id": "t-6", "offset": 10, "limit": 5}, "t-6 lines 11–15"),
         ("tool_output_cache_line", {"ref_id": "r", "line_number": 9}, "r line 9"),
         ("tool_output_cache_grep", {"ref_id": "r", "pattern": "FAILED"}, "FAILED in r"),
         ("grep", {"pattern": "TODO", "path": "src"}, "TODO in src"),
-        ("mcp__x", {"a": 1, "b": "two  words", "c": {"d": 1}, "e": [1, 2]}, "a: 1, b: two words, c: {…}, e: 2 items"),
+        ("mcp__x", {"a": 1, "b": "x  y", "c": {}, "e": [1]}, "a: 1, b: x y, c: {…}, e: 1 item"),
     ],
 )  # fmt: skip
 def test_card_headers_summarise_calls_in_words_never_as_json(
