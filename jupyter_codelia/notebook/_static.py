@@ -166,20 +166,30 @@ static form of the widget view beside it (shown when the widget is gone)."""
 
 
 def show(
-    root: widgets.Widget, kit: WidgetKit, bundle: dict[str, Any], *, display_id: str
+    root: widgets.Widget,
+    kit: WidgetKit,
+    bundle: dict[str, Any],
+    *,
+    display_id: str,
+    replace: bool = False,
 ) -> None:
     """Display ``root`` live with ``bundle`` (its static form now) in the same display data,
-    or, where no front end renders widgets, ``bundle`` alone."""
-    from IPython.display import display
+    or, where no front end renders widgets, ``bundle`` alone; ``replace``: in place of the
+    output this cell shows under ``display_id``."""
+    from IPython.display import display, update_display
 
-    if not kit.live:
-        display(bundle, raw=True, display_id=display_id)
-        return
-    data = dict(root._repr_mimebundle_())
-    data["text/plain"] = bundle.get("text/plain", "")
-    data["text/html"] = bundle.get("text/html", "")
-    FINALS.showing(root.model_id)
-    display(data, raw=True, metadata={OUTPUT_METADATA: {"fallback": True}}, display_id=display_id)
+    metadata: dict[str, Any] = {}
+    data = bundle
+    if kit.live:
+        data = dict(root._repr_mimebundle_())
+        data["text/plain"] = bundle.get("text/plain", "")
+        data["text/html"] = bundle.get("text/html", "")
+        metadata = {OUTPUT_METADATA: {"fallback": True}}
+        FINALS.showing(root.model_id)
+    if replace:
+        update_display(data, raw=True, metadata=metadata, display_id=display_id)
+    else:
+        display(data, raw=True, metadata=metadata, display_id=display_id)
 
 
 class FinalOutputs:

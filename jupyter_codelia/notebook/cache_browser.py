@@ -254,7 +254,11 @@ def static_bundle(
         f"… and {more} older entries. " if more > 0 else ""
     ) + "Read one with <code>%codelia cache REF</code> in a live notebook."
     bundle = renderers.table_bundle(
-        columns, rows, before=f"codelia tool-output cache: {len(entries)} entries", after=after
+        columns,
+        rows,
+        before=f"codelia tool-output cache: {len(entries)} "
+        + ("entry" if len(entries) == 1 else "entries"),
+        after=after,
     )
     if ref_id is not None:
         try:

@@ -110,7 +110,14 @@ def make_workspace() -> Path:
     return root
 
 
-def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, background: bool) -> Any:
+def run_demo(
+    nb: NotebookAgent,
+    settings: Settings,
+    prompt: str | None,
+    *,
+    background: bool,
+    display_id: str | None = None,
+) -> Any:
     """Play the demo turn with the panel; the server stops when the turn ends."""
     from IPython.display import HTML, display
 
@@ -128,7 +135,14 @@ def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, backg
     agent = nb.build_detached(demo_settings, llm)
     text = prompt or "Show me what you can do (demo)."
     try:
-        outcome = run_with_panel(nb, agent, text, f"{settings.model} (demo)", background=background)
+        outcome = run_with_panel(
+            nb,
+            agent,
+            text,
+            f"{settings.model} (demo)",
+            background=background,
+            display_id=display_id,
+        )
     except BaseException:
         server.stop()
         raise

@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -305,10 +304,14 @@ class _Refreshing(Protocol):
 
 
 class _Ticker:
-    """One daemon thread refreshing every live set of cards while any job runs."""
+    """One daemon thread refreshing every live set of cards while any job runs.
+
+    It holds each set it watches until that set's last job has ended (the turn whose panel
+    showed the cards is long over by then, and nothing else keeps them).
+    """
 
     def __init__(self) -> None:
-        self._cards: weakref.WeakSet[_Refreshing] = weakref.WeakSet()
+        self._cards: set[_Refreshing] = set()
         self._rounds_left = _IDLE_ROUNDS
         self._running = False
         self._lock = threading.Lock()
@@ -327,9 +330,13 @@ class _Ticker:
             alive = False
             for cards in list(self._cards):
                 try:
-                    alive = cards.refresh() or alive
+                    running = cards.refresh()
                 except Exception:  # a closed widget must not end the refreshing of the others
-                    continue
+                    running = False
+                if not running:
+                    with self._lock:
+                        self._cards.discard(cards)
+                alive = alive or running
             with self._lock:
                 # A few rounds after the last job ended, so its end is drawn, then sleep until
                 # the next watch().
@@ -340,4 +347,3 @@ class _Ticker:
 
 
 _ticker = _Ticker()
-

@@ -235,7 +235,20 @@ class CodeliaMagics(Magics):
     def _run(self, options: MagicOptions, prompt: str) -> Any:
         from . import _warmup
 
-        _warmup.wait()
+        if not _warmup.running():
+            return self._start(options, prompt, None)
+        # The first cell of a Run All: paint now and say what loads, not a blank output.
+        loading = _warmup.Loading()
+        loading.show()
+        loading.wait()
+        try:
+            return self._start(options, prompt, loading.display_id)
+        except BaseException:
+            loading.clear()
+            raise
+
+    def _start(self, options: MagicOptions, prompt: str, display_id: str | None) -> Any:
+        """Run the turn; its panel takes the output ``display_id`` shows (when given)."""
         nb = self.notebook_agent
         settings = nb.settings(
             model=options.model,
@@ -254,7 +267,9 @@ class CodeliaMagics(Magics):
         if options.demo:
             from .demo import run_demo
 
-            return run_demo(nb, settings, prompt or None, background=background)
+            return run_demo(
+                nb, settings, prompt or None, background=background, display_id=display_id
+            )
         if not api_key_configured(provider=settings.provider):
             raise UsageError(api_key_help(settings.provider))
         try:
@@ -263,7 +278,9 @@ class CodeliaMagics(Magics):
             raise UsageError(str(exc)) from None
         except Exception as exc:
             raise UsageError(_session_error(exc, options.resume)) from None
-        return run_with_panel(nb, agent, prompt, settings.model, background=background)
+        return run_with_panel(
+            nb, agent, prompt, settings.model, background=background, display_id=display_id
+        )
 
     def _subcommand(self, name: str, argument: str) -> Any:
         from . import _subcommands
@@ -278,12 +295,19 @@ class CodeliaMagics(Magics):
 
 
 def run_with_panel(
-    nb: NotebookAgent, agent: Any, prompt: str, model: str, *, background: bool
+    nb: NotebookAgent,
+    agent: Any,
+    prompt: str,
+    model: str,
+    *,
+    background: bool,
+    display_id: str | None = None,
 ) -> Any:
     """Show a panel in the cell output and run the turn blocking or in the background.
 
     The panel is live widgets where the cell's front end renders them, else static output
-    (nbclient, papermill: see ``_viewer``); call this on the cell's own thread.
+    (nbclient, papermill: see ``_viewer``); call this on the cell's own thread. With
+    ``display_id`` (an output this cell shows) the panel replaces that output.
     """
     from ._kit import kit_for
     from ._viewer import renders_widgets
@@ -310,7 +334,7 @@ def run_with_panel(
         on_revert=lambda edit_id: revert_edit(nb.shell, edit_id),
         kit=kit,
     )
-    panel.show()
+    panel.show(display_id)
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.
     job_cards = JobCards(nb.jobs, kit)
     job_cards.show()

@@ -218,21 +218,28 @@ class RunPanel:
 
         display(self.widget)
 
-    def show(self) -> None:
-        """Display the panel so that :meth:`finish` can replace it with static output.
+    def show(self, display_id: str | None = None) -> None:
+        """Display the panel so that :meth:`finish` can replace it with static output; with
+        ``display_id`` (an output of this cell, e.g. the first run's "loading" line) in its place.
 
         A blocking run replaces its output by display id while the cell is still executing. A
         background run ends after its cell finished, when JupyterLab no longer routes output
         updates to that cell, so its live panel sits in an ``Output`` widget whose content is
         swapped (and the notebook tabs are told to keep the static form, see ``_static``).
         """
-        self._display_id = uuid.uuid4().hex
+        self._display_id = display_id or uuid.uuid4().hex
         root: widgets.Widget = self.widget
         if self.mode == "background" and self._kit.live:
             self._frame = self._kit.Output()
             self._frame.append_display_data(self.widget)
             root = self._frame
-        _static.show(root, self._kit, self.static_bundle(), display_id=self._display_id)
+        _static.show(
+            root,
+            self._kit,
+            self.static_bundle(),
+            display_id=self._display_id,
+            replace=display_id is not None,
+        )
 
     def _header_html(self) -> str:
         return renderers.header_html(

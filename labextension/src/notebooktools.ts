@@ -26,6 +26,7 @@ import { IDisposable } from '@lumino/disposable';
 import { lineDiff } from './celldiff';
 import { executeControl, openControlSubshell } from './connection';
 import { JSONObject } from './protocol';
+import { replaceWidgetOutputs, restoreOutputs } from './staticoutputs';
 import { NotebookKernelMessage, NotebookRequest } from './wire';
 
 export const NOTEBOOK_TARGET = 'codelia.notebook';
@@ -225,6 +226,14 @@ export class NotebookToolsHandler implements IDisposable {
       this.onOpen(kernel, comm, msg)
     );
     void this.announce(kernel);
+    // Codelia widget outputs this notebook was saved with: finished or gone ones turn static.
+    void this.panel.context.ready
+      .then(() => this.panel.sessionContext.ready)
+      .then(() => {
+        const cells = this.panel.model?.cells;
+        return cells ? restoreOutputs(kernel, cells) : 0;
+      })
+      .catch(() => undefined);
   }
 
   private async announce(kernel: Kernel.IKernelConnection): Promise<void> {
@@ -260,6 +269,13 @@ export class NotebookToolsHandler implements IDisposable {
       }
     };
     const hello = msg.content.data as unknown as NotebookKernelMessage;
+    if (hello && hello.type === 'output.finished') {
+      const cells = this.panel.model?.cells;
+      if (cells) {
+        replaceWidgetOutputs(cells, hello.model_id, hello.data as JSONObject);
+      }
+      return;
+    }
     if (hello && hello.type === 'hello') {
       void this.reply(kernel, comm, hello.request_id, {
         client_id: this.clientId,

@@ -72,9 +72,7 @@ async def test_a_stand_in_model_is_never_priced_anywhere(
     await agent.flush()
 
     records = [
-        record
-        for path in store.run_log_paths(agent.session_id)
-        for record in read_jsonl(path)
+        record for path in store.run_log_paths(agent.session_id) for record in read_jsonl(path)
     ]
     starts = [r for r in records if r["type"] == "run.start"]
     assert starts[0]["priced"] is False and "priced" not in starts[1]
