@@ -472,7 +472,7 @@ def test_interrupt_at_the_approval_prompt_cancels_the_run(start_kernel: Any, pro
         assert "⏳" not in html  # no card is left "running"
         check = kernel.execute("print('never_set' in globals())")
         assert check.stream_text().strip() == "False"
-        again = kernel.execute("%%codelia\ngo on")
+        assert kernel.execute("%%codelia\ngo on").status == "ok"
         assert "next turn" in kernel.execute("print(_.final_text)").stream_text()
         # No dangling call reached the model: every call has its result.
         last = server.requests[-1]
