@@ -86,7 +86,8 @@ def _quiet(cls: type[widgets.Widget]) -> type[widgets.Widget]:
 
     def __init__(self: widgets.Widget, *args: Any, **kwargs: Any) -> None:  # noqa: N807
         for name, klass in parts.items():
-            kwargs.setdefault(name, _quiet(klass)())
+            if name not in kwargs:  # (not setdefault: an unused default would stay registered)
+                kwargs[name] = _quiet(klass)()
         cls.__init__(self, *args, **kwargs)
 
     def open(self: widgets.Widget) -> None:
