@@ -24,7 +24,7 @@ import statistics
 import time
 
 from jupyter_codelia.agent import events as ev
-from jupyter_codelia.notebook.panel import RunPanel
+from jupyter_codelia.notebook.ui.panel import RunPanel
 
 TARGET_RATIO = 1.5
 SIZES = (100, 10_000)

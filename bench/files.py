@@ -2,9 +2,11 @@
 
 * apply_patch: a 1,000-hunk patch to a 100,000-line file (validation, atomic write and the diff
   with its cached full copy included) vs GNU ``patch`` applying the same change given as a
-  unified diff. Target: ratio at most 2x.
+  unified diff. Target: ratio at most 1.5x, median, in wall and in CPU time.
 * grep: the ``grep`` tool over a 20,000-file tree vs ``grep -rn`` with the same pattern (few
-  matches, so both read every file). Target: ratio at most 1x.
+  matches, so both read every file). The tool opens the search root by descriptor and runs
+  ripgrep confined to the sandbox by Landlock (see ``standard_tools/_confine.py``); that costs a
+  thread and four system calls per call, nothing per file. Target: ratio at most 1x.
 * write/edit diff: ``unified_diff`` of the 100,000-line file with 1,000 changes (difflib took
   35 s on this); printed in seconds for reference.
 * read: the 50 lines at the end of a 1 GB file (``offset`` = its last lines) vs
@@ -156,8 +158,8 @@ def bench_patch(work: Path, repeat: int) -> None:
         patched = target.read_text()
         gnu_times.append(gnu())
         assert target.read_text() == patched, "apply_patch and GNU patch disagree"
-    report(f"apply_patch {HUNKS} hunks / {LINES} lines vs GNU patch", ours_times, gnu_times, 2)
-    report("  the same in CPU time (less sensitive to a busy machine)", ours_cpu, gnu_cpu, 2)
+    report(f"apply_patch {HUNKS} hunks / {LINES} lines vs GNU patch", ours_times, gnu_times, 1.5)
+    report("  the same in CPU time (less sensitive to a busy machine)", ours_cpu, gnu_cpu, 1.5)
     changed = patched
     diff_time = median_time(lambda: unified_diff("big.py", original, changed), repeat)
     print(f"unified_diff {LINES} lines / {HUNKS} changes: {diff_time * 1000:.0f} ms")

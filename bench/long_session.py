@@ -41,13 +41,13 @@ MB = 1024 * 1024
 PROBE = (
     "import gc as _gc, json as _json, psutil as _ps, ipywidgets as _w\n"
     "_gc.collect()\n"
-    "_nb = getattr(get_ipython(), '_codelia_notebook_agent', None)\n"
-    "_agent = _nb.agent if _nb is not None else None\n"
+    "from jupyter_codelia.notebook import notebook_agent as _notebook_agent\n"
+    "_agent = _notebook_agent(get_ipython()).agent\n"
     "_hist = list(_agent.history) if _agent is not None else []\n"
     "print(_json.dumps({'rss': _ps.Process().memory_info().rss,\n"
     "    'widgets': len(_w.widgets.widget._instances), 'history': len(_hist),\n"
     "    'history_bytes': sum(len(m.model_dump_json()) for m in _hist)}))\n"
-    "del _hist, _agent, _nb"
+    "del _hist, _agent, _notebook_agent"
 )
 
 

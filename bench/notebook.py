@@ -101,7 +101,7 @@ def bench_streaming(tokens: int, home: str, delay_s: float) -> None:
         km, kc = _kernel(_env(home, server.url), home)
         try:
             _run(kc, "%load_ext jupyter_codelia")
-            _run(kc, "import jupyter_codelia.notebook.panel, anthropic")  # warm imports
+            _run(kc, "import jupyter_codelia.notebook.ui.panel, anthropic")  # warm imports
             started = time.monotonic()
             _, seen = _run(kc, "%%codelia --approval-mode full-access\nwrite a long answer")
             elapsed = time.monotonic() - started

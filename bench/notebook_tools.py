@@ -22,7 +22,7 @@ from typing import Any
 
 from _browser import load_browser_fixtures  # bench/ is on sys.path when a bench runs
 
-from jupyter_codelia.notebook import cells as nbcells
+from jupyter_codelia.notebook.notebook_tools import cells as nbcells
 
 REPO = Path(__file__).resolve().parents[1]
 OUTLINE_TARGET_MS = 50.0
@@ -88,10 +88,10 @@ def bench_outline(rounds: int) -> bool:
 KERNEL_BENCH = """
 %load_ext jupyter_codelia
 import asyncio, json, time
-from jupyter_codelia.notebook.frontend import frontend_for
+from jupyter_codelia.notebook.extension import kernel_extension
 
 async def _codelia_bench(rounds, out):
-    client = frontend_for(get_ipython())
+    client = kernel_extension(get_ipython()).frontend
     def timed(action, params):
         start = time.perf_counter()
         client.call(action, params)

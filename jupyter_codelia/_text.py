@@ -63,3 +63,10 @@ def clip_utf8_tail(text: str, max_bytes: int) -> str:
     if len(encoded) <= max_bytes:
         return text
     return encoded[len(encoded) - max_bytes :].decode("utf-8", errors="ignore")
+
+
+def clip_chars(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters]"

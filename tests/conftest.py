@@ -14,12 +14,17 @@ from typing import Any
 
 import pytest
 
-from jupyter_codelia.testing import load_recording
+from jupyter_codelia.testing import (
+    Recorded,
+    RecordedRequest,
+    ScriptedOpenAIServer,
+    load_recording,
+)
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 RECORDINGS_DIR = Path(__file__).parent / "llm" / "recordings"
-"""Recorded Messages API responses (file format: ``jupyter_codelia.testing.parse_recording``)."""
+"""Recorded API responses (file format: ``jupyter_codelia.testing.parse_recording``)."""
 
 
 @pytest.fixture
@@ -73,3 +78,28 @@ def _streamed_blocks(name: str) -> list[dict[str, Any]]:
     for index, text in inputs.items():
         blocks[index]["input"] = json.loads(text)
     return blocks
+
+
+@pytest.fixture
+def insisting_server() -> Callable[..., ScriptedOpenAIServer]:
+    """``(first, answer, refused, accepts) -> ScriptedOpenAIServer`` replaying recordings the way
+    a server that insists on what comes back answers: ``first`` to the opening request, then
+    ``answer`` when ``accepts(assistant_turns)`` holds for the request's assistant messages,
+    else ``refused`` (the provider's own 400)."""
+
+    def make(
+        first: str, answer: str, refused: str, accepts: Callable[[list[dict[str, Any]]], bool]
+    ) -> ScriptedOpenAIServer:
+        opening, accepted, refusal = (
+            load_recording(RECORDINGS_DIR / name) for name in (first, answer, refused)
+        )
+
+        def play(request: RecordedRequest) -> Recorded:
+            turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
+            if not turns:
+                return opening
+            return accepted if accepts(turns) else refusal
+
+        return ScriptedOpenAIServer(play)
+
+    return make

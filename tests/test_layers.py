@@ -89,3 +89,39 @@ def test_imports_point_down_the_layers(path: Path) -> None:
         if LAYERS[target] > LAYERS[unit] or (LAYERS[target] == LAYERS[unit] and unit == "server"):
             wrong.append(f"line {line}: {name} (layer {LAYERS[target]} from layer {LAYERS[unit]})")
     assert not wrong, f"{path.relative_to(PACKAGE)} imports upward:\n" + "\n".join(wrong)
+
+
+# The notebook's rooms: what draws (ui/) never reaches into what runs (run/) or the tools.
+UI_MUST_NOT_IMPORT = tuple(
+    f"jupyter_codelia.notebook.{room}" for room in ("run", "kernel_tools", "notebook_tools")
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((PACKAGE / "notebook" / "ui").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_the_notebook_ui_imports_nothing_from_the_run_or_the_tools(path: Path) -> None:
+    wrong = [
+        f"line {line}: {name}"
+        for line, name in _imports(path)
+        if any(name == room or name.startswith(room + ".") for room in UI_MUST_NOT_IMPORT)
+    ]
+    assert not wrong, f"{path.name} imports from run/ or a tool package: {wrong}"
+
+
+def test_no_kernel_object_is_kept_as_an_attribute_of_the_shell() -> None:
+    """The kernel extension owns codelia's per-kernel objects; nothing hangs them on the shell."""
+    offenders = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in _modules()
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "setattr"
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "shell"
+    ]
+    assert not offenders, f"setattr(shell, ...) found at {offenders}"

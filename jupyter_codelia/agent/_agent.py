@@ -16,7 +16,7 @@ import os
 import platform
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -73,7 +73,12 @@ from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import HistoryRepair, repair_history
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
-from ._resume import CONTEXT_META_KEY, change_reminder, context_record
+from ._resume import (
+    CONTEXT_META_KEY,
+    change_reminder,
+    context_from_run_headers,
+    context_record,
+)
 from ._retry import RetryConfig
 
 if TYPE_CHECKING:
@@ -358,9 +363,10 @@ class Agent:
             history.pop(0)
         self.history = history
         self.meta = dict(state.meta)
-        self._resume_reminder = change_reminder(
-            self.meta.get(CONTEXT_META_KEY), self._context_record()
-        )
+        saved_context = self.meta.get(CONTEXT_META_KEY)
+        if saved_context is None:
+            saved_context = context_from_run_headers(self._run_headers(self._pending_resume))
+        self._resume_reminder = change_reminder(saved_context, self._context_record())
         if self._writer is not None:
             self._writer.generation = state.generation
         self.invoke_seq = state.invoke_seq
@@ -383,6 +389,23 @@ class Agent:
         for hook in self.state_hooks:
             hook.bind_session(self.session_id)
         return ev.SessionForkedEvent(session_id=fork[1], forked_from=fork[0])
+
+    def _run_headers(self, session_id: str) -> Iterator[dict[str, Any]]:
+        """The header records of a session's run logs, newest first (first lines only)."""
+        assert self.session_store is not None
+        from ..session import SessionNotFound, read_jsonl
+
+        try:
+            paths = self.session_store.run_log_paths(session_id)
+        except SessionNotFound:
+            return
+        for path in reversed(paths):
+            try:
+                first = next(read_jsonl(path), None)
+            except OSError:
+                continue
+            if first is not None and first.get("type") == "header":
+                yield first
 
     def _context_record(self) -> dict[str, Any]:
         return context_record(
@@ -549,7 +572,7 @@ class Agent:
             completion = await self._invoke(run, definitions or None, choice)
             self.history.extend(completion.messages)
             reply = self._collect(run, completion)
-            if completion.stop_reason == "pause_turn" and not reply.calls:
+            if completion.stop_kind == "pause" and not reply.calls:
                 # The API paused a long server-tool reply: its blocks are in the history, and
                 # asking again with them as the last assistant turn resumes it.
                 if pauses < MAX_PAUSE_CONTINUATIONS:
@@ -557,9 +580,9 @@ class Agent:
                     paused_texts.extend(reply.texts)
                     continue
                 reply.texts.append(PAUSE_LIMIT_NOTE.format(count=pauses))
-            if completion.stop_reason in _CUT_OFF_NOTES and not reply.calls:
-                limit = getattr(self.llm, "max_tokens", None)
-                reply.texts.append(_CUT_OFF_NOTES[completion.stop_reason].format(limit=limit))
+            note = None if reply.calls else self._stop_note(completion, answered=bool(reply.texts))
+            if note is not None:
+                reply.texts.append(note)
             texts = [*paused_texts, *reply.texts]
             paused_texts = []
             if reply.calls or self.require_done_tool:
@@ -623,12 +646,28 @@ class Agent:
                 reply.calls.extend(message.tool_calls or [])
         return reply
 
+    def _stop_note(self, completion: ChatInvokeCompletion, *, answered: bool) -> str | None:
+        """What to say under an answer a limit or a filter ended, so it is not taken as
+        complete (None for an answer that simply ended)."""
+        kind = completion.stop_kind
+        limit = self._output_limit()
+        limit_text = f", {limit}" if limit else ""
+        if kind == "output_limit" and not answered:
+            return NO_ANSWER_AT_LIMIT.format(limit=limit_text)
+        note = _STOP_NOTES.get(kind or "")
+        return note.format(limit=limit_text) if note is not None else None
+
+    def _output_limit(self) -> str | None:
+        """``max_tokens=4096``: the chat model's output limit; None when the server's own
+        limit applies (none was sent)."""
+        limit = getattr(self.llm, "max_tokens", None)
+        return f"max_tokens={limit}" if isinstance(limit, int) else None
+
     def _cut_off_message(self, call: ToolCall) -> ToolMessage:
         """The answer to a call the output limit cut off: an error, none of the call run."""
-        limit = getattr(self.llm, "max_tokens", None)
         text = CUT_OFF_RESULT.format(
             tool=call.function.name,
-            limit=f"max_tokens={limit}" if isinstance(limit, int) else "max_tokens",
+            limit=f" ({limit})" if (limit := self._output_limit()) else "",
             chars=len(call.function.arguments),
         )
         return ToolMessage(
@@ -938,16 +977,26 @@ class Agent:
 
 _RETRY_KINDS = ("rate_limit", "overloaded", "timeout", "network", "provider")
 
-_CUT_OFF_NOTES = {
-    "max_tokens": "(This answer was cut off at the output limit, max_tokens={limit}.)",
-    "model_context_window_exceeded": (
+_STOP_NOTES: dict[str, str] = {
+    "output_limit": "(This answer was cut off at the output limit{limit}.)",
+    "context_window": (
         "(This answer was cut off: the conversation filled the model's context window.)"
     ),
+    "content_filter": (
+        "(The provider's content filter stopped this answer, so it may be incomplete.)"
+    ),
 }
-"""Said under an answer that ended because a limit was hit, so it is not taken as complete."""
+"""Said under an answer that ended because a limit or a filter stopped it (keyed by the
+completion's ``stop_kind``), so it is not taken as complete."""
+
+NO_ANSWER_AT_LIMIT = (
+    "(No answer: the model reached its output limit{limit} before writing one; a reasoning "
+    "model can spend all of it on reasoning. Raise max_tokens (in a notebook: "
+    "%config Codelia.max_tokens = ...) and ask again.)"
+)
 
 CUT_OFF_RESULT = (
-    "Not run: this {tool} call was cut off at the output limit ({limit}) before its arguments "
+    "Not run: this {tool} call was cut off at the output limit{limit} before its arguments "
     "were complete (only {chars} characters of them arrived), so nothing was executed or "
     "written. Make the change in smaller steps: write a short first version of a long file, "
     "then extend it with edit or apply_patch calls of a few hundred lines each."

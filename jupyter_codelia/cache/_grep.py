@@ -25,6 +25,8 @@ from ._errors import InvalidPatternError, ToolOutputCacheError
 from ._graphemes import utf8_decoder
 
 _BLOCK = 1024 * 1024
+# Without ripgrep a regex sees at most this many characters of one line (memory stays bounded).
+FALLBACK_REGEX_LINE_CHARS = 8 * 1024 * 1024
 _NEWLINE_HINT = (
     "Matching is per line, so a pattern cannot contain or match a line break "
     "(\\n, or \\r in an output with \\r\\n line ends)."
@@ -112,22 +114,63 @@ def compile_python_pattern(pattern: str) -> re.Pattern[str]:
 
 
 def python_lines(path: Path, pattern: str, *, regex: bool, max_count: int) -> Iterator[int]:
-    """The Python fallback of :func:`ripgrep_lines`, reading 1 MB blocks of whole lines."""
+    """The Python fallback of :func:`ripgrep_lines`, reading 1 MB blocks of whole lines.
+
+    A line longer than a block is not carried whole from block to block (that is quadratic:
+    a 200 MB line took minutes): a literal search keeps only the line's last characters a match
+    could still start in and stops looking at the line once it matched; a regex sees at most
+    the first :data:`FALLBACK_REGEX_LINE_CHARS` characters of a line.
+    """
     compiled = compile_python_pattern(pattern) if regex else None
     if "\n" in pattern and compiled is None:
         return
     found = 0
     line_base = 0  # 0-based number of the first line in ``block``
     decoder = utf8_decoder()
-    pending = ""
+    head: list[str] = []  # the start of the unfinished line (a literal keeps only its tail)
+    head_chars = 0
+    settled = False  # the unfinished line already matched (literal) or reached the regex cap
+    keep = max(len(pattern), 1)  # a match may start in the last len(pattern) - 1 chars, + "\r"
     with open(path, "rb") as handle:
         while True:
             data = handle.read(_BLOCK)
             final = not data
-            text = pending + decoder.decode(data, final=final)
+            text = decoder.decode(data, final=final)
+            first_end = text.find("\n")
+            if first_end < 0 and not final:  # the unfinished line goes on
+                if compiled is None and not settled:
+                    joined = "".join(head) + text
+                    # A final "\r" may turn out to end the line (then it is not part of it).
+                    if pattern in (joined[:-1] if joined.endswith("\r") else joined):
+                        yield line_base
+                        found += 1
+                        if found >= max_count:
+                            return
+                        settled, joined = True, ""
+                    head = [joined[-keep:]]
+                elif compiled is not None and not settled:
+                    room = FALLBACK_REGEX_LINE_CHARS - head_chars
+                    head.append(text[:room])
+                    head_chars += min(len(text), room)
+                    settled = head_chars >= FALLBACK_REGEX_LINE_CHARS
+                continue
+            if first_end < 0:
+                first_end = len(text)
             cut = len(text) if final else text.rfind("\n") + 1
-            block, pending = text[:cut], text[cut:]
-            if block or final:
+            matched_line = settled and compiled is None
+            if matched_line:  # the first line matched already: skip it
+                block = text[first_end + 1 : cut]
+                line_base += 1
+            elif settled:  # the regex sees the capped start of the line, then its end
+                block = "".join(head) + text[first_end:cut]
+            else:
+                block = "".join(head) + text[:cut]
+            head = [text[cut:]]
+            head_chars = len(head[0])
+            settled = False
+            # At the end, a matched last line without a newline has no line after it.
+            ended_on_it = matched_line and first_end == len(text)
+            if block or (final and not ended_on_it):
                 if compiled is None:
                     hits = _literal_hits(block, pattern, final)
                 else:

@@ -12,10 +12,16 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-_BODY_WAIT = re.compile(
-    r"(?:retry|try again)\s+(?:after|in)\s+(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?)\b",
-    re.IGNORECASE,
+# One part of a wait as written in error messages: "900ms", "12 seconds", "9m", "1h".
+_WAIT_PART = (
+    r"(\d+(?:\.\d+)?)\s*(milliseconds?|ms|hours?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])"
 )
+# "try again in 9m38.016s" (OpenAI's Go-style durations), "retry after 12 seconds".
+_BODY_WAIT = re.compile(
+    rf"(?:retry|try again)\s+(?:after|in)\s+((?:{_WAIT_PART}\s*)+)", re.IGNORECASE
+)
+_PART = re.compile(_WAIT_PART, re.IGNORECASE)
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 _MAX_MESSAGE_CHARS = 500
 
 
@@ -38,7 +44,8 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 
 
 def body_wait(body: Any) -> float | None:
-    """A wait the error body names: a ``retry_after`` field or "try again in 12 seconds"."""
+    """A wait the error body names: a ``retry_after`` field, or "try again in 12 seconds" /
+    "try again in 9m38.016s" in its message."""
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         for key in ("retry_after", "retry_after_s", "retry_after_seconds"):
@@ -51,9 +58,17 @@ def body_wait(body: Any) -> float | None:
     if isinstance(message, str):
         match = _BODY_WAIT.search(message)
         if match:
-            amount = float(match.group(1))
-            return amount / 1000 if match.group(2).lower().startswith("m") else amount
+            return sum(
+                float(amount) * _unit_seconds(unit) for amount, unit in _PART.findall(match[1])
+            )
     return None
+
+
+def _unit_seconds(unit: str) -> float:
+    lowered = unit.lower()
+    if lowered.startswith("mil") or lowered == "ms":
+        return 0.001
+    return _UNIT_SECONDS[lowered[0]]
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

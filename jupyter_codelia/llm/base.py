@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from .._cancellation import CancelSignal
 
 LlmErrorKind = Literal[
-    "rate_limit", "overloaded", "timeout", "network", "provider", "bad_request", "auth"
+    "rate_limit", "overloaded", "timeout", "network", "provider", "bad_request", "auth", "quota"
 ]
+"""``quota``: the account is out of credit or over its spending limit (OpenAI's
+``insufficient_quota``, a 429 that waiting does not cure)."""
 RetrySource = Literal["retry-after", "reset-header", "provider-body", "backoff"]
 
 RETRYABLE_KINDS: frozenset[str] = frozenset(

@@ -317,10 +317,25 @@ class ChatInvokeUsage(_Data):
     web_fetch_requests: int | None = None
 
 
+StopKind = Literal[
+    "end", "tool_calls", "output_limit", "context_window", "content_filter", "refusal", "pause"
+]
+"""Why a reply ended, in the same words for every provider: ``end`` (finished), ``tool_calls``
+(stopped to have tools run), ``output_limit`` (cut off by the output-token limit: Anthropic's
+``max_tokens``, Chat Completions' ``length``, the Responses API's ``max_output_tokens``),
+``context_window`` (the conversation filled the model's window), ``content_filter`` (a safety
+filter stopped it), ``refusal`` (the model declined), ``pause`` (the API paused a long turn,
+to be resumed)."""
+
+
 class ChatInvokeCompletion(_Data):
+    """One model reply. ``stop_kind`` is why it ended (:data:`StopKind`; None when the provider
+    gave a reason we do not know), ``stop_reason`` the provider's own word for it."""
+
     messages: list[Message]
     usage: ChatInvokeUsage | None = None
     stop_reason: str | None = None
+    stop_kind: StopKind | None = None
     provider_meta: Any = None
 
 
@@ -338,6 +353,7 @@ __all__ = [
     "Message",
     "OtherPart",
     "ReasoningMessage",
+    "StopKind",
     "SystemMessage",
     "TextPart",
     "ToolCall",

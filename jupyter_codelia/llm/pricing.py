@@ -1,8 +1,9 @@
 """Model prices and context windows, looked up in ``genai-prices`` (never guessed).
 
 ``genai-prices`` is the maintained price database (cache reads and writes, web searches
-included) and also knows each model's context window; the model table in :mod:`.models` backs
-the window up when the database does not list a model. Unknown prices give None: the UI shows
+included) and also knows each model's context window; the model tables (:mod:`.models` for
+Claude, :mod:`.openai.models` for the rest) back the window up when the database does not
+list a model. Unknown prices give None: the UI shows
 "unknown".
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from . import models
+from .anthropic import models
 from .messages import ChatInvokeUsage
 
 
@@ -26,13 +27,17 @@ def _model_info(model: str, provider: str) -> Any | None:
     return info
 
 
-def context_limit(model: str, provider: str = "anthropic") -> int | None:
-    """Maximum input tokens of ``model``, or None when neither source knows it."""
+def listed_context_window(model: str, provider: str) -> int | None:
+    """The context window genai-prices lists for ``model``, or None."""
     info = _model_info(model, provider)
     window = getattr(info, "context_window", None) if info is not None else None
-    if isinstance(window, int) and window > 0:
-        return window
-    return models.capabilities(model).context_window
+    return window if isinstance(window, int) and window > 0 else None
+
+
+def context_limit(model: str, provider: str = "anthropic") -> int | None:
+    """Maximum input tokens of a Claude ``model``, or None when neither source knows it."""
+    window = listed_context_window(model, provider)
+    return window if window is not None else models.capabilities(model).context_window
 
 
 def cost_usd(usage: ChatInvokeUsage, provider: str = "anthropic") -> float | None:
@@ -57,4 +62,4 @@ def cost_usd(usage: ChatInvokeUsage, provider: str = "anthropic") -> float | Non
     return float(price.total_price)
 
 
-__all__ = ["context_limit", "cost_usd"]
+__all__ = ["context_limit", "cost_usd", "listed_context_window"]

@@ -15,10 +15,10 @@ from IPython.core.error import UsageError
 
 from .._redact import redact_secrets
 from .._text import describe_exc
-from . import renderers
+from .ui import renderers
 
 if TYPE_CHECKING:
-    from .runner import NotebookAgent
+    from .run.runner import NotebookAgent
 
 
 def run(nb: NotebookAgent, name: str, argument: str) -> Any:
@@ -121,7 +121,7 @@ def _compact(nb: NotebookAgent) -> None:
 
 
 def _undo(nb: NotebookAgent, argument: str) -> None:
-    from .undo import UndoError
+    from .kernel_tools.undo import UndoError
 
     target = argument.strip() or None
     try:
@@ -198,10 +198,10 @@ def _provenance(nb: NotebookAgent) -> None:
     from IPython.display import display
 
     from ..tools import ToolError
-    from .cell_tools import NotebookContext, provenance_table
+    from .notebook_tools.cell_tools import NotebookContext, provenance_table
 
     try:
-        snapshot = NotebookContext(nb.shell).snapshot_now()
+        snapshot = NotebookContext(nb.shell, nb.frontend).snapshot_now()
     except ToolError as exc:
         raise UsageError(str(exc)) from None
     rows = provenance_table(snapshot)
@@ -238,8 +238,8 @@ def _cache(nb: NotebookAgent, argument: str) -> Any:
     """The cache browser, or its static form where no front end renders widgets."""
     from IPython.display import display
 
-    from ._viewer import renders_widgets
-    from .cache_browser import CacheBrowser, ordered_entries, static_bundle
+    from .ui._viewer import renders_widgets
+    from .ui.cache_browser import CacheBrowser, ordered_entries, static_bundle
 
     store = nb.output_store()
     entries = ordered_entries(store)

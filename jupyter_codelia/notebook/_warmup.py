@@ -20,7 +20,11 @@ import importlib
 import logging
 import threading
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .run.runner import NotebookAgent
 
 log = logging.getLogger("jupyter_codelia.notebook")
 
@@ -39,8 +43,8 @@ WARM_MODULES = (
     "jupyter_codelia.standard_tools.web",
     "jupyter_codelia.standard_tools.shell",
     "jupyter_codelia.notebook.kernel_tools",
-    "jupyter_codelia.notebook.runner",
-    "jupyter_codelia.notebook.panel",
+    "jupyter_codelia.notebook.run.runner",
+    "jupyter_codelia.notebook.ui.panel",
     "pygments.lexers.python",
     "pygments.lexers.shell",
     "pygments.formatters.html",
@@ -54,7 +58,7 @@ _STEPS = {
     "anthropic": "the Anthropic SDK",
     "jupyter_codelia.agent": "the agent",
     "jupyter_codelia.standard_tools": "the tools",
-    "jupyter_codelia.notebook.panel": "the cell panel",
+    "jupyter_codelia.notebook.ui.panel": "the cell panel",
     "pygments.lexers.python": "the code highlighter",
 }
 
@@ -63,13 +67,15 @@ _thread: threading.Thread | None = None
 _step = "codelia"
 
 
-def start(shell: Any) -> None:
-    """Begin warming on a daemon thread (once per process)."""
+def start(notebook_agent: Callable[[], NotebookAgent]) -> None:
+    """Begin warming on a daemon thread (once per process); ``notebook_agent`` makes the agent."""
     global _thread
     with _lock:
         if _thread is not None:
             return
-        _thread = threading.Thread(target=_warm, args=(shell,), name="codelia-warmup", daemon=True)
+        _thread = threading.Thread(
+            target=_warm, args=(notebook_agent,), name="codelia-warmup", daemon=True
+        )
         _thread.start()
 
 
@@ -128,7 +134,7 @@ class Loading:
         }
 
 
-def _warm(shell: Any) -> None:
+def _warm(notebook_agent: Callable[[], NotebookAgent]) -> None:
     global _step
     for name in WARM_MODULES:
         _step = _STEPS.get(name, _step)
@@ -138,7 +144,7 @@ def _warm(shell: Any) -> None:
             log.debug("warm-up import of %s failed", name, exc_info=True)
     _step = "the first agent"
     try:
-        from . import renderers
+        from .ui import renderers
 
         renderers.markdown_to_html("*warm*")  # builds the markdown parser once
         renderers.diff_to_html("+warm\n")
@@ -146,9 +152,7 @@ def _warm(shell: Any) -> None:
             renderers.code_to_html("warm = 1", language)
         _warm_sdk_client()
         _warm_tool_schemas()
-        from .magics import notebook_agent
-
-        agent = notebook_agent(shell)
+        agent = notebook_agent()
         agent.prebuild()  # settings errors are reported by the first run
         settings = agent.settings()
         _warm_pricing(settings.model, settings.provider)

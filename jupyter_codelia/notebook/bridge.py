@@ -23,7 +23,8 @@ from ..errors import CodeliaError
 
 if TYPE_CHECKING:
     from ..wire import StoreInfo
-    from .runner import NotebookAgent
+    from .frontend import FrontendClient
+    from .run.runner import NotebookAgent
 
 TARGET = "codelia"
 log = logging.getLogger("jupyter_codelia.notebook.bridge")
@@ -72,8 +73,9 @@ def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True
 class Bridge:
     """Serves the protocol for one kernel: open comms, requests and notifications."""
 
-    def __init__(self, notebook_agent: NotebookAgent) -> None:
+    def __init__(self, notebook_agent: NotebookAgent, frontend: FrontendClient) -> None:
         self.nb = notebook_agent
+        self.frontend = frontend
         self.comms: list[Any] = []
         self._lock = threading.Lock()
         self._unsubscribe: Callable[[], None] | None = None
@@ -274,7 +276,7 @@ class Bridge:
             raise RequestError(str(exc).strip("'\"")) from None
 
     def _cache_list(self, _data: dict[str, Any]) -> dict[str, Any]:
-        from .cache_browser import ordered_entries, whose
+        from .ui.cache_browser import ordered_entries, whose
 
         store = self.nb.output_store()
         keys = ("ref_id", "tool_name", "created_at", "size_bytes", "line_count")
@@ -329,25 +331,23 @@ class Bridge:
 
     def _notebook_reply(self, data: dict[str, Any]) -> dict[str, Any]:
         """The notebook front end's answer to a kernel request (see notebook/frontend.py)."""
-        from .frontend import frontend_for
-
         reply_to = _field(data, "reply_to", str)
         ok = bool(_field(data, "ok", bool))
         error = _field(data, "error", str, required=False)
-        if not frontend_for(self.nb.shell).resolve(reply_to, ok, data.get("result"), error):
+        if not self.frontend.resolve(reply_to, ok, data.get("result"), error):
             raise RequestError(f"notebook.reply: no open kernel request {reply_to!r}")
         return {}
 
 
 def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
-    from .jobs import job_view
+    from .run.job_updates import job_view
 
     return {"jobs": [job_view(job).dump() for job in bridge.nb.jobs.jobs()]}
 
 
 def _job_stop(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
     from ..standard_tools.jobs import JobNotFoundError
-    from .jobs import job_view
+    from .run.job_updates import job_view
 
     try:
         job = bridge.nb.jobs.get(_field(data, "job_id", str))
@@ -378,32 +378,14 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
 
 # ---------------------------------------------------------------------- kernel wiring
 
-_BRIDGE_KEY = "_codelia_bridge"
 
-
-def bridge_for(shell: Any) -> Bridge:
-    existing: Bridge | None = getattr(shell, _BRIDGE_KEY, None)
-    if existing is not None:
-        return existing
-    from .magics import codelia_traits, notebook_agent
-
-    created = Bridge(notebook_agent(shell))
-    # %config Codelia.home moves the store: open panels chose where to read history by the
-    # store their hello named.
-    codelia_traits(shell).observe(lambda _change: created.store_changed(), names="home")
-    setattr(shell, _BRIDGE_KEY, created)
-    return created
-
-
-def register_comm_target(shell: Any) -> None:
+def register_comm_target(shell: Any, bridge: Callable[[], Bridge]) -> None:
     """Accept ``codelia`` comms (no-op outside a kernel, e.g. in a terminal IPython)."""
     if getattr(shell, "kernel", None) is None:
         return
     from comm import get_comm_manager
 
-    get_comm_manager().register_target(
-        TARGET, lambda comm, msg: bridge_for(shell).on_open(comm, msg)
-    )
+    get_comm_manager().register_target(TARGET, lambda comm, msg: bridge().on_open(comm, msg))
 
 
 def unregister_comm_target(shell: Any) -> None:
@@ -458,4 +440,6 @@ def control(request_json: str) -> str:
                 error="no IPython kernel is running here; run %load_ext jupyter_codelia",
             )
         )
-    return ControlResponse(bridge_for(shell).handle(data, from_control=True))
+    from .extension import kernel_extension
+
+    return ControlResponse(kernel_extension(shell).bridge.handle(data, from_control=True))

@@ -26,19 +26,21 @@ from traitlets.config import Configurable
 
 from .._approval import APPROVAL_MODES
 from ..errors import CodeliaError
-from .renderers import text_table
+from .ui.renderers import text_table
 
 ENV_PREFIX = "JUPYTER_CODELIA_"
-DEFAULT_MODEL = "claude-sonnet-5-5"  # the provider's default (llm/anthropic.py), kept import-free
-# The providers ``Codelia.provider`` accepts (llm/openai.py KNOWN_ENDPOINTS holds their default
+DEFAULT_MODEL = (
+    "claude-sonnet-5-5"  # the provider's default (llm/anthropic/chat.py), kept import-free
+)
+# The providers ``Codelia.provider`` accepts (llm/openai/chat.py KNOWN_ENDPOINTS holds their default
 # endpoints; listed here so this module stays import-free).
 PROVIDERS = ("anthropic", "openai", "ollama", "vllm", "lmstudio", "llamacpp", "openrouter")
 LOCAL_PROVIDERS = frozenset({"ollama", "vllm", "lmstudio", "llamacpp"})
 PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
-OPENAI_DEFAULT_MODEL = "gpt-5.1"  # llm/openai.py DEFAULT_MODEL, kept import-free
+OPENAI_DEFAULT_MODEL = "gpt-5.1"  # llm/openai/chat.py DEFAULT_MODEL, kept import-free
 THINKING_MODES = ("off", "adaptive")
 ThinkingSetting = Literal["off", "adaptive"] | int | None
-MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic.py), kept import-free
+MIN_THINKING_BUDGET = 1024  # Anthropic's minimum (llm/anthropic/chat.py), kept import-free
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 API_KEY_HELP = (
     "No Anthropic API key is configured, so codelia cannot talk to Claude.\n"
@@ -326,7 +328,7 @@ def _validate_thinking(value: Any, where: str) -> ThinkingSetting:
 
 def unknown_model_message(model: str) -> str | None:
     """Why ``model`` cannot be used, listing the known ids; None for a known model."""
-    from ..llm.models import is_known_model, known_models
+    from ..llm.anthropic.models import is_known_model, known_models
 
     if is_known_model(model):
         return None

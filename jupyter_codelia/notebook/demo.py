@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .config import Settings
 
 if TYPE_CHECKING:
-    from .runner import NotebookAgent
+    from .run.runner import NotebookAgent
 
 DEMO_LABEL = "OFFLINE DEMO: scripted replies from a local test server, not Claude."
 
@@ -121,9 +121,9 @@ def run_demo(
     """Play the demo turn with the panel; the server stops when the turn ends."""
     from IPython.display import HTML, display
 
-    from ..llm.anthropic import AnthropicChat
+    from ..llm.anthropic.chat import AnthropicChat
     from ..testing import ScriptedAnthropicServer, play
-    from .magics import run_with_panel
+    from .run.in_cell import run_with_panel
 
     root = make_workspace()
     server = ScriptedAnthropicServer(play(demo_script())).start()

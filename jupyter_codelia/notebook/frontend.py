@@ -78,6 +78,15 @@ class FrontendClient:
         self.tab_seen = True
         self.forget()
 
+    def tell_tabs(self, message: dict[str, Any]) -> None:
+        """Send ``message`` to every notebook tab on this kernel, once one has attached: the
+        data of a one-shot comm, whose open reaches them all even while a cell is busy."""
+        if not self.tab_seen:
+            return
+        from comm import create_comm
+
+        create_comm(target_name=TARGET, data=message).close()
+
     # ------------------------------------------------------------------ answers
 
     def resolve(self, reply_to: str, ok: bool, result: Any, error: str | None) -> bool:
@@ -178,9 +187,6 @@ class FrontendClient:
             ) from None
 
 
-_CLIENT_KEY = "_codelia_frontend"
-
-
 def tab_opened() -> None:
     """A notebook tab (re)attached to this kernel: greet it before the next request.
 
@@ -190,14 +196,8 @@ def tab_opened() -> None:
     """
     from IPython import get_ipython
 
+    from .extension import kernel_extension
+
     shell = get_ipython()
     if shell is not None:
-        frontend_for(shell).tab_opened()
-
-
-def frontend_for(shell: Any) -> FrontendClient:
-    client = getattr(shell, _CLIENT_KEY, None)
-    if client is None:
-        client = FrontendClient()
-        setattr(shell, _CLIENT_KEY, client)
-    return client
+        kernel_extension(shell).frontend.tab_opened()

@@ -8,16 +8,17 @@ and the widgets on a background thread (``_warmup``) so the first run does not p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .._approval import APPROVAL_MODES
-from .config import Codelia, ConfigError, api_key_configured, api_key_help, model_problem
+from .config import ConfigError, api_key_configured, api_key_help, model_problem
 
 if TYPE_CHECKING:
-    from .runner import NotebookAgent
+    from .extension import KernelExtension
+    from .run.runner import NotebookAgent
 
 SUBCOMMANDS = (
     *("help", "sessions", "todos", "cache", "config", "provenance"),
@@ -192,16 +193,13 @@ def _convert(name: str, value: str, provider: str) -> Any:
 
 @magics_class
 class CodeliaMagics(Magics):
-    def __init__(self, shell: Any, traits: Codelia) -> None:
+    def __init__(self, shell: Any, extension: KernelExtension) -> None:
         super().__init__(shell)
-        self.codelia_config = traits
-        self._notebook_agent: NotebookAgent | None = None
+        self.extension = extension
 
     @property
     def notebook_agent(self) -> NotebookAgent:
-        if self._notebook_agent is None:
-            self._notebook_agent = notebook_agent(self.shell)
-        return self._notebook_agent
+        return self.extension.agent
 
     def _configured_provider(self) -> str:
         """The provider ``--model`` is checked against (a broken config is reported later)."""
@@ -278,6 +276,8 @@ class CodeliaMagics(Magics):
             raise UsageError(str(exc)) from None
         except Exception as exc:
             raise UsageError(_session_error(exc, options.resume)) from None
+        from .run.in_cell import run_with_panel
+
         return run_with_panel(
             nb, agent, prompt, settings.model, background=background, display_id=display_id
         )
@@ -294,128 +294,8 @@ class CodeliaMagics(Magics):
             raise UsageError(str(exc)) from None
 
 
-def run_with_panel(
-    nb: NotebookAgent,
-    agent: Any,
-    prompt: str,
-    model: str,
-    *,
-    background: bool,
-    display_id: str | None = None,
-) -> Any:
-    """Show a panel in the cell output and run the turn blocking or in the background.
-
-    The panel is live widgets where the cell's front end renders them, else static output
-    (nbclient, papermill: see ``_viewer``); call this on the cell's own thread. With
-    ``display_id`` (an output this cell shows) the panel replaces that output.
-    """
-    from ._kit import kit_for
-    from ._viewer import renders_widgets
-    from .cell_tools import revert_edit
-    from .jobs import JobCards
-    from .panel import RunPanel
-
-    mode: Literal["blocking", "background"] = "background" if background else "blocking"
-    kit = kit_for(renders_widgets(nb.shell))
-
-    def stop() -> None:
-        if nb.active is not None:
-            nb.cancel(nb.active.run_id)
-
-    panel = RunPanel(
-        model=model,
-        session_id=agent.session_id,
-        mode=mode,
-        prompt=prompt,
-        on_stop=stop,
-        on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
-        demo=nb.is_demo(agent),
-        on_undo=nb.undo.undo,
-        on_revert=lambda edit_id: revert_edit(nb.shell, edit_id),
-        kit=kit,
-    )
-    panel.show(display_id)
-    # Jobs started in this turn get cards below the panel; they keep updating after the turn.
-    job_cards = JobCards(nb.jobs, kit)
-    job_cards.show()
-    unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
-    if background:
-        handle = nb.start_background(agent, prompt, panel)
-
-        def finished(_handle: Any) -> None:
-            unsubscribe()
-            job_cards.turn_ended(cell_running=False)
-
-        handle.add_done_callback(finished)
-        return handle
-    try:
-        result = nb.run_blocking(agent, prompt, panel)
-    finally:
-        unsubscribe()
-        job_cards.turn_ended(cell_running=True)
-    if result.status == "error":
-        # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
-        # and the result stays available as get_ipython()._codelia_notebook_agent.last_result.
-        raise UsageError(f"codelia run failed: {result.error}")
-    result.panel_shown = True  # the panel above is the cell's output: no Out line repeating it
-    return result
-
-
-def _ignore(_value: Any) -> None:
-    """Button callbacks return nothing; a late click on a resolved request is a no-op."""
-
-
 def _session_error(exc: Exception, resume: str | None) -> str:
     text = str(exc)
     if resume and ("not found" in text or "invalid" in text):
         return f"{text}. List saved sessions with %codelia sessions."
     return f"Could not start the codelia agent: {type(exc).__name__}: {text}"
-
-
-_STATE_KEY = "_codelia_notebook_agent"
-
-
-def notebook_agent(shell: Any) -> NotebookAgent:
-    """The kernel's NotebookAgent (made on first use, shared by the magics and the bridge)."""
-    existing: NotebookAgent | None = getattr(shell, _STATE_KEY, None)
-    if existing is not None:
-        return existing
-    from .config import resolve_settings
-    from .runner import NotebookAgent
-
-    traits = codelia_traits(shell)
-    created = NotebookAgent(shell, lambda: resolve_settings(traits))
-    setattr(shell, _STATE_KEY, created)
-    return created
-
-
-def codelia_traits(shell: Any) -> Codelia:
-    """The kernel's ``Codelia`` configurable (what ``%config Codelia.<name>`` sets)."""
-    for configurable in getattr(shell, "configurables", []):
-        if isinstance(configurable, Codelia):
-            return configurable
-    traits = Codelia(parent=shell)
-    shell.configurables.append(traits)
-    return traits
-
-
-def register(shell: Any) -> None:
-    traits = codelia_traits(shell)
-    shell.register_magics(CodeliaMagics(shell, traits))
-    from . import _warmup
-    from .bridge import register_comm_target
-
-    register_comm_target(shell)
-    _warmup.start(shell)
-
-
-def unregister(shell: Any) -> None:
-    from .bridge import unregister_comm_target
-
-    unregister_comm_target(shell)
-    nb = getattr(shell, _STATE_KEY, None)
-    if nb is not None:
-        nb.close_mcp()  # MCP server processes do not outlive the extension
-    magics = shell.magics_manager.magics
-    magics["line"].pop("codelia", None)
-    magics["cell"].pop("codelia", None)

@@ -94,9 +94,10 @@ class Walker:
             os.close(fd)
         self._fds.clear()
 
-    def open_dir(self, path: str) -> int:
-        """An fd of the directory at absolute ``path`` (held until the walker closes)."""
-        entry = self.locate(path, path, follow=True)
+    def open_dir(self, path: str, shown: str | None = None) -> int:
+        """An fd of the directory at absolute ``path`` (held until the walker closes);
+        ``shown`` is the path as given, for messages."""
+        entry = self.locate(path, path if shown is None else shown, follow=True)
         fd = os.open(entry.name, _DIR_FLAGS, dir_fd=entry.dir_fd)
         self._fds.append(fd)
         return fd

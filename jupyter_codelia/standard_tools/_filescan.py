@@ -189,6 +189,9 @@ class GraphemeWindow:
 
     def _clusters(self, piece: memoryview, line_ended: bool) -> None:
         text = self._carry + self._decoder.decode(piece, final=line_ended)
+        if text.isascii():
+            self._ascii_clusters(text, line_ended)
+            return
         clusters = self._cluster.findall(text)
         if line_ended:
             if clusters and clusters[-1] == "\r":  # split_lines drops the CR of a CRLF
@@ -201,3 +204,20 @@ class GraphemeWindow:
         if low < high:
             self.kept.extend(clusters[low:high])
         self.length += len(clusters)
+
+    def _ascii_clusters(self, text: str, line_ended: bool) -> None:
+        """Every ASCII character is a cluster of its own here (``\r\n``, the one ASCII pair
+        that joins, cannot occur inside a line): counted and sliced without the regex, which
+        costs about a second per million characters. The last character is still carried: a
+        combining mark in the next piece would join it."""
+        if line_ended:
+            if text.endswith("\r"):  # split_lines drops the CR of a CRLF
+                text = text[:-1]
+            self._carry = ""
+        else:
+            text, self._carry = text[:-1], text[-1:]
+        start = self.length
+        low, high = max(self._offset - start, 0), min(self._stop - start, len(text))
+        if low < high:
+            self.kept.extend(text[low:high])
+        self.length += len(text)

@@ -230,17 +230,27 @@ def apply_update_lines(before: str, chunks: Sequence[Chunk], path: str) -> Updat
         result.extend(rep.new_lines)
         position = rep.start + rep.old_count
     result.extend(lines[position:])
+    # A last line without a newline that the patch changes, removes or adds lines after gets
+    # one, as codex does: the missing newline was that line's, and added lines are whole lines.
+    last = replacements[-1] if replacements else None
+    ends_with_newline = had_newline or (
+        last is not None
+        and last.start + last.old_count == len(lines)
+        and bool(last.old_count or last.new_lines)
+    )
     text = "\n".join(result)
-    if had_newline and text:
+    if ends_with_newline and text:
         text += "\n"
+        if not had_newline:  # the final newline is a change of its own in the diff
+            blocks.append((len(lines), len(lines), len(result), len(result) + 1))
     elif not result:
         text = ""
     if "\r" in before or "\r" in text:
         old_view: Sequence[str] = _DiffLines(lines, had_newline)
-        new_view: Sequence[str] = _DiffLines(result, had_newline)
+        new_view: Sequence[str] = _DiffLines(result, ends_with_newline and bool(result))
     else:
-        tail = [""] if had_newline else []
-        old_view, new_view = lines + tail, result + tail
+        old_view = lines + ([""] if had_newline else [])
+        new_view = result + ([""] if ends_with_newline and result else [])
     return UpdateResult(text, merge_blocks(blocks), old_view, new_view)
 
 

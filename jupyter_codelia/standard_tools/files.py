@@ -395,6 +395,13 @@ def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> F
 
 # --- edit --------------------------------------------------------------------------------------
 
+# edit holds the file, its new text and their diff in memory: past this size it refuses (with
+# the shell as the way), so one call cannot take seconds and a gigabyte.
+EDIT_MAX_BYTES = 64 * 1024 * 1024
+# The whitespace-tolerant strategies and the closest-lines hint split the file into lines (about
+# 4x its size in memory, a second per 100 MB): past this size a miss is said at once.
+EDIT_LENIENT_MAX_BYTES = 16 * 1024 * 1024
+
 EDIT_DESCRIPTION = (
     "Replace text in a file. old_string must match exactly one place (or set replace_all); "
     'old_string "" replaces the whole file (creating it if missing). match_mode "auto" '
@@ -450,8 +457,21 @@ def apply_edit(
     mode: MatchMode,
     file_path: str,
 ) -> tuple[str, int, str]:
-    """``(new content, replacements, mode used)``; raises ``ValueError`` with model-facing texts."""
-    matches, used = find_matches(content, old_string, mode)
+    """``(new content, replacements, mode used)``; raises ``ValueError`` with model-facing texts.
+
+    A file over :data:`EDIT_LENIENT_MAX_BYTES` is searched exactly only (``str.find``, no split
+    into lines), whatever ``mode`` asks, and a miss says so.
+    """
+    size = len(content)  # characters: at most the byte size, close to it for most files
+    large = size > EDIT_LENIENT_MAX_BYTES
+    matches, used = find_matches(content, old_string, "exact" if large else mode)
+    if not matches and large:
+        raise ValueError(
+            f"String not found in {file_path} (searched exactly: the file has {size:,} "
+            "characters, and whitespace-tolerant matching and the closest-lines hint run up to "
+            f"{EDIT_LENIENT_MAX_BYTES:,}). Find the lines with grep, read them with read "
+            "(offset), and copy old_string exactly from there."
+        )
     if not matches:
         explanation = explain_no_match(content, old_string, mode)
         raise ValueError(f"String not found in {file_path}\n{explanation}")
@@ -467,6 +487,17 @@ def apply_edit(
         position = match.end
     pieces.append(content[position:])
     return "".join(pieces), len(chosen), used
+
+
+def _check_edit_size(entry: Entry, file_path: str) -> None:
+    info = entry.lstat()
+    if info is not None and info.st_size > EDIT_MAX_BYTES:
+        raise ValueError(
+            f"{file_path} is {info.st_size:,} bytes: edit changes files up to "
+            f"{EDIT_MAX_BYTES:,} bytes (it holds the file and its diff in memory). Change it "
+            "with the shell instead (for example sed -i 's/old/new/' FILE, or a Python script "
+            "that streams it line by line); find the lines first with grep."
+        )
 
 
 def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
@@ -502,6 +533,7 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
                     raise ValueError(f"File not found: {file_path}")
                 content, exists = "", False
             else:
+                _check_edit_size(entry, file_path)
                 content, exists = read_utf8(entry), True
             check_expected_hash(file_path, params.expected_hash, exists=exists, content=content)
             if old == "":

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import logging
 import os
 import socket
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -38,18 +39,25 @@ SearchBackend = Literal["ddg", "brave"]
 OutputFormat = Literal["markdown", "text", "html"]
 
 DDG_HTML_ENDPOINT = "https://html.duckduckgo.com/html/"
+DDG_INSTANT_ENDPOINT = "https://api.duckduckgo.com/"
+INSTANT_ANSWER_CHARS = 2000
 BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 MAX_REDIRECTS = 10
 _DDG_PAGE_SIZE = 10
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _USER_AGENT = "Mozilla/5.0 (compatible; jupyter-codelia webfetch)"
 
+log = logging.getLogger("jupyter_codelia.web")
+
 
 class WebConfig(BaseModel):
     """Configuration of the web tools.
 
     ``ddg_endpoint`` / ``brave_endpoint`` replace the services' URLs (tests point them at
-    loopback servers; a company may point them at a gateway). ``allow_private_network`` lets
+    loopback servers; a company may point them at a gateway). ``ddg_instant_endpoint`` is
+    DuckDuckGo's Instant Answer API, asked next to the HTML results; with ``ddg_endpoint`` set
+    and it unset, no instant answers are asked for (nothing goes to DuckDuckGo's own host
+    behind a gateway's back). ``allow_private_network`` lets
     webfetch reach private, loopback, link-local and unique-local addresses;
     ``private_network_allowlist`` opens only the listed addresses or networks (CIDR), e.g.
     ``("10.20.0.0/16",)`` for an intranet wiki, and keeps the guard for everything else.
@@ -60,6 +68,7 @@ class WebConfig(BaseModel):
     search_backend: SearchBackend = "ddg"
     brave_api_key_env: str = Field(default="BRAVE_SEARCH_API_KEY", min_length=1)
     ddg_endpoint: str | None = None
+    ddg_instant_endpoint: str | None = None
     brave_endpoint: str | None = None
     allow_private_network: bool = False
     search_timeout_s: float = Field(default=15.0, gt=0)
@@ -173,6 +182,53 @@ def _ddg_search(
     return rows
 
 
+async def _ddg_instant_answer(query: str, endpoint: str, timeout_s: float) -> dict[str, str]:
+    """DuckDuckGo's Instant Answer for ``query`` (an abstract, a direct answer or a definition),
+    or {} when it has none or cannot be had: it only adds to the HTML results."""
+    import httpx2
+
+    from ._netguard import shared_ssl_context
+
+    params = {"q": query, "format": "json", "no_html": "1", "no_redirect": "1"}
+    params["skip_disambig"] = "1"
+    try:
+        async with httpx2.AsyncClient(timeout=timeout_s, verify=shared_ssl_context()) as client:
+            headers = {"User-Agent": _USER_AGENT}
+            response = await client.get(endpoint, params=params, headers=headers)
+        payload = response.json() if response.is_success else None
+    except Exception:
+        log.info("DuckDuckGo instant answer failed", exc_info=True)
+        return {}
+    return instant_answer(payload)
+
+
+def instant_answer(payload: Any) -> dict[str, str]:
+    """The useful fields of an Instant Answer API response, named for the model."""
+    if not isinstance(payload, dict):
+        return {}
+    fields = {
+        "heading": "Heading",
+        "answer": "Answer",
+        "abstract": "AbstractText",
+        "url": "AbstractURL",
+        "source": "AbstractSource",
+        "definition": "Definition",
+        "definition_url": "DefinitionURL",
+    }
+    answer = {
+        name: value.strip()[:INSTANT_ANSWER_CHARS]
+        for name, key in fields.items()
+        if isinstance(value := payload.get(key), str) and value.strip()
+    }
+    if not answer.keys() & {"answer", "abstract", "definition"}:
+        return {}  # a heading alone (a disambiguation page) answers nothing
+    if not answer.get("url"):
+        first = next((r for r in payload.get("Results") or [] if isinstance(r, dict)), None)
+        if first is not None and isinstance(first.get("FirstURL"), str):
+            answer["url"] = first["FirstURL"]
+    return answer
+
+
 async def _brave_search(
     query: str, max_results: int, api_key: str, endpoint: str, timeout_s: float
 ) -> list[dict[str, str]]:
@@ -209,6 +265,19 @@ async def _brave_search(
     return rows
 
 
+async def _with_instant_answer(
+    results: Awaitable[list[dict[str, str]]],
+    query: str,
+    endpoint: str,
+    timeout_s: float,
+    found: dict[str, str],
+) -> list[dict[str, str]]:
+    """The HTML results, with the instant answer asked for at the same time put in ``found``."""
+    rows, answer = await asyncio.gather(results, _ddg_instant_answer(query, endpoint, timeout_s))
+    found.update(answer)
+    return rows
+
+
 def _search_tool(config: WebConfig) -> FunctionTool:
     async def search(params: SearchInput, ctx: ToolContext) -> JsonResult | str:
         ctx.check_cancelled()
@@ -219,6 +288,7 @@ def _search_tool(config: WebConfig) -> FunctionTool:
             if not api_key:
                 return f"Missing {config.brave_api_key_env} for brave backend."
         domains = _domain_filter(params.allowed_domains)
+        found: dict[str, str] = {}  # the instant answer, when the backend gives one
         try:
             if backend == "brave":
                 work = _brave_search(
@@ -236,6 +306,13 @@ def _search_tool(config: WebConfig) -> FunctionTool:
                     config.ddg_endpoint or DDG_HTML_ENDPOINT,
                     config.search_timeout_s,
                 )
+                instant_endpoint = config.ddg_instant_endpoint or (
+                    DDG_INSTANT_ENDPOINT if config.ddg_endpoint is None else None
+                )
+                if instant_endpoint is not None:
+                    work = _with_instant_answer(
+                        work, params.query, instant_endpoint, config.search_timeout_s, found
+                    )
             rows = await run_cancellable(
                 asyncio.wait_for(work, config.search_timeout_s), ctx.signal
             )
@@ -251,15 +328,23 @@ def _search_tool(config: WebConfig) -> FunctionTool:
                 text = text.replace(api_key, "[REDACTED]")
             return f"Error running search: {text}"
         kept = [row for row in rows if _host_allowed(row["url"], domains)][: params.max_results]
-        return JsonResult(
-            value={"query": params.query, "backend": backend, "count": len(kept), "results": kept}
-        )
+        value: dict[str, Any] = {
+            "query": params.query,
+            "backend": backend,
+            "count": len(kept),
+            "results": kept,
+        }
+        if found and (not domains or _host_allowed(found.get("url", ""), domains)):
+            value["instant_answer"] = found
+        return JsonResult(value=value)
 
     return define_tool(
         name="search",
         description=(
-            "Search the web and return titles, URLs and snippets as JSON. Use it to find pages, "
-            "then read one with webfetch. allowed_domains keeps only results on those domains."
+            "Search the web and return titles, URLs and snippets as JSON (with DuckDuckGo, also "
+            "an instant_answer when it has one: a direct answer, an abstract or a definition). "
+            "Use it to find pages, then read one with webfetch. allowed_domains keeps only "
+            "results on those domains."
         ),
         input=SearchInput,
         execute=search,

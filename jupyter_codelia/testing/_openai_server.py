@@ -6,7 +6,9 @@ It plays the same scripts as :class:`~._server.ScriptedAnthropicServer` (``reply
 data lines (text in word-sized pieces, tool-call arguments in fragments, reasoning as
 ``reasoning_content``, a usage chunk) ending with ``data: [DONE]``; and ``POST /v1/responses``
 (the Responses API's named events, thinking as an encrypted ``reasoning`` item). Faults act
-out the same failures with OpenAI's error bodies.
+out the same failures with OpenAI's error bodies. A :func:`~._script.recorded` turn replays a
+real response of OpenAI or a compatible server byte for byte on either route (the recordings in
+tests/llm/recordings: DeepSeek, Gemini, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio, Azure).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ _FINISH_REASONS = {
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
-    "refusal": "content_filter",
+    "refusal": "stop",  # OpenAI ends a refusal normally, with the text in ``refusal``
 }
 # Anthropic error types (what Fault names) → OpenAI's (type, code).
 _ERROR_FIELDS: dict[str, tuple[str, str | None]] = {

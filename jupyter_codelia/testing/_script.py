@@ -200,10 +200,15 @@ def parse_recording(raw: str, where: str = "recording") -> Recorded:
         ...
 
     A status line (``HTTP/<version> <code> [reason]``), header lines (``name: value``), one
-    blank line, then the body to the end of the file, byte for byte. ``content-length``,
+    blank line, then the body to the end of the file, byte for byte. Lines starting with ``#``
+    before the status line are notes for the reader (where the recording's shape comes
+    from) and are not sent. ``content-length``,
     ``transfer-encoding``, ``connection`` and ``content-encoding`` headers are dropped (the
     body is stored decoded and unchunked; the server frames it again).
     """
+    while raw.startswith("#"):
+        newline = raw.find("\n")
+        raw = raw[newline + 1 :] if newline >= 0 else ""
     ends = [(raw.find(mark), mark) for mark in ("\r\n\r\n", "\n\n") if mark in raw]
     if not ends:
         raise ScriptError(f"{where}: no blank line between the headers and the body")

@@ -21,7 +21,7 @@ import { JSONObject } from './protocol';
 
 export const WIDGET_VIEW = 'application/vnd.jupyter.widget-view+json';
 export const OUTPUT_METADATA = 'jupyter_codelia';
-const STATIC_MODULE = 'jupyter_codelia.notebook._static';
+const STATIC_MODULE = 'jupyter_codelia.notebook.ui._finals';
 
 /** The cells of a notebook model, as far as this module needs them. */
 export interface CellList {

@@ -158,3 +158,16 @@ async def test_compact_now_replaces_the_history_and_saves_the_session(
     saved = store.load_state(agent.session_id).messages
     assert SUMMARY_MARKER in json.dumps(saved)
     assert len(server.requests) == 2
+
+
+@pytest.mark.asyncio
+async def test_force_compaction_on_an_empty_history_runs_the_prompt(
+    server: ScriptedServer, chat: ChatModel, make_agent: Any
+) -> None:
+    server.add(reply(text("Hello.")))
+    agent = make_agent(chat, [add], system_prompt="Be brief.", compaction=None)
+    events = [e async for e in agent.run_stream("hi", force_compaction=True)]
+    assert kinds(events) == ["compaction_start", "compaction_complete", "final"]
+    assert events[-1].content == "Hello."
+    assert next(e for e in events if isinstance(e, ev.CompactionCompleteEvent)).compacted is False
+    assert len(server.requests) == 1  # nothing to summarise: no summary request

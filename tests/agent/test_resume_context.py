@@ -104,3 +104,28 @@ async def test_an_unchanged_context_adds_no_reminder(
                     output_cache=None)  # fmt: skip
     await resumed.run("again")
     assert "<system-reminder>" not in sent_text(server)
+
+
+@pytest.mark.provider("anthropic")  # reads the Messages API wire format
+@pytest.mark.asyncio
+async def test_a_snapshot_without_a_context_record_is_compared_on_its_run_logs_model(
+    server: ScriptedAnthropicServer, chat: AnthropicChat, tmp_path: Path
+) -> None:
+    """Saved by an older version (or another client): the newest run log says the model."""
+    store = SessionStore(tmp_path / "home")
+    session_id = saved_session(store, {})
+    for run_id, model in (("run-1", "claude-old-1"), ("run-2", "claude-old-2")):
+        log = store.open_run_log(
+            run_id=run_id,
+            session_id=session_id,
+            header={"model": {"provider": "anthropic", "name": model}},
+        )
+        log.close()
+    server.add(reply(text("ok")))
+    agent = Agent(chat, [ping], session_store=store, session_id=session_id, output_cache=None)
+    await agent.run("continue")
+    sent = json.loads(json.dumps(server.requests[0].messages[-1]))["content"][0]["text"]
+    assert sent.startswith(
+        "<system-reminder>\nThis session was resumed. Since it was saved:\n"
+        "- The model is now claude-sonnet-5-5 (was claude-old-2).\n</system-reminder>"
+    )

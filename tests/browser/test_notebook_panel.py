@@ -113,8 +113,8 @@ def test_live_panel_prose_is_not_double_spaced_and_images_do_not_scroll_sideways
         page,
         "import base64, io, ipywidgets as w\n"
         "from PIL import Image\n"
-        "from jupyter_codelia.notebook import renderers\n"
-        "from jupyter_codelia.notebook.panel import _images_of\n"
+        "from jupyter_codelia.notebook.ui import renderers\n"
+        "from jupyter_codelia.notebook.ui.panel import _images_of\n"
         "buf = io.BytesIO(); Image.new('RGB', (900, 60), 'navy').save(buf, 'PNG')\n"
         "url = 'data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode()\n"
         "prose = w.HTML(renderers.markdown_to_html('word ' * 200))\n"

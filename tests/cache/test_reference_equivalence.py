@@ -141,3 +141,56 @@ def test_regex_grep_matches_the_spec(
     ref_id = _save_chunked(store, text, [])
     expected = ref_grep(text, ref_id, pattern, regex=True, after=after, max_grep_bytes=160)
     assert store.grep(ref_id, pattern, regex=True, after=after) == expected
+
+
+@_settings
+@given(
+    text=_TEXT,
+    cuts=st.lists(st.integers(0, 10_000), max_size=3),
+    pattern=st.sampled_from(["a", "é", "ab", "漢 ", "", "zz", "e\u0301", "a\r", "b\ra", "xa"]),
+    regex_pattern=st.sampled_from(["a.b", "^a", "b$", "^$", r"x\s"]),
+    block=st.integers(1, 9),
+    max_matches=st.integers(1, 4),
+)
+def test_python_grep_over_lines_longer_than_its_block_matches_the_spec(
+    root: Path,
+    text: str,
+    cuts: list[int],
+    pattern: str,
+    regex_pattern: str,
+    block: int,
+    max_matches: int,
+) -> None:
+    """Without ripgrep, lines longer than the read block take the long-line path (a bounded
+    tail for literals, the capped line for regexes): the same lines must match."""
+    from unittest import mock
+
+    from jupyter_codelia.cache import _grep
+
+    store = _store(root, ripgrep=False)
+    ref_id = _save_chunked(store, text, cuts)
+    with mock.patch.object(_grep, "_BLOCK", block):
+        actual = store.grep(ref_id, pattern, max_matches=max_matches)
+        expected = ref_grep(text, ref_id, pattern, max_matches=max_matches, max_grep_bytes=160)
+        assert actual == expected
+        if "\r" not in text:  # ripgrep-free regex semantics of a lone "\r" are not the oracle's
+            actual = store.grep(ref_id, regex_pattern, regex=True)
+            assert actual == ref_grep(text, ref_id, regex_pattern, regex=True, max_grep_bytes=160)
+
+
+def test_python_grep_regex_sees_the_capped_start_of_a_very_long_line(tmp_path: Path) -> None:
+    from unittest import mock
+
+    from jupyter_codelia.cache import _grep
+
+    store = ToolOutputCacheStore(tmp_path, use_ripgrep=False)
+    store.save(tool_call_id="long", tool_name="t", content="a" * 50 + "NEEDLE\nsecond NEEDLE\n")
+    with (
+        mock.patch.object(_grep, "_BLOCK", 8),
+        mock.patch.object(_grep, "FALLBACK_REGEX_LINE_CHARS", 20),
+    ):
+        # The match at character 50 of line 1 is past the regex's 20 characters of that line.
+        assert store.grep("long", "NEED+LE", regex=True) == "ref:long\n    2  second NEEDLE"
+        assert store.grep("long", "NEEDLE") == (  # a literal sees whole lines
+            f"ref:long\n    1  {'a' * 50}NEEDLE\n\nref:long\n    2  second NEEDLE"
+        )

@@ -25,9 +25,8 @@ from jupyter_codelia.llm import (
     TextPart,
     ToolMessage,
     UserMessage,
-    models,
 )
-from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm.anthropic import AnthropicChat, models
 from jupyter_codelia.llm.messages import DocumentSource, ImageUrl, OtherPart, answer_text
 from jupyter_codelia.testing import (
     Recorded,

@@ -19,13 +19,13 @@ from jupyter_codelia.llm import (
     ToolMessage,
     UserMessage,
 )
-from jupyter_codelia.llm._anthropic_request import (
+from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm.anthropic._request import (
     MessagesCache,
     add_cache_breakpoints,
     collapse_plain_text,
     to_anthropic_messages,
 )
-from jupyter_codelia.llm.anthropic import AnthropicChat
 from jupyter_codelia.llm.messages import FunctionCall
 
 READ = FunctionToolDefinition(name="read", description="Read", parameters={"type": "object"})

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from jupyter_codelia.llm._anthropic_errors import (
+from jupyter_codelia.llm.anthropic._errors import (
     classify_status,
     parse_retry_after,
     reset_header_wait,

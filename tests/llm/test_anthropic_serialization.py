@@ -19,7 +19,8 @@ from jupyter_codelia.llm import (
     ToolMessage,
     UserMessage,
 )
-from jupyter_codelia.llm._anthropic_request import (
+from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm.anthropic._request import (
     part_to_block,
     system_text,
     to_anthropic_messages,
@@ -27,8 +28,7 @@ from jupyter_codelia.llm._anthropic_request import (
     to_anthropic_tools,
     tool_input,
 )
-from jupyter_codelia.llm._anthropic_response import completion_from_anthropic
-from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.llm.anthropic._response import completion_from_anthropic
 from jupyter_codelia.llm.messages import DocumentSource, FunctionCall, ImageUrl
 
 

@@ -97,17 +97,24 @@ async def test_streams_text_deltas_and_reports_usage_and_cost() -> None:
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "hi"},
     ]
-    assert sent["max_completion_tokens"] == 4096
+    # The model table's limit for gpt-4o, named as OpenAI's families want it.
+    assert sent["max_completion_tokens"] == 16_384
+    assert "max_tokens" not in sent
     assert server.requests[0].headers["authorization"] == "[redacted]"
 
 
 @pytest.mark.asyncio
 async def test_compatible_servers_get_max_tokens_and_unknown_prices_are_none() -> None:
-    with ScriptedOpenAIServer([reply("ok")]) as server:
-        chat = make_chat(server, model="qwen3-coder:30b", provider="ollama")
+    with ScriptedOpenAIServer([reply("ok"), reply("ok")]) as server:
+        chat = make_chat(server, model="qwen3-coder:30b", provider="ollama", max_tokens=2048)
         completion = await chat.ainvoke([UserMessage(content="hi")])
-    assert server.requests[0].json["max_tokens"] == 4096
+        # Not configured: a local server's own limit applies (it knows its context length).
+        await make_chat(server, model="gpt-oss:20b", provider="ollama").ainvoke(
+            [UserMessage(content="hi")]
+        )
+    assert server.requests[0].json["max_tokens"] == 2048
     assert "max_completion_tokens" not in server.requests[0].json
+    assert "max_tokens" not in server.requests[1].json
     assert completion.usage is not None
     assert chat.cost_usd(completion.usage) is None
 
@@ -238,7 +245,7 @@ async def test_a_refusal_is_an_assistant_refusal() -> None:
     (message,) = completion.messages
     assert isinstance(message, AssistantMessage)
     assert message.refusal == "Not allowed."
-    assert completion.stop_reason == "content_filter"
+    assert (completion.stop_reason, completion.stop_kind) == ("stop", "refusal")
 
 
 @pytest.mark.asyncio
@@ -431,6 +438,7 @@ def test_a_context_block_starts_its_own_paragraph_in_plain_text_content() -> Non
     """Chat Completions content that is all text goes as one string: the notebook outline must
     not run on from the prompt's last word ("explain the dip.<notebook_outline>")."""
     from jupyter_codelia.llm._openai_request import _content
+
     from jupyter_codelia.llm.messages import TextPart, context_block
 
     parts = [TextPart(text="explain the dip."), context_block("notebook_outline", "2 cells")]

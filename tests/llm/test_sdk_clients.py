@@ -4,6 +4,8 @@ in the environment after it was made (``%env ANTHROPIC_API_KEY=...`` after a fai
 from __future__ import annotations
 
 import asyncio
+import gc
+from typing import Any
 
 import pytest
 
@@ -93,3 +95,56 @@ def test_a_local_server_gets_a_placeholder_key_when_none_is_set() -> None:
             needs_key=False,
         )
         assert _ask(chat) == "local"
+
+
+# --- clients dropped with their chat model --------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_chats_dropped_after_their_loop_closed_print_nothing(
+    provider: str, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A script calling ``asyncio.run`` per call with a new chat model each time: every dropped
+    client pools a connection of a closed loop, and collecting it on a later loop used to
+    print "Task exception was never retrieved ... Event loop is closed"."""
+    kind = ScriptedAnthropicServer if provider == "anthropic" else ScriptedOpenAIServer
+    with kind(lambda _request: reply(text("hi"))) as server:
+        for _ in range(3):
+            chat = _chat(provider, server.url)
+            assert _ask(chat) == "hi"
+            del chat
+
+        async def later() -> None:
+            gc.collect()
+            await asyncio.sleep(0.05)  # where a scheduled close would fail
+            gc.collect()
+
+        asyncio.run(later())
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert "Event loop is closed" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_chat_dropped_while_its_loop_runs_closes_its_client_there(provider: str) -> None:
+    kind = ScriptedAnthropicServer if provider == "anthropic" else ScriptedOpenAIServer
+    with kind(lambda _request: reply(text("hi"))) as server:
+
+        async def use_and_drop() -> Any:
+            chat = _chat(provider, server.url)
+            await chat.ainvoke([UserMessage(content="hi")])
+            client = chat.client
+            del chat
+            gc.collect()
+            await asyncio.sleep(0.05)  # the close scheduled on this loop runs
+            return client
+
+        client = asyncio.run(use_and_drop())
+    assert client._client.is_closed
+    # Closed, not only marked: its pooled connection is gone.
+    assert client._client._transport._pool.connections == []
+
+
+def _chat(provider: str, url: str) -> AnthropicChat | OpenAIChat:
+    if provider == "anthropic":
+        return AnthropicChat(base_url=url, api_key=KEY)
+    return OpenAIChat("gpt-4o", base_url=url, api_key=KEY)

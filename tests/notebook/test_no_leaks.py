@@ -160,7 +160,10 @@ async def test_no_channel_carries_a_secret_and_the_store_is_private(
         kernel.execute("%codelia sessions")
         front.poll(0.5)
         session_id = (
-            kernel.execute("print(get_ipython()._codelia_notebook_agent.agent.session_id)")
+            kernel.execute(
+                "from jupyter_codelia.notebook import notebook_agent\n"
+                "print(notebook_agent(get_ipython()).agent.session_id)"
+            )
             .stream_text()
             .strip()
         )

@@ -270,7 +270,8 @@ def test_side_panel_answer_resolves_a_blocking_cells_pending_prompt(
                 k,
                 subshell,
                 "__import__('json').dumps([r.request_id for r in "
-                "get_ipython()._codelia_notebook_agent.approvals.open_requests()])",
+                "__import__('jupyter_codelia.notebook', fromlist=['x']).notebook_agent("
+                "get_ipython()).approvals.open_requests()])",
                 tmp_path / "pending.json",
                 "the pending requests",
             )

@@ -17,7 +17,7 @@ from jupyter_codelia.notebook.config import (
     resolve_settings,
 )
 from jupyter_codelia.notebook.magics import parse_options
-from jupyter_codelia.notebook.runner import parse_answer
+from jupyter_codelia.notebook.run.runner import parse_answer
 
 
 @pytest.fixture
@@ -149,11 +149,11 @@ def test_parse_answer() -> None:
 async def test_run_handle_result_before_the_end_says_what_to_do() -> None:
     import asyncio
 
-    from jupyter_codelia.notebook._sink import ActiveRun
-    from jupyter_codelia.notebook.results import RunHandle, RunNotFinishedError, RunResult
+    from jupyter_codelia.notebook.run._sink import LiveRun
+    from jupyter_codelia.notebook.run.results import RunHandle, RunNotFinishedError, RunResult
     from jupyter_codelia.tools import CancelSignal
 
-    run = ActiveRun("run-1", "session-1", "p", "magic", CancelSignal(), "background")
+    run = LiveRun("run-1", "session-1", "p", "magic", CancelSignal(), "background")
     release = asyncio.Event()
 
     async def turn() -> RunResult:

@@ -81,8 +81,9 @@ def test_codelia_cell_shows_text_tool_card_image_and_diff(
         # RunResult(...) Out line), and the value shown elsewhere is one readable line.
         assert run.result_text() == ""
         check = kernel.execute(
+            "from jupyter_codelia.notebook import notebook_agent\n"
             "r = _\nprint(r.status, r.final_text, answer, r.session_id == "
-            "get_ipython()._codelia_notebook_agent.agent.session_id)"
+            "notebook_agent(get_ipython()).agent.session_id)"
         )
         assert check.stream_text().strip() == "completed All **done**: x is 2. 42 True"
         (shown,) = [
@@ -172,7 +173,8 @@ def test_kernel_interrupt_cancels_a_blocking_run_cleanly(
         assert again.status == "ok"
         assert "second turn fine" in kernel.execute("print(_.final_text)").stream_text()
         history = kernel.execute(
-            "h = get_ipython()._codelia_notebook_agent.agent.history\n"
+            "from jupyter_codelia.notebook import notebook_agent\n"
+            "h = notebook_agent(get_ipython()).agent.history\n"
             "print([m.role for m in h if m.role != 'system'])"
         )
         # The interrupted turn left no dangling tool call or empty assistant message behind.
@@ -380,7 +382,7 @@ def test_python_tool_in_a_real_kernel_captures_displays_and_rich_results(
     )
     arguments = json.dumps({"code": code})
     run = kernel.execute(
-        "from jupyter_codelia.notebook.kernel_tools import kernel_tools\n"
+        "from jupyter_codelia.notebook.kernel_tools.namespace import kernel_tools\n"
         "from jupyter_codelia.tools import ToolContext\n"
         "tools = {t.name: t for t in kernel_tools(shell=get_ipython())}\n"
         f"r = await tools['python'].execute_raw({arguments!r}, ToolContext())\n"
@@ -447,7 +449,10 @@ def test_a_failed_model_call_is_shown_plainly_and_fails_the_cell(
         ]
         assert len(errors) == 1
         assert "invalid x-api-key" in errors[0]
-        last = kernel.execute("print(get_ipython()._codelia_notebook_agent.last_result.status)")
+        last = kernel.execute(
+            "from jupyter_codelia.notebook import notebook_agent\n"
+            "print(notebook_agent(get_ipython()).last_result.status)"
+        )
         assert last.stream_text().strip() == "error"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,15 +18,23 @@ from jupyter_codelia.notebook import _subcommands
 from jupyter_codelia.notebook.config import (
     Codelia,
     ConfigError,
+    Settings,
     api_key_configured,
     api_key_help,
     describe_settings,
     resolve_settings,
 )
-from jupyter_codelia.notebook.runner import NotebookAgent, chat_model
+from jupyter_codelia.notebook.frontend import FrontendClient
+from jupyter_codelia.notebook.run.runner import NotebookAgent, chat_model
+from jupyter_codelia.standard_tools.jobs import JobRegistry
 from jupyter_codelia.testing import ScriptedOpenAIServer, reply, text
 
 OPENAI_KEY = "sk-proj-SECRET-abcdef0123456789"
+
+
+def _notebook_agent(shell: Any, settings: Callable[[], Settings]) -> NotebookAgent:
+    """A notebook agent as the kernel extension makes it, on its own job registry and client."""
+    return NotebookAgent(shell, settings, jobs=JobRegistry(), frontend=FrontendClient())
 
 
 def _no_kernel_shell() -> Any:
@@ -131,7 +139,7 @@ def test_the_factory_builds_the_chosen_provider(
 
 
 def test_a_model_without_tools_is_refused_before_the_run(home: Path) -> None:
-    nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
+    nb = _notebook_agent(_no_kernel_shell(), resolve_settings)
     settings = resolve_settings().with_overrides(model="openai:o1-mini")
     with pytest.raises(ConfigError, match="'o1-mini' \\(openai\\) cannot call tools"):
         nb.prepare(settings, llm=OpenAIChat("o1-mini", api_key=OPENAI_KEY))
@@ -144,7 +152,7 @@ def test_mcp_servers_from_the_config_file_and_the_subcommand(
         json.dumps({"mcpServers": {"files": {"command": "npx", "args": ["-y", "fs-server"]}}})
     )
     resolve_settings()  # the mcpServers key is accepted
-    nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
+    nb = _notebook_agent(_no_kernel_shell(), resolve_settings)
     _subcommands.run(nb, "mcp", "")
     assert "files  [stdio, not started]  npx -y fs-server" in capsys.readouterr().out
     _subcommands.run(nb, "mcp", f"add calc -- {sys.executable} -m calc --flag")
@@ -164,7 +172,7 @@ def test_mcp_servers_from_the_config_file_and_the_subcommand(
 
 def test_a_bad_mcp_map_in_the_config_file_names_the_file(home: Path) -> None:
     (home / "config.json").write_text(json.dumps({"mcpServers": {"x": {"url": "nope"}}}))
-    nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
+    nb = _notebook_agent(_no_kernel_shell(), resolve_settings)
     with pytest.raises(ValueError, match=r"config file .*config.json: MCP server 'x'"):
         nb.mcp_servers()
 
@@ -175,7 +183,7 @@ def test_an_ollama_model_without_tools_is_refused_before_the_run(home: Path) -> 
         traits = Codelia()
         traits.base_url = server.url
         settings = resolve_settings(traits).with_overrides(model="ollama:llama3")
-        nb = NotebookAgent(_no_kernel_shell(), resolve_settings)
+        nb = _notebook_agent(_no_kernel_shell(), resolve_settings)
         with pytest.raises(ConfigError, match=r"'llama3' \(ollama\) cannot call tools"):
             nb.prepare(settings)
         assert server.requests == []  # refused before any model call
@@ -186,7 +194,7 @@ def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
 ) -> None:
     broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(5)"]}
     (home / "config.json").write_text(json.dumps({"mcpServers": {"broken": broken}}))
-    nb = NotebookAgent(shell, resolve_settings)
+    nb = _notebook_agent(shell, resolve_settings)
     try:
         agent = nb.prepare(resolve_settings(), llm=AnthropicChat(api_key="sk-ant-unused-key"))
         out = capsys.readouterr().out
@@ -202,7 +210,7 @@ def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
 def test_a_model_without_vision_gets_a_note_before_the_run(
     home: Path, shell: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    nb = NotebookAgent(shell, resolve_settings)
+    nb = _notebook_agent(shell, resolve_settings)
     settings = resolve_settings().with_overrides(model="openai:gpt-4")
     nb.prepare(settings, llm=OpenAIChat("gpt-4", api_key=OPENAI_KEY))
     assert "Note: the model 'gpt-4' cannot read images" in capsys.readouterr().out
@@ -219,7 +227,7 @@ def test_the_notebook_agent_keeps_its_chat_model_from_turn_to_turn(
         traits.model = "qwen3-coder"
         traits.base_url = server.url
         traits.approval_mode = "full-access"
-        nb = NotebookAgent(shell, lambda: resolve_settings(traits))
+        nb = _notebook_agent(shell, lambda: resolve_settings(traits))
         agent = nb.prepare(nb.settings())
         chat = agent.llm
         first = nb.run_blocking(agent, "hello")

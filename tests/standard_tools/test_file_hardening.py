@@ -85,13 +85,15 @@ async def test_crlf_file_stays_crlf_after_appending_past_an_unterminated_last_li
     crlf = tools.root / "win.txt"
     crlf.write_bytes(b"one\r\ntwo\r\nthree")
     await tools.json("apply_patch", patch=patch_of("*** Update File: win.txt", "@@", "+four"))
-    assert crlf.read_bytes() == b"one\r\ntwo\r\nthree\r\nfour"
+    # codex gives the appended line the file's CRLF too: it is a whole line.
+    assert crlf.read_bytes() == b"one\r\ntwo\r\nthree\r\nfour\r\n"
     patch = patch_of("*** Update File: win.txt", "@@", " one", "-two", "+2", "+2b")
     await tools.json("apply_patch", patch=patch)
-    assert crlf.read_bytes() == b"one\r\n2\r\n2b\r\nthree\r\nfour"
+    assert crlf.read_bytes() == b"one\r\n2\r\n2b\r\nthree\r\nfour\r\n"
+    crlf.write_bytes(b"one\r\n2\r\n2b\r\nthree\r\nfour")
     end = patch_of("*** Update File: win.txt", "@@", " four", "+five", "*** End of File")
     await tools.json("apply_patch", patch=end)
-    assert crlf.read_bytes() == b"one\r\n2\r\n2b\r\nthree\r\nfour\r\nfive"
+    assert crlf.read_bytes() == b"one\r\n2\r\n2b\r\nthree\r\nfour\r\nfive\r\n"
 
 
 # --- hard links and the reading rule ------------------------------------------------------------

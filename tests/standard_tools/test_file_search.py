@@ -225,3 +225,103 @@ async def test_grep_orders_files_by_path_and_separates_context_groups(tree: File
         "c.txt:2: hit",
         "c.txt:14: hit",
     ]
+
+
+# --- the walls ripgrep runs in ---------------------------------------------------------------
+
+
+@pytest.fixture
+def walled(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "sub" / "a.txt").write_text("inside needle\n")
+    (outside / "b.txt").write_text("outside needle\n")
+    return root, outside
+
+
+@pytest.mark.asyncio
+async def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_searched(
+    walled: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search root is opened by descriptor: a swap between the path check and the search
+    (here: right after the check) is refused instead of searching where the link points."""
+    from jupyter_codelia.standard_tools._sandbox import Sandbox
+
+    root, outside = walled
+    tools = FileTools(root)
+    checked = Sandbox.resolve
+
+    def resolve_then_swap(self: Sandbox, target: str) -> Path:
+        path = checked(self, target)
+        if target == "sub":
+            (root / "sub").rename(root / "sub_old")
+            (root / "sub").symlink_to(outside)
+        return path
+
+    monkeypatch.setattr(Sandbox, "resolve", resolve_then_swap)
+    for tool in ("grep", "glob"):
+        args = {"pattern": "needle" if tool == "grep" else "*.txt", "path": "sub"}
+        error = await tools.error(tool, **args)
+        assert error.startswith(E + "Security error: SecurityError: Path escapes sandbox: sub -> ")
+        assert error.endswith(f"{outside} (through a symlink)")
+        assert "outside needle" not in error and "b.txt" not in error
+        (root / "sub").unlink()
+        (root / "sub_old").rename(root / "sub")
+
+
+def test_ripgrep_cannot_read_outside_the_sandbox(walled: tuple[Path, Path]) -> None:
+    """Whatever path leads there (a race, a link), the kernel refuses ripgrep's reads outside
+    the root (Landlock); where the kernel has no Landlock, it starts from the held directory."""
+    from jupyter_codelia.standard_tools._confine import landlock_abi, spawn_rg
+
+    root, outside = walled
+    fd = os.open(root / "sub", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        argv = [ripgrep_path(), "--no-config", "-n", "needle", ".", str(outside / "b.txt")]
+        process = spawn_rg(argv, fd, root)
+        out, err = process.communicate()
+    finally:
+        os.close(fd)
+    assert b"./a.txt:1:inside needle" in out  # started in the directory the fd holds
+    if landlock_abi():
+        assert b"outside needle" not in out
+        assert b"Permission denied" in err
+    else:
+        assert b"outside needle" in out  # no kernel walls: the path checks are the guard
+
+
+@pytest.mark.asyncio
+async def test_ignore_files_above_the_sandbox_root_still_apply(tmp_path: Path) -> None:
+    """ripgrep reads the ignore files of the root's ancestors: the walls let it."""
+    repo = tmp_path / "repo"
+    (repo / "project").mkdir(parents=True)
+    (repo / ".gitignore").write_text("*.generated\n")
+    (repo / "project" / "kept.py").write_text("needle = 1\n")
+    (repo / "project" / "out.generated").write_text("needle = 2\n")
+    text = await FileTools(repo / "project").text("grep", pattern="needle")
+    assert text.splitlines()[0] == "kept.py:1: needle = 1"
+    assert "out.generated" not in text
+
+
+def test_ripgrep_still_runs_when_the_kernel_refuses_the_ruleset(
+    walled: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A container's seccomp profile may refuse Landlock's calls: grep keeps working from the
+    held directory, and the log says why it is not confined."""
+    from jupyter_codelia.standard_tools import _confine
+
+    def refused(readable: object) -> None:
+        raise _confine.ConfinementError(1, "landlock_restrict_self failed")
+
+    monkeypatch.setattr(_confine, "_restrict_this_thread", refused)
+    monkeypatch.setattr(_confine, "landlock_abi", lambda: 7)
+    root, _ = walled
+    fd = os.open(root / "sub", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        process = _confine.spawn_rg([ripgrep_path(), "--no-config", "-n", "needle"], fd, root)
+        out, _ = process.communicate()
+    finally:
+        os.close(fd)
+    assert out == b"a.txt:1:inside needle\n"
+    assert "ripgrep runs without Landlock: [Errno 1] landlock_restrict_self failed" in caplog.text

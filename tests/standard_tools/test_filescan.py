@@ -170,3 +170,43 @@ def test_importing_the_file_tools_does_not_import_numpy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "False\n"
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    line=st.lists(
+        st.sampled_from(["a", "b", " ", "\r", "e\u0301", "\u0301", "👍🏽", "漢", "xyz"]),
+        max_size=30,
+    ).map("".join),
+    crlf=st.booleans(),
+    offset=st.integers(0, 40),
+    limit=st.integers(0, 12),
+    slice_=st.integers(1, 7),
+)
+def test_grapheme_window_matches_whole_line_clusters(
+    tmp_path_factory: pytest.TempPathFactory,
+    line: str,
+    crlf: bool,
+    offset: int,
+    limit: int,
+    slice_: int,
+) -> None:
+    """ASCII pieces are counted without the regex; a combining mark after a piece boundary
+    still joins the ASCII character before it, as in the whole line's clusters."""
+    import regex
+
+    from jupyter_codelia.standard_tools._filescan import GraphemeWindow
+
+    raw = line + ("\r" if crlf else "")
+    data = (raw + "\nnext\n").encode()
+    clusters = regex.findall(r"\X", raw[:-1] if raw.endswith("\r") else raw)  # as split_lines
+    tmp_path = tmp_path_factory.mktemp("graphemes")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_filescan, "BLOCK", 3)
+        patch.setattr(_filescan, "_SLICE", slice_)
+        window = GraphemeWindow(offset, limit)
+        _scan(tmp_path, data, 0, 1, window, hash_limit=0)
+    assert window.length == len(clusters)
+    assert window.kept == clusters[offset : offset + limit]

@@ -14,7 +14,7 @@ from test_write_edit import apply_unified
 from jupyter_codelia.standard_tools._patch_fast import apply_exact
 from jupyter_codelia.standard_tools._patch_lines import UpdateResult, apply_update_lines
 from jupyter_codelia.standard_tools._patch_parse import Chunk, PatchParseError, parse_patch
-from jupyter_codelia.standard_tools.diff import to_lines
+from jupyter_codelia.standard_tools.diff import to_lines, unified_diff
 from jupyter_codelia.standard_tools.patch import PatchApplyError, apply_update, update_diff
 
 E = "Error executing tool: "
@@ -191,9 +191,13 @@ async def test_eof_anchored_insertion_and_no_trailing_newline(patch_tools: FileT
     await patch_tools.json(
         "apply_patch", patch=wrap("*** Update File: tail.txt", "@@", "+c", "*** End of File")
     )
-    assert read(root, "tail.txt") == "a\nb\nc"
-    await patch_tools.json("apply_patch", patch=wrap("*** Update File: tail.txt", "@@", "-a"))
-    assert read(root, "tail.txt") == "b\nc"
+    # Lines added after a last line without a newline are whole lines, as in codex.
+    assert read(root, "tail.txt") == "a\nb\nc\n"
+    write(root, "open.txt", "a\nb")
+    await patch_tools.json("apply_patch", patch=wrap("*** Update File: open.txt", "@@", "-a"))
+    assert read(root, "open.txt") == "b"  # the last line untouched: still no newline
+    await patch_tools.json("apply_patch", patch=wrap("*** Update File: open.txt", "@@", "-b", "+B"))
+    assert read(root, "open.txt") == "B\n"
     write(root, "one.txt", "only\n")
     await patch_tools.json("apply_patch", patch=wrap("*** Update File: one.txt", "@@", "-only"))
     assert read(root, "one.txt") == ""
@@ -245,6 +249,25 @@ async def test_update_of_a_crlf_file_keeps_crlf(patch_tools: FileTools) -> None:
     assert value["diff"] == (
         "--- win.txt\n+++ win.txt\n@@ -1,4 +1,5 @@\n alpha\n-beta\n+BETA\n+extra\n gamma\n "
     )
+
+
+@pytest.mark.asyncio
+async def test_lines_appended_to_a_crlf_file_without_a_final_newline_end_in_crlf(
+    patch_tools: FileTools,
+) -> None:
+    """codex gives every line of the result the file's CRLF, the appended last one too."""
+    root = patch_tools.root
+    (root / "win.txt").write_bytes(b"one\r\ntwo")
+    value = await patch_tools.json(
+        "apply_patch", patch=wrap("*** Update File: win.txt", "@@", " two", "+three", "+four")
+    )
+    assert (root / "win.txt").read_bytes() == b"one\r\ntwo\r\nthree\r\nfour\r\n"
+    assert value["diff"] == unified_diff("win.txt", "one\ntwo", "one\ntwo\nthree\nfour\n")
+    (root / "eof.txt").write_bytes(b"one\r\ntwo")
+    await patch_tools.json(
+        "apply_patch", patch=wrap("*** Update File: eof.txt", "@@", "+three", "*** End of File")
+    )
+    assert (root / "eof.txt").read_bytes() == b"one\r\ntwo\r\nthree\r\n"
 
 
 @pytest.mark.asyncio

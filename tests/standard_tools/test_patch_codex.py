@@ -161,7 +161,8 @@ async def test_pure_addition_after_an_unterminated_last_line(tools: FileTools) -
     (tools.root / "a.txt").write_text("alpha\nbeta")
     patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n+gamma\n*** End Patch"
     await tools.json("apply_patch", patch=patch)
-    assert (tools.root / "a.txt").read_text() == "alpha\nbeta\ngamma"
+    # codex ends a result with a newline: the added line is a whole line.
+    assert (tools.root / "a.txt").read_text() == "alpha\nbeta\ngamma\n"
 
 
 FOLDED = {

@@ -275,3 +275,67 @@ async def test_ddg_redirect_links_are_unwrapped(server: LoopbackServer) -> None:
         "https://docs.python.org/3/",
         "https://example.org/x?a=1",
     ]
+
+
+def instant_answer_body(**fields: Any) -> bytes:
+    """An Instant Answer API response (api.duckduckgo.com/?format=json): every key is present,
+    empty when unused, as the real service answers."""
+    body: dict[str, Any] = {
+        "Abstract": "", "AbstractSource": "", "AbstractText": "", "AbstractURL": "",
+        "Answer": "", "AnswerType": "", "Definition": "", "DefinitionSource": "",
+        "DefinitionURL": "", "Entity": "", "Heading": "", "Image": "", "ImageHeight": "",
+        "ImageIsLogo": "", "ImageWidth": "", "Infobox": "", "Redirect": "", "RelatedTopics": [],
+        "Results": [], "Type": "", "meta": {},
+    }  # fmt: skip
+    body.update(fields)
+    return json.dumps(body).encode()
+
+
+@pytest.mark.asyncio
+async def test_ddg_instant_answers_are_returned_with_the_results(server: LoopbackServer) -> None:
+    server.routes["/html/"] = lambda req: Reply(200, {"content-type": "text/html"}, ddg_page(HITS))
+    abstract = instant_answer_body(
+        Heading="Python (programming language)",
+        AbstractText="Python is a high-level, general-purpose programming language.",
+        AbstractURL="https://en.wikipedia.org/wiki/Python_(programming_language)",
+        AbstractSource="Wikipedia",
+        Type="A",
+        RelatedTopics=[{"FirstURL": "https://duckduckgo.com/Guido", "Text": "Guido van Rossum"}],
+        Results=[{"FirstURL": "https://www.python.org/", "Text": "Official site"}],
+    )
+    json_type = {"content-type": "application/x-javascript"}  # what the service sends
+    server.routes["/ia/"] = lambda req: Reply(200, json_type, abstract)
+    config = ddg_config(server, ddg_instant_endpoint=server.url("/ia/"))
+    out = await search(config, query="python language")
+    assert out["instant_answer"] == {
+        "heading": "Python (programming language)",
+        "abstract": "Python is a high-level, general-purpose programming language.",
+        "url": "https://en.wikipedia.org/wiki/Python_(programming_language)",
+        "source": "Wikipedia",
+    }
+    assert out["count"] == 4
+    asked = next(r for r in server.requests if r.path == "/ia/")
+    assert asked.query["q"] == ["python language"] and asked.query["format"] == ["json"]
+    # A direct answer (no abstract) takes the first official result's URL.
+    calc = instant_answer_body(
+        Answer="0.5", AnswerType="calc", Results=[{"FirstURL": "https://calc.example/"}]
+    )
+    server.routes["/ia/"] = lambda req: Reply(200, {}, calc)
+    out = await search(config, query="1/2")
+    assert out["instant_answer"] == {"answer": "0.5", "url": "https://calc.example/"}
+    # allowed_domains applies to it too; a heading alone or a failure adds nothing.
+    out = await search(config, query="1/2", allowed_domains=["python.org"])
+    assert "instant_answer" not in out
+    server.routes["/ia/"] = lambda req: Reply(200, {}, instant_answer_body(Heading="Mercury"))
+    assert "instant_answer" not in await search(config, query="mercury")
+    server.routes["/ia/"] = lambda req: Reply(500, {}, b"oops")
+    out = await search(config, query="mercury")
+    assert "instant_answer" not in out and out["count"] == 4
+
+
+@pytest.mark.asyncio
+async def test_no_instant_answer_request_behind_a_ddg_gateway(server: LoopbackServer) -> None:
+    server.routes["/html/"] = lambda req: Reply(200, {"content-type": "text/html"}, ddg_page(HITS))
+    out = await search(ddg_config(server), query="python")
+    assert "instant_answer" not in out
+    assert [r.path for r in server.requests] == ["/html/"]

@@ -75,7 +75,7 @@ async def test_large_photo_is_downsized(image_tools: FileTools) -> None:
     assert text == (
         "Image loaded: photo.jpg\n"
         f"Downsized from 4000x3000 px ({len(original)} bytes, image/jpeg) to 1568x1176 px "
-        f"({len(sent)} bytes, image/jpeg) to fit the 1568 px / 5242880-byte limits.\n"
+        f"({len(sent)} bytes, image/jpeg) to fit the 1568 px / 3932160-byte limits.\n"
     )
 
 
@@ -210,3 +210,15 @@ async def test_input_validation(image_tools: FileTools) -> None:
         await image_tools.run("view_image", file_path="x.png", max_bytes=10485761)
     with pytest.raises(ToolInputError, match="detail"):
         await image_tools.run("view_image", file_path="x.png", detail="medium")
+
+
+def test_model_images_say_what_they_could_not_attach(tmp_path: Path) -> None:
+    from jupyter_codelia.standard_tools.images import model_images
+
+    good = save(noise(40, 30), tmp_path / "ok.png", "PNG")
+    truncated = good[: len(good) // 2]
+    parts, notes = model_images([b"plain text", truncated, good], what="output")
+    assert len(parts) == 1 and decoded(parts[0]).size == (40, 30)
+    assert notes[0] == ("output 1 not attached: the content is not a PNG, JPEG, WebP or GIF image")
+    assert notes[1].startswith("output 2 not attached: it cannot be decoded (")
+    assert len(notes) == 2

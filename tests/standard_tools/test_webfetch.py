@@ -411,3 +411,32 @@ async def test_deeply_nested_pages_do_not_hit_the_recursion_limit(server: Loopba
     server.routes["/deep"] = lambda req: html(body)
     out = await fetch(server.url("/deep"), max_bytes=1_000_000)
     assert out["content"] == "deep"
+
+
+@pytest.mark.asyncio
+async def test_markdown_and_text_show_html_entities_as_their_characters(
+    server: LoopbackServer,
+) -> None:
+    page = (
+        b"<html><head><title>A &amp; B &lt;t&gt;</title></head><body>"
+        b"<h2>if a &lt; b &amp;&amp; c &gt; d</h2><p>&quot;q&quot; &#39;x&#39; &#x3C;hex&#62; "
+        b"&copy; &hellip;</p><pre>x &lt; y</pre><p><code>&lt;div&gt;</code></p>"
+        b'<table><tr><td>1 &lt; 2</td></tr></table><a href="/x?a=1&amp;b=2">l &amp; m</a>'
+        b"</body></html>"
+    )
+    server.routes["/e"] = lambda req: html(page)
+    out = await fetch(server.url("/e"))
+    assert out["title"] == "A & B <t>"
+    content = out["content"]
+    for shown in (
+        "## if a < b && c > d",
+        "\"q\" 'x' <hex> \u00a9 \u2026",
+        "```\nx < y\n```",
+        "`<div>`",
+        "| 1 < 2 |",
+        f"[l & m]({server.url('/x?a=1&b=2')})",
+    ):
+        assert shown in content, (shown, content)
+    assert "&lt;" not in content and "&amp;" not in content
+    text = (await fetch(server.url("/e"), output_format="text"))["content"]
+    assert "if a < b && c > d" in text and "&lt;" not in text

@@ -129,6 +129,36 @@ def test_unified_diff_is_a_correct_line_diff_on_random_edits() -> None:
             assert apply_unified(before, diff) == to_lines(after)
 
 
+def test_the_windowed_diff_of_big_texts_equals_the_whole_text_diff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Big texts are diffed around the changed region only: the very same diff text."""
+    from jupyter_codelia.standard_tools import diff as diff_module
+
+    rng = random.Random(11)
+    for _ in range(400):
+        old = [rng.choice(["a", "b", "c", "", "a\r", "dd"]) for _ in range(rng.randint(1, 40))]
+        new = list(old)
+        for _ in range(rng.randint(0, 4)):
+            at = rng.randint(0, len(new))
+            action = rng.random()
+            if action < 0.3 and new:
+                del new[min(at, len(new) - 1)]
+            elif action < 0.6:
+                new.insert(at, rng.choice(["x", "a", "", "b\r"]))
+            elif new:
+                line = new[min(at, len(new) - 1)]
+                new[min(at, len(new) - 1)] = line + rng.choice(["y", "\r", ""])
+        before, after = "\n".join(old), "\n".join(new)
+        if not before or not after:
+            continue
+        context = rng.randint(0, 4)
+        monkeypatch.setattr(diff_module, "WINDOWED_DIFF_CHARS", 1 << 40)
+        whole = unified_diff("f", before, after, context)
+        monkeypatch.setattr(diff_module, "WINDOWED_DIFF_CHARS", 0)
+        assert unified_diff("f", before, after, context) == whole, (before, after, context)
+
+
 def test_unified_diff_large_file_many_changes() -> None:
     old = [f"row {i} {i * 7919 % 10007}" for i in range(100_000)]
     new = list(old)
@@ -638,3 +668,45 @@ def test_the_cached_full_diff_of_an_env_file_is_redacted(
     cached = read_back(payload["diff_cache_id"])
     assert token not in cached
     assert cached == diff.replace(token, "[REDACTED]")
+
+
+@pytest.mark.asyncio
+async def test_edit_refuses_a_file_too_big_to_hold_and_points_at_the_shell(
+    write_tools: FileTools,
+) -> None:
+    """A 300 MB file took 17.9 s and 1.3 GB to report no match; now the size is checked first."""
+    from jupyter_codelia.standard_tools.files import EDIT_MAX_BYTES
+
+    huge = write_tools.root / "huge.log"
+    with huge.open("wb") as handle:
+        handle.truncate(EDIT_MAX_BYTES + 1)  # sparse: nothing is written or read
+    text = await write_tools.error("edit", file_path="huge.log", old_string="a", new_string="b")
+    assert text == (
+        f"Error executing tool: huge.log is {EDIT_MAX_BYTES + 1:,} bytes: edit changes files up "
+        f"to {EDIT_MAX_BYTES:,} bytes (it holds the file and its diff in memory). Change it with "
+        "the shell instead (for example sed -i 's/old/new/' FILE, or a Python script that "
+        "streams it line by line); find the lines first with grep."
+    )
+    assert huge.stat().st_size == EDIT_MAX_BYTES + 1
+
+
+@pytest.mark.asyncio
+async def test_edit_of_a_big_file_searches_exactly_and_says_so(
+    write_tools: FileTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_codelia.standard_tools import files
+
+    monkeypatch.setattr(files, "EDIT_LENIENT_MAX_BYTES", 100)
+    path = write_tools.root / "big.py"
+    path.write_text("".join(f"    value_{i} = {i}\n" for i in range(20)))
+    text = await write_tools.error(
+        "edit", file_path="big.py", old_string="value_3 = 3\nvalue_4 = 4", new_string="x"
+    )
+    assert text.startswith(
+        "Error executing tool: String not found in big.py (searched exactly: the file has 340 "
+        "characters, and whitespace-tolerant matching and the closest-lines hint run up to 100)."
+    )
+    value = await write_tools.json(
+        "edit", file_path="big.py", old_string="value_3 = 3", new_string="three = 3"
+    )
+    assert value["match_mode"] == "exact" and "+    three = 3" in value["diff"]

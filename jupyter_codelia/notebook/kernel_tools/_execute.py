@@ -1,0 +1,494 @@
+"""Running model-written Python in the user's namespace: capture, timeout and cancellation.
+
+The code runs on a fresh daemon thread so the agent's event loop (and with it the panel, the Stop
+button and approvals) stays responsive, and so a runaway snippet can be abandoned after its
+timeout. Output is captured per thread: ``print`` from the user's own cells running meanwhile
+keeps going to the notebook, only the tool thread's writes are collected.
+
+:func:`run_steps` is the same idea for short steps that may run user code on the agent's behalf
+(namespace undo's fingerprints and copies): a daemon thread under a time limit the awaiting loop
+never waits past, with one blocked step abandoned so the others still get their turn.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import ctypes
+import inspect
+import io
+import itertools
+import linecache
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+MAX_STREAM_CHARS = 200_000
+"""Per-stream cap of captured text: the output cache handles big outputs, memory must not grow."""
+
+_GRACE_SECONDS = 2.0
+_counter = itertools.count(1)
+
+UNFINISHED: Any = object()
+"""A step :func:`run_steps` did not finish in its time."""
+
+
+class ExecutionAbandoned(Exception):  # noqa: N818 - injected into the worker, not an error class
+    """Raised inside the tool's thread when its timeout passes or the run is cancelled."""
+
+
+class CaptureForward(Protocol):
+    """Where a capture's output goes once a background job owns the snippet."""
+
+    def write(self, stream: str, text: str) -> None: ...
+
+    def display(self, data: dict[str, Any]) -> None: ...
+
+    def finished(self, capture: Capture) -> None: ...
+
+
+@dataclass
+class Capture:
+    """What one snippet produced; after :meth:`adopt` new output goes to the adopter instead."""
+
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    stdout_chars: int = 0
+    stderr_chars: int = 0
+    truncated: bool = False
+    displays: list[dict[str, Any]] = field(default_factory=list)
+    result: Any = None
+    has_result: bool = False
+    error: str | None = None
+    timed_out: bool = False
+    still_running: bool = False
+    ended: bool = False
+    forward: CaptureForward | None = None
+    thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def adopt(self, forward: CaptureForward) -> bool:
+        """Send all further output, and the end, to ``forward``; False if the code already ended."""
+        with self._lock:
+            if self.ended:
+                return False
+            self.forward = forward
+            return True
+
+    def end(self) -> None:
+        with self._lock:
+            self.ended = True
+            forward = self.forward
+        if forward is not None:
+            forward.finished(self)
+
+    def display(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            forward = self.forward
+            if forward is None:
+                self.displays.append(dict(data))
+                return
+        forward.display(data)
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            forward = self.forward
+            if forward is None:
+                self._keep(stream, text)
+                return
+        forward.write(stream, text)
+
+    def _keep(self, stream: str, text: str) -> None:
+        chars = self.stdout_chars if stream == "stdout" else self.stderr_chars
+        room = MAX_STREAM_CHARS - chars
+        if room <= 0:
+            self.truncated = True
+            return
+        if len(text) > room:
+            text = text[:room]
+            self.truncated = True
+        if stream == "stdout":
+            self.stdout.append(text)
+            self.stdout_chars += len(text)
+        else:
+            self.stderr.append(text)
+            self.stderr_chars += len(text)
+
+
+class _RoutedStream(io.TextIOBase):
+    """Sends writes from registered threads to their Capture, everything else to ``original``."""
+
+    def __init__(self, original: Any, name: str) -> None:
+        super().__init__()
+        self.original = original
+        self.name = name
+        self.routes: dict[int, Capture] = {}
+
+    def write(self, text: str) -> int:
+        capture = self.routes.get(threading.get_ident())
+        if capture is None:
+            return int(self.original.write(text) or 0)
+        capture.write(self.name, str(text))
+        return len(text)
+
+    def flush(self) -> None:
+        if threading.get_ident() not in self.routes:
+            self.original.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.original, attr)
+
+
+class _RoutedDisplayPublisher:
+    """Wraps IPython's display publisher so ``display()`` in the tool thread is captured."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+        self.routes: dict[int, Capture] = {}
+
+    def publish(self, data: dict[str, Any], metadata: Any = None, *args: Any, **kw: Any) -> None:
+        capture = self.routes.get(threading.get_ident())
+        if capture is None:
+            self.original.publish(data, metadata, *args, **kw)
+            return
+        capture.display(data)
+
+    def clear_output(self, *args: Any, **kw: Any) -> None:
+        if threading.get_ident() not in self.routes:
+            self.original.clear_output(*args, **kw)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.original, attr)
+
+
+_routing_lock = threading.Lock()
+
+
+@contextmanager
+def _routed(capture: Capture, shell: Any) -> Iterator[None]:
+    """Route the current thread's stdout, stderr and displays into ``capture``."""
+    ident = threading.get_ident()
+    with _routing_lock:
+        stdout = sys.stdout if isinstance(sys.stdout, _RoutedStream) else None
+        if stdout is None:
+            stdout = _RoutedStream(sys.stdout, "stdout")
+            sys.stdout = stdout
+        stderr = sys.stderr if isinstance(sys.stderr, _RoutedStream) else None
+        if stderr is None:
+            stderr = _RoutedStream(sys.stderr, "stderr")
+            sys.stderr = stderr
+        publisher: _RoutedDisplayPublisher | None = None
+        if shell is not None:
+            current = shell.display_pub
+            if isinstance(current, _RoutedDisplayPublisher):
+                publisher = current
+            else:
+                publisher = _RoutedDisplayPublisher(current)
+                shell.display_pub = publisher
+            publisher.routes[ident] = capture
+        stdout.routes[ident] = capture
+        stderr.routes[ident] = capture
+    try:
+        yield
+    finally:
+        with _routing_lock:
+            stdout.routes.pop(ident, None)
+            stderr.routes.pop(ident, None)
+            # Restore the originals once no tool thread is capturing, so the kernel's own
+            # streams are back in place between calls.
+            if not stdout.routes and sys.stdout is stdout:
+                sys.stdout = stdout.original
+            if not stderr.routes and sys.stderr is stderr:
+                sys.stderr = stderr.original
+            if publisher is not None:
+                publisher.routes.pop(ident, None)
+                if not publisher.routes and shell.display_pub is publisher:
+                    shell.display_pub = publisher.original
+
+
+def _compile(code: str, filename: str) -> tuple[Any, Any]:
+    """Compile ``code`` into (body, last expression or None), IPython's 'last_expr' style."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = ast.parse(code, filename=filename, mode="exec")
+    last = None
+    tail = tree.body[-1] if tree.body else None
+    if isinstance(tail, ast.Expr):
+        tree.body.pop()
+        expr = ast.Expression(tail.value)
+        last = compile(expr, filename, "eval", flags=flags)
+    body = compile(tree, filename, "exec", flags=flags)
+    return body, last
+
+
+def _evaluate(code_obj: Any, namespace: dict[str, Any]) -> Any:
+    value = eval(code_obj, namespace)
+    if inspect.iscoroutine(value) and code_obj.co_flags & inspect.CO_COROUTINE:
+        # Top-level await: the thread has no loop of its own, so give it a private one.
+        return asyncio.run(value)
+    return value
+
+
+def _format_error(exc: BaseException, filename: str) -> str:
+    """The traceback from the snippet's own frames on (our wrapper frames are noise)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    start = next((i for i, f in enumerate(frames) if f.filename == filename), len(frames))
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames[start:])
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).rstrip("\n")
+
+
+def _run(code: str, namespace: dict[str, Any], shell: Any, capture: Capture) -> None:
+    filename = f"<codelia-python-{next(_counter)}>"
+    # Registering the source lets tracebacks show the offending lines.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    with _routed(capture, shell):
+        try:
+            body, last = _compile(code, filename)
+            _evaluate(body, namespace)
+            if last is not None:
+                value = _evaluate(last, namespace)
+                if value is not None:
+                    capture.result = value
+                    capture.has_result = True
+        except SyntaxError as exc:
+            capture.error = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+        except ExecutionAbandoned:
+            capture.error = "Execution stopped (timeout or cancellation)."
+        except BaseException as exc:
+            capture.error = _format_error(exc, filename)
+
+
+def _inject(thread: threading.Thread) -> None:
+    """Raise ExecutionAbandoned inside ``thread`` at its next bytecode."""
+    if thread.ident is None or not thread.is_alive():
+        return
+    raise_in_thread(thread.ident, ExecutionAbandoned)
+
+
+def raise_in_thread(ident: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in the thread ``ident`` at its next bytecode; None withdraws one
+    that was set and has not been raised yet."""
+    exc = ctypes.py_object(exc_type) if exc_type is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), exc)
+
+
+def start_thread(
+    code: str,
+    namespace: dict[str, Any],
+    shell: Any,
+    capture: Capture,
+    on_end: Any = None,
+    name: str = "codelia-python",
+) -> threading.Thread:
+    """Run ``code`` on a new daemon thread into ``capture``; ``on_end()`` runs after it ends."""
+
+    def target() -> None:
+        try:
+            _run(code, namespace, shell, capture)
+        finally:
+            capture.end()
+            if on_end is not None:
+                on_end()
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    capture.thread = thread
+    thread.start()
+    return thread
+
+
+def stop_thread(capture: Capture) -> None:
+    """Ask the code running into ``capture`` to stop at its next Python step."""
+    if capture.thread is not None:
+        _inject(capture.thread)
+
+
+async def run_code(
+    code: str,
+    namespace: dict[str, Any],
+    *,
+    shell: Any = None,
+    timeout: float,
+    detach_on_timeout: bool = False,
+) -> Capture:
+    """Run ``code`` in ``namespace`` on a worker thread; stop it after ``timeout`` seconds.
+
+    With ``detach_on_timeout`` the code is left running instead (``capture.timed_out`` set,
+    ``capture.ended`` false) so the caller can hand it to a background job with
+    :meth:`Capture.adopt`. Cancelling the awaiting task stops the code and re-raises.
+    """
+    capture = Capture()
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+
+    def settle() -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(_settle, finished)
+
+    thread = start_thread(code, namespace, shell, capture, settle)
+    try:
+        await asyncio.wait_for(asyncio.shield(finished), timeout)
+    except asyncio.TimeoutError:
+        capture.timed_out = True
+        if detach_on_timeout:
+            return capture
+        _inject(thread)
+        try:
+            await asyncio.wait_for(asyncio.shield(finished), _GRACE_SECONDS)
+        except asyncio.TimeoutError:
+            # Blocked in C code (sleep, I/O): it will stop at its next bytecode.
+            capture.still_running = True
+    except asyncio.CancelledError:
+        _inject(thread)
+        raise
+    return capture
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+@dataclass
+class StepFailed:
+    """A step of :func:`run_steps` that raised ``error``."""
+
+    error: Exception
+
+
+RESERVE_PER_STEP = 0.005
+"""Time :func:`run_steps` keeps back for each step still waiting (at most half of all), so
+one step that blocks cannot use up the time of the steps after it."""
+
+
+class _StepThread:
+    """Runs ``steps[first:]`` on a daemon thread into ``results`` until told to stop."""
+
+    def __init__(
+        self,
+        steps: Sequence[Callable[[], Any]],
+        first: int,
+        results: list[Any],
+        notify: Callable[[], None],
+        name: str,
+    ) -> None:
+        self.steps = steps
+        self.position = first  # the step running now; len(steps) once all ran
+        self.results = results
+        self.notify = notify
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.alive = True
+        self.thread = threading.Thread(target=self._target, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for index in range(self.position, len(self.steps)):
+            with self.lock:
+                if self.stopped:
+                    return
+                self.position = index
+            try:
+                value = self.steps[index]()
+            except ExecutionAbandoned:
+                return
+            except Exception as exc:
+                value = StepFailed(exc)
+            with self.lock:
+                if self.stopped:
+                    return
+                self.results[index] = value
+                self.position = index + 1
+            self.notify()
+
+    def _finish(self) -> None:
+        with self.lock:
+            self.alive = False
+        self.notify()
+
+    def _target(self) -> None:
+        try:
+            self._run()
+        except ExecutionAbandoned:
+            pass
+        # The stop is raised at most once, and may land here, after the steps: finish anyway.
+        while True:
+            try:
+                self._finish()
+                return
+            except ExecutionAbandoned:
+                continue
+
+    def stop(self) -> int:
+        """Stop at the next Python step; returns the position it stopped at."""
+        with self.lock:
+            self.stopped = True
+            # Only while the thread runs: a finished thread's id may already be another's.
+            if self.alive:
+                _inject(self.thread)
+            return self.position
+
+
+async def run_steps(
+    steps: Sequence[Callable[[], Any]], seconds: float, *, name: str = "codelia-steps"
+) -> list[Any]:
+    """Run ``steps`` one after another on a daemon thread for at most ``seconds``.
+
+    Returns one entry per step: what it returned, a :class:`StepFailed`, or :data:`UNFINISHED`
+    when it did not finish in time. The awaiting loop never waits longer than ``seconds``, even
+    when a step blocks in native code. A step that runs into the time kept back for the steps
+    after it (:data:`RESERVE_PER_STEP` each) is abandoned: its thread is told to stop (it does
+    at its next Python step, and what it finishes later is dropped) and the rest go on on a
+    fresh thread.
+    """
+    results: list[Any] = [UNFINISHED] * len(steps)
+    if not steps:
+        return results
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    progress = asyncio.Event()
+
+    def notify() -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(progress.set)
+
+    worker = _StepThread(steps, 0, results, notify, name)
+    try:
+        while True:
+            with worker.lock:
+                position, alive = worker.position, worker.alive
+            if position >= len(steps) or not alive:
+                break
+            reserve = min((len(steps) - position - 1) * RESERVE_PER_STEP, seconds / 2)
+            wait = deadline - reserve - loop.time()
+            if wait > 0:
+                progress.clear()
+                with worker.lock:
+                    moved = worker.position != position or not worker.alive
+                if not moved:
+                    try:
+                        await asyncio.wait_for(progress.wait(), wait)
+                    except asyncio.TimeoutError:
+                        pass
+                continue
+            stopped_at = worker.stop()
+            # The step over its time is given up; one reached just now has not had its turn.
+            resume = stopped_at + 1 if stopped_at == position else stopped_at
+            if resume >= len(steps) or loop.time() >= deadline:
+                break
+            worker = _StepThread(steps, resume, results, notify, name)
+    except asyncio.CancelledError:
+        worker.stop()
+        raise
+    with worker.lock:
+        return list(results)

@@ -1,0 +1,847 @@
+"""The in-cell widget panel: one agent turn drawn from its event stream with standard ipywidgets.
+
+``RunPanel.handle(event)`` consumes agent events and updates widgets: a header
+(model, session, status, tokens, cost, context left), streaming markdown, a card per tool call
+with a collapsible result, images, coloured diffs, the live todo list, approval cards and a Stop
+button. Streaming text is coalesced: at most one widget update per ``flush_interval`` seconds
+(``flush_pending`` is called by the driver's clock), and long answers are sealed into paragraph
+chunks so every update stays small.
+
+When the run ends (:meth:`finish`), a panel shown with :meth:`show` turns into static rich
+output (see ``_static``) and closes all its widgets, so the saved notebook keeps the run and
+the kernel keeps nothing of it. Where no front end renders widgets (``kit=QUIET``, see
+``_kit``) the same panel is built on widgets that send nothing, and only its static output is
+displayed: at the start, and replaced by the final one at the end.
+
+The panel never touches the agent: Stop and approval clicks go to the callbacks it was given.
+"""
+
+from __future__ import annotations
+
+import base64
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import ipywidgets as widgets
+
+from ..._text import clip_chars
+from ...agent import events as ev
+from . import _static, renderers
+from ._finals import FINALS
+from ._kit import LIVE, WidgetKit
+
+FLUSH_INTERVAL = 0.05
+"""Seconds between streamed-text widget updates (about 20 per second at most)."""
+
+SEAL_CHARS = 4000
+"""A streaming text block longer than this is sealed at the next paragraph break."""
+
+MAX_RESULT_CHARS = 20_000
+"""Display cap of a tool result in its card (the model's copy lives in the output cache)."""
+
+Decision = Literal["allow", "allow_remember", "deny"]
+DecisionCallback = Callable[[str, Decision, "str | None"], None]
+Mode = Literal["blocking", "background"]
+
+
+ROWS_PER_BLOCK = 40
+"""Body widgets are appended into blocks of this many (see :class:`_Rows`)."""
+
+
+class _Rows:
+    """The panel's body: its widgets in order, held in blocks of at most ``ROWS_PER_BLOCK``.
+
+    Setting a ``children`` trait validates and sends the whole list, so one flat box would make
+    every append cost as much as the run is long. Appending goes into the last block instead,
+    and the outer box changes only once per block (see bench/cell_panel.py).
+    """
+
+    def __init__(self, kit: WidgetKit) -> None:
+        self._kit = kit
+        self.box = kit.VBox([])
+        self._blocks: list[widgets.VBox] = []
+
+    @property
+    def children(self) -> tuple[widgets.Widget, ...]:
+        return tuple(child for block in self._blocks for child in block.children)
+
+    def append(self, widget: widgets.Widget) -> None:
+        if not self._blocks or len(self._blocks[-1].children) >= ROWS_PER_BLOCK:
+            block = self._kit.VBox([])
+            self._blocks.append(block)
+            self.box.children = (*self.box.children, block)
+        last = self._blocks[-1]
+        last.children = (*last.children, widget)
+
+    def clear(self) -> None:
+        """Drop every row (the widgets are closed by the caller)."""
+        self.box.children = ()
+        self._blocks.clear()
+
+    def remove(self, gone: set[int]) -> None:
+        """Take out the widgets whose ``id()`` is in ``gone``."""
+        for block in self._blocks:
+            if any(id(child) in gone for child in block.children):
+                block.children = tuple(c for c in block.children if id(c) not in gone)
+
+
+@dataclass
+class _ToolCard:
+    tool: str
+    box: widgets.VBox
+    header: widgets.HTML
+    summary: str
+    status: str = "running"
+    duration_ms: int | None = None
+    approval_wait_ms: int | None = None
+    jobs: list[str] = field(default_factory=list)
+    """Background jobs this call started (the call returned; the job goes on)."""
+
+
+@dataclass
+class _ApprovalCard:
+    box: widgets.VBox
+    buttons: list[widgets.Button]
+    reason: widgets.Text
+    outcome: widgets.HTML
+
+
+@dataclass
+class _TextSegment:
+    """The widgets of one assistant text block, sealed chunks first, then the live one."""
+
+    sealed: list[widgets.HTML] = field(default_factory=list)
+    sealed_text: list[str] = field(default_factory=list)
+    live: widgets.HTML | None = None
+    live_text: str = ""
+
+
+class RunPanel:
+    """Widgets for one turn; call :meth:`handle` for each event, then :meth:`finish`."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        session_id: str | None,
+        mode: Mode = "blocking",
+        prompt: str | None = None,
+        on_stop: Callable[[], None] | None = None,
+        on_decision: DecisionCallback | None = None,
+        on_undo: Callable[[str], list[str]] | None = None,
+        on_revert: Callable[[str], str | None] | None = None,
+        flush_interval: float = FLUSH_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+        demo: bool = False,
+        kit: WidgetKit = LIVE,
+    ) -> None:
+        self._kit = kit
+        self.model = model
+        self.session_id = session_id
+        self.mode = mode
+        self.status = "running"
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd: float | None = 0.0
+        self.session_input_tokens: int | None = None
+        self.session_output_tokens: int | None = None
+        self.demo = demo
+        self.context_left_percent: int | None = None
+        self.flush_interval = flush_interval
+        self._clock = clock
+        self._on_stop = on_stop
+        self._on_decision = on_decision
+        self._on_undo = on_undo
+        self._on_revert = on_revert
+        self._last_flush = float("-inf")
+        self._dirty = False
+        self._segment: _TextSegment | None = None
+        self._cards: dict[str, _ToolCard] = {}
+        self._approvals: dict[str, _ApprovalCard] = {}
+        self._previews: dict[str, str] = {}
+        self._started_jobs: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._transcript: list[str] = []
+        self._todos_markdown = ""
+        """The run as markdown, for the static output's ``text/markdown`` fallback."""
+        self._final_text = ""
+        self._display_id: str | None = None
+        self._frame: widgets.Output | None = None
+
+        self.header = self._kit.HTML(value=self._header_html())
+        self.budget = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
+        self.budget.add_class("codelia-budget")
+        self.todos = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
+        self.body = _Rows(self._kit)
+        self.error = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
+        self.stop_button = self._kit.Button(
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip=self._stop_tooltip(),
+            layout=self._kit.Layout(width="auto"),
+        )
+        self.stop_button.on_click(self._stop_clicked)
+        hint = (
+            "Blocking run: Stop = interrupt the kernel (■). Set --background for a live Stop."
+            if mode == "blocking"
+            else ""
+        )
+        self.hint = self._kit.HTML(
+            value=f'<span style="color:{renderers.MUTED};font-size:11px">{hint}</span>'
+        )
+        footer = self._kit.HBox([self.stop_button, self.hint])
+        children: list[widgets.Widget] = [self.header, self.budget]
+        if prompt:
+            children.append(
+                self._kit.HTML(
+                    value=f'<div style="color:var(--jp-ui-font-color2,#555);font-size:12px">▶ '
+                    f"{renderers.escape(clip_chars(prompt, 300))}</div>"
+                )
+            )
+        children += [self.todos, self.body.box, self.error, footer]
+        self.widget = self._kit.VBox(
+            children,
+            layout=self._kit.Layout(
+                border=f"1px solid {renderers.BORDER}", padding="4px 8px", width="100%"
+            ),
+        )
+        self.widget.add_class("codelia-panel")
+
+    # ------------------------------------------------------------------ display
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def show(self, display_id: str | None = None) -> None:
+        """Display the panel so that :meth:`finish` can replace it with static output; with
+        ``display_id`` (an output of this cell, e.g. the first run's "loading" line) in its place.
+
+        A blocking run replaces its output by display id while the cell is still executing. A
+        background run ends after its cell finished, when JupyterLab no longer routes output
+        updates to that cell, so its live panel sits in an ``Output`` widget whose content is
+        swapped (and the notebook tabs are told to keep the static form, see ``_static``).
+        """
+        self._display_id = display_id or uuid.uuid4().hex
+        root: widgets.Widget = self.widget
+        if self.mode == "background" and self._kit.live:
+            self._frame = self._kit.Output()
+            self._frame.append_display_data(self.widget)
+            root = self._frame
+        _static.show(
+            root,
+            self._kit,
+            self.static_bundle(),
+            display_id=self._display_id,
+            replace=display_id is not None,
+        )
+
+    def _header_html(self) -> str:
+        return renderers.header_html(
+            model=self.model,
+            session_id=self.session_id,
+            status=self.status,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            context_left_percent=self.context_left_percent,
+            session_input_tokens=self.session_input_tokens,
+            session_output_tokens=self.session_output_tokens,
+            demo=self.demo,
+        )
+
+    def _refresh_header(self) -> None:
+        value = self._header_html()
+        if self.header.value != value:
+            self.header.value = value
+
+    def _stop_tooltip(self) -> str:
+        if self.mode == "blocking":
+            return "This cell is busy: use the kernel interrupt (■) to stop the run."
+        return "Stop the run (history is repaired and the session saved)."
+
+    def _append(self, widget: widgets.Widget) -> None:
+        self.body.append(widget)
+
+    # ------------------------------------------------------------------ run-level state
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+        self._refresh_header()
+
+    def set_session(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._refresh_header()
+
+    def show_error(self, message: str) -> None:
+        self.flush_pending(force=True)
+        self._transcript.append(f"**Error:** {message}")
+        self.error.value = (
+            '<div style="color:var(--jp-error-color1,#d93025);white-space:pre-wrap"><b>Error:</b> '
+            f"{renderers.escape(message)}</div>"
+        )
+        self.error.layout.display = None
+
+    def finish(self, status: str) -> None:
+        """The run ended: flush text, freeze the buttons, show the final status."""
+        self.flush_pending(force=True)
+        self.stop_button.disabled = True
+        self.stop_button.layout.display = "none"  # nothing left to stop
+        self.hint.value = ""
+        for card in self._approvals.values():
+            for button in card.buttons:
+                button.disabled = True
+            if not card.outcome.value:
+                card.outcome.value = (
+                    f'<b style="color:{renderers.MUTED}">'
+                    f"Not answered: the run ended ({status}).</b>"
+                )
+        for tool_card in self._cards.values():
+            if tool_card.status == "running":
+                # Events after a Stop are not delivered, so no result will ever arrive.
+                tool_card.status = "cancelled" if status == "cancelled" else "error"
+                tool_card.header.value = _card_header(tool_card)
+        self.set_status(status)
+        if self._display_id is not None:
+            self._become_static()
+
+    def static_bundle(self) -> dict[str, Any]:
+        """The panel as a display bundle (HTML, first image, markdown, text) at this moment."""
+        header = (
+            f"**codelia** · {self.model} · {self.status} · "
+            f"{renderers.format_tokens(self.input_tokens)} in / "
+            f"{renderers.format_tokens(self.output_tokens)} out"
+        )
+        todos = [] if self.todos.layout.display == "none" else [self._todos_markdown]
+        markdown = "\n\n".join([header, *todos, *self._transcript])
+        plain = f"codelia run {self.status}: {clip_chars(self._final_text, 300)}".rstrip(": ")
+        return _static.mime_bundle(_static.to_static(self.widget), markdown=markdown, plain=plain)
+
+    def _become_static(self) -> None:
+        """Swap the live widgets for static output, close them all and drop their content."""
+        assert self._display_id is not None
+        bundle = self.static_bundle()
+        if self.mode == "blocking":
+            _static.display_static(self._display_id, bundle)
+        else:  # the cell finished long ago (a client following one cell at a time gets it)
+            _static.display_static_later(self._display_id, bundle)
+        if self._frame is not None:
+            self._frame.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+        if self._kit.live:
+            root = self._frame if self._frame is not None else self.widget
+            FINALS.finished(root.model_id, bundle)
+        _static.close_tree(self.widget)
+        self.body.clear()
+        self.widget.children = ()
+        self._cards.clear()
+        self._approvals.clear()
+        self._previews.clear()
+        self._transcript.clear()
+        self._segment = None
+
+    # ------------------------------------------------------------------ events
+
+    def handle(self, event: Any) -> None:
+        """Draw one agent event (a model from ``agent.events``)."""
+        if isinstance(event, ev.TextDeltaEvent):
+            self._stream(event.delta)
+        elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
+            self._complete_text(event.content)
+            if isinstance(event, ev.FinalEvent):
+                self._final_text = event.content
+            if event.citations:
+                self._append(
+                    self._kit.HTML(
+                        value=renderers.citations_to_html([c.model_dump() for c in event.citations])
+                    )
+                )
+        elif isinstance(event, ev.TextDiscardedEvent):
+            self._discard_segment()
+        elif isinstance(event, ev.ReasoningEvent):
+            self._end_segment()
+            self._append(
+                self._kit.HTML(
+                    value=f'<div style="color:{renderers.MUTED};font-style:italic;font-size:12px">'
+                    f"{renderers.escape(clip_chars(event.content, 2000))}</div>"
+                )
+            )
+        elif isinstance(event, ev.ToolCallEvent):
+            self._tool_call(event)
+        elif isinstance(event, ev.PermissionPreviewEvent):
+            if event.tool_call_id and event.diff:
+                self._previews[event.tool_call_id] = event.diff
+        elif isinstance(event, ev.PermissionRequestEvent):
+            self._permission_request(event)
+        elif isinstance(event, ev.PermissionResolvedEvent):
+            self._permission_resolved(event)
+        elif isinstance(event, ev.ToolResultEvent):
+            self._tool_result(event)
+        elif isinstance(event, ev.StepCompleteEvent):
+            self._step_complete(event)
+        elif isinstance(event, ev.UsageEvent):
+            # Each event is one model call: this run's figures add them up once each.
+            self.input_tokens += event.input_tokens
+            self.output_tokens += event.output_tokens
+            self.cost_usd = (
+                None
+                if self.cost_usd is None or event.cost_usd is None
+                else self.cost_usd + event.cost_usd
+            )
+            self.session_input_tokens = event.total_input_tokens
+            self.session_output_tokens = event.total_output_tokens
+            if event.context_left_percent is not None:
+                self.context_left_percent = event.context_left_percent
+            self._refresh_header()
+        elif isinstance(event, ev.TodosUpdatedEvent):
+            self.show_todos([t.model_dump(by_alias=True) for t in event.todos])
+        elif isinstance(event, ev.LlmRetryEvent):
+            self._notice(
+                f"Model call failed ({event.failure_kind}); retry {event.next_attempt}/"
+                f"{event.max_attempts} in {renderers.format_duration(event.delay_ms)}."
+            )
+        elif isinstance(event, ev.BudgetEvent):
+            self.budget.value = _budget_html(event)
+            self.budget.layout.display = None
+            if event.reached:
+                self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
+        elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
+            self._notice("Conversation compacted to fit the context window.")
+        elif isinstance(event, ev.SessionForkedEvent):
+            self._notice(
+                f"Another kernel saved session {event.forked_from} while this one had it "
+                f"open: this conversation continues as session {event.session_id}, so neither "
+                "kernel's turns are lost."
+            )
+
+    def show_todos(self, todos: list[dict[str, Any]]) -> None:
+        self.todos.value = renderers.todos_to_html(todos)
+        self.todos.layout.display = None
+        self._todos_markdown = renderers.todos_to_markdown(todos)
+
+    def _notice(self, text: str) -> None:
+        self._end_segment()
+        self._transcript.append(f"_{text}_")
+        self._append(
+            self._kit.HTML(
+                value=f'<div style="color:{renderers.MUTED};font-size:12px">'
+                f"{renderers.escape(text)}</div>"
+            )
+        )
+
+    # ------------------------------------------------------------------ streaming text
+
+    def _stream(self, delta: str) -> None:
+        segment = self._segment
+        if segment is None:
+            segment = self._segment = _TextSegment()
+        if segment.live is None:
+            segment.live = self._kit.HTML(value="")
+            self._append(segment.live)
+        segment.live_text += delta
+        self._dirty = True
+        if self._clock() - self._last_flush >= self.flush_interval:
+            self.flush_pending()
+
+    @property
+    def has_pending(self) -> bool:
+        return self._dirty
+
+    def flush_pending(self, *, force: bool = False) -> None:
+        """Push buffered text to the widgets (at most once per interval unless ``force``)."""
+        if not self._dirty:
+            return
+        now = self._clock()
+        if not force and now - self._last_flush < self.flush_interval:
+            return
+        self._last_flush = now
+        self._dirty = False
+        segment = self._segment
+        if segment is None or segment.live is None:
+            return
+        self._seal_if_long(segment)
+        segment.live.value = renderers.markdown_to_html(segment.live_text)
+
+    def _seal_if_long(self, segment: _TextSegment) -> None:
+        """Move whole paragraphs of a long live block into a sealed widget (never in a fence)."""
+        if len(segment.live_text) < SEAL_CHARS or segment.live is None:
+            return
+        cut = _paragraph_cut(segment.live_text)
+        if cut is None:
+            return
+        done, rest = segment.live_text[:cut], segment.live_text[cut:]
+        segment.live.value = renderers.markdown_to_html(done)
+        segment.sealed.append(segment.live)
+        segment.sealed_text.append(done)
+        segment.live = self._kit.HTML(value="")
+        segment.live_text = rest
+        self._append(segment.live)
+
+    def _complete_text(self, content: str) -> None:
+        if content.strip():
+            self._transcript.append(content)
+        segment = self._segment
+        streamed = "" if segment is None else "".join(segment.sealed_text) + segment.live_text
+        if segment is not None and streamed.strip() == content.strip():
+            self._dirty = True
+            self.flush_pending(force=True)
+        elif content.strip():
+            if segment is not None:
+                self._remove_widgets(segment)
+            self._append(self._kit.HTML(value=renderers.markdown_to_html(content)))
+        self._segment = None
+        self._dirty = False
+
+    def _discard_segment(self) -> None:
+        """Remove the text streamed so far: its model call failed and is being retried."""
+        if self._segment is not None:
+            self._remove_widgets(self._segment)
+        self._segment = None
+        self._dirty = False
+
+    def _remove_widgets(self, segment: _TextSegment) -> None:
+        removed = [*segment.sealed, *([segment.live] if segment.live is not None else [])]
+        self.body.remove({id(w) for w in removed})
+        for widget in removed:
+            _static.close_tree(widget)  # out of the tree: close_tree at the end cannot reach it
+
+    def _end_segment(self) -> None:
+        if self._segment is not None:
+            self._dirty = True
+            self.flush_pending(force=True)
+            self._segment = None
+
+    # ------------------------------------------------------------------ tool cards
+
+    def _tool_call(self, event: ev.ToolCallEvent) -> None:
+        self._end_segment()
+        summary = renderers.args_summary(event.tool, event.args)
+        header = self._kit.HTML()
+        args_view = self._kit.Accordion(
+            children=[self._kit.HTML(value=renderers.args_html(event.tool, event.args))]
+        )
+        args_view.set_title(0, "Code" if _shows_code(event.args) else "Arguments")
+        # Code is what a person reads a python / shell card for: shown whole, not folded away.
+        args_view.selected_index = 0 if _shows_code(event.args) else None
+        box = self._kit.VBox(
+            [header, args_view],
+            layout=self._kit.Layout(
+                border="1px solid var(--jp-border-color2,#e0e0e0)",
+                margin="4px 0",
+                padding="2px 6px",
+            ),
+        )
+        box.add_class("codelia-tool-card")
+        title = event.display_name or event.tool  # an MCP tool names its server
+        card = _ToolCard(tool=title, box=box, header=header, summary=summary)
+        header.value = _card_header(card)
+        self._transcript.append(f"- **{event.tool}**" + (f" `{summary}`" if summary else ""))
+        self._cards[event.tool_call_id] = card
+        self._append(box)
+
+    def _tool_result(self, event: ev.ToolResultEvent) -> None:
+        card = self._cards.get(event.tool_call_id)
+        if card is None:
+            self._tool_call(
+                ev.ToolCallEvent(tool=event.tool, args={}, tool_call_id=event.tool_call_id)
+            )
+            card = self._cards[event.tool_call_id]
+        card.status = "error" if event.is_error else "done"
+        card.jobs.extend(self._jobs_started_by(event.tool))
+        if card.jobs:
+            self._transcript.append(f"  (→ background job {', '.join(card.jobs)})")
+        header_value = _card_header(card)
+        card.header.value = header_value
+        extra: list[widgets.Widget] = []
+        diff = renderers.diff_of_result(event.tool, event.result)
+        if diff is not None:
+            extra.append(self._kit.HTML(value=renderers.diff_to_html(diff)))
+            self._transcript.append(f"```diff\n{diff.rstrip()}\n```")
+            revert = self._revert_row(event.result)
+            if revert is not None:
+                extra.append(revert)
+        for image in _images_of(self._kit, event.parts or []):
+            extra.append(image)
+        text = clip_chars(event.result, MAX_RESULT_CHARS)
+        if event.output_ref:
+            text += f"\n\n[output ref: {event.output_ref}]"
+        result_view = self._kit.Accordion(children=[self._kit.HTML(value=renderers.pre(text))])
+        result_view.set_title(0, "Error" if event.is_error else "Result")
+        result_view.selected_index = 0 if event.is_error else None
+        if self._on_undo is not None and "\n[namespace]\n" in f"\n{event.result}":
+            extra.append(self._undo_button(event.tool_call_id))
+        card.box.children = (*card.box.children, *extra, result_view)
+
+    def job_started(self, job_id: str, kind: str) -> None:
+        """A background job of ``kind`` (``python``, ``shell``) began; called from any thread.
+
+        Tool calls run one at a time and a job is announced before its call returns, so the
+        next result of that tool is the call that started it (its card says so)."""
+        self._started_jobs.put((job_id, kind))
+
+    def _jobs_started_by(self, tool: str) -> list[str]:
+        started: list[str] = []
+        while True:
+            try:
+                job_id, kind = self._started_jobs.get_nowait()
+            except queue.Empty:
+                return started
+            if kind == tool:
+                started.append(job_id)
+
+    def _undo_button(self, tool_call_id: str) -> widgets.Widget:
+        """Undo what one python call did to the namespace; shows exactly what was restored."""
+        button = self._kit.Button(
+            description="Undo", icon="undo", tooltip="Restore the variables this call changed"
+        )
+        outcome = self._kit.HTML(value="")
+        on_undo = self._on_undo
+
+        def clicked(_button: Any) -> None:
+            button.disabled = True
+            try:
+                lines = on_undo(tool_call_id) if on_undo is not None else []
+            except LookupError as exc:
+                lines = [str(exc)]
+            outcome.value = renderers.pre("\n".join(lines), max_height="10em")
+
+        button.on_click(clicked)
+        # The button lives only while the run does (a finished run becomes static output), so
+        # the card also names the command that undoes this call afterwards.
+        later = self._kit.HTML(
+            value=f'<span style="font-size:11px;color:{renderers.MUTED}">Undo later with '
+            f"<code>%codelia undo {renderers.escape(tool_call_id)}</code></span>"
+        )
+        box = self._kit.VBox([button, outcome, later])
+        box.add_class("codelia-undo")
+        return box
+
+    def _revert_row(self, result: str) -> widgets.HBox | None:
+        """Revert for a ``notebook_edit`` card whose result names the edit (cell tools)."""
+        edit_id = renderers.edit_id_of_result(result)
+        if edit_id is None or self._on_revert is None:
+            return None
+        on_revert = self._on_revert
+        button = self._kit.Button(description="Revert", icon="undo")
+        outcome = self._kit.HTML(value="")
+
+        def clicked(_button: Any) -> None:
+            button.disabled = True
+            outcome.value = "Reverting…"
+
+            def work() -> None:
+                # Off the kernel's thread: the front end's answer may come on the comm.
+                problem = on_revert(edit_id)
+                outcome.value = renderers.escape(problem or "Reverted.")
+                button.disabled = problem is None
+
+            threading.Thread(target=work, name="codelia-revert", daemon=True).start()
+
+        button.on_click(clicked)
+        return self._kit.HBox([button, outcome])
+
+    def _step_complete(self, event: ev.StepCompleteEvent) -> None:
+        card = self._cards.get(event.step_id)
+        if card is None:
+            return
+        card.duration_ms = event.duration_ms
+        card.approval_wait_ms = event.approval_wait_ms
+        if event.status == "error":
+            card.status = "error"
+        card.header.value = _card_header(card)
+
+    # ------------------------------------------------------------------ approvals
+
+    def _permission_request(self, event: ev.PermissionRequestEvent) -> None:
+        self._end_segment()
+        request_id = event.request_id
+        preview = self._previews.get(event.tool_call_id or "")
+        parts = [
+            f"<b>{renderers.escape(event.title)}</b>",
+            renderers.pre(event.message, max_height="10em"),
+            # What will run, readable: the code, the command, the path and its diff, the URL.
+            renderers.args_html(event.tool, event.args, diff_shown=bool(preview)),
+        ]
+        if preview:
+            parts.append(renderers.diff_to_html(preview))
+        if self.mode == "blocking":
+            parts.append(
+                f'<span style="color:{renderers.MUTED};font-size:11px">'
+                "Answer in the input box below "
+                "(y = allow, a = always allow, n or a reason = deny).</span>"
+            )
+        message = self._kit.HTML(value="".join(parts))
+        reason = self._kit.Text(placeholder="Reason (optional, sent to the model on Deny)")
+        allow = self._kit.Button(description="Allow", button_style="success")
+        always = self._kit.Button(description="Always allow", button_style="info")
+        deny = self._kit.Button(description="Deny", button_style="danger")
+        buttons = [allow, always, deny]
+        if self.mode == "blocking":
+            for button in buttons:
+                button.disabled = True
+                button.tooltip = "Blocking run: answer at the input prompt."
+        outcome = self._kit.HTML(value="")
+        box = self._kit.VBox(
+            [message, reason, self._kit.HBox(buttons), outcome],
+            layout=self._kit.Layout(
+                border="2px solid var(--jp-warn-color1,#e37400)", padding="4px", margin="4px 0"
+            ),
+        )
+        box.add_class("codelia-approval")
+        card = _ApprovalCard(box=box, buttons=buttons, reason=reason, outcome=outcome)
+        self._approvals[request_id] = card
+
+        def answer(decision: Decision) -> Callable[[Any], None]:
+            def clicked(_button: Any) -> None:
+                for b in buttons:
+                    b.disabled = True
+                text = reason.value.strip() or None
+                if self._on_decision is not None:
+                    self._on_decision(request_id, decision, text)
+
+            return clicked
+
+        allow.on_click(answer("allow"))
+        always.on_click(answer("allow_remember"))
+        deny.on_click(answer("deny"))
+        self._append(box)
+        self.set_status("awaiting approval")
+
+    def _permission_resolved(self, event: ev.PermissionResolvedEvent) -> None:
+        card = self._approvals.get(event.request_id)
+        if card is None:
+            return
+        for button in card.buttons:
+            button.disabled = True
+        labels = {"allow": "Allowed", "allow_remember": "Always allowed", "deny": "Denied"}
+        text = labels[event.decision]
+        if event.reason:
+            text += f": {event.reason}"
+        colour = (
+            "var(--jp-error-color1,#d93025)"
+            if event.decision == "deny"
+            else "var(--jp-success-color1,#188038)"
+        )
+        card.outcome.value = f'<b style="color:{colour}">{renderers.escape(text)}</b>'
+        self._transcript.append(f"- approval: {text}")
+        if self.status == "awaiting approval":
+            self.set_status("running")
+
+    def _stop_clicked(self, _button: Any) -> None:
+        if self._on_stop is not None:
+            self.stop_button.disabled = True
+            self.stop_button.description = "Stopping…"
+            self._on_stop()
+
+
+def _card_header(card: _ToolCard) -> str:
+    icons = {"running": "⏳", "done": "✔", "error": "✖", "cancelled": "■"}
+    colour = {
+        "running": "var(--jp-brand-color1,#1a73e8)",
+        "done": "var(--jp-success-color1,#188038)",
+        "error": "var(--jp-error-color1,#d93025)",
+        "cancelled": renderers.MUTED,
+    }[card.status]
+    duration = (
+        f" · {renderers.format_duration(card.duration_ms)}" if card.duration_ms is not None else ""
+    )
+    if card.approval_wait_ms is not None:
+        duration += f" (+ {renderers.format_duration(card.approval_wait_ms)} awaiting approval)"
+    summary = f" <code>{renderers.escape(card.summary)}</code>" if card.summary else ""
+    if card.jobs:
+        summary += (
+            f' <b style="color:var(--jp-brand-color1,#1a73e8)">→ background job '
+            f"{renderers.escape(', '.join(card.jobs))}</b>"
+        )
+    return (
+        f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '
+        f"<b>{renderers.escape(card.tool)}</b>{summary}"
+        f'<span style="color:{renderers.MUTED}"> · {card.status}{duration}</span></div>'
+    )
+
+
+_BUDGET_LABELS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "max_cost_usd": ("cost_usd", lambda v: f"${v:.4f}".rstrip("0").rstrip(".")),
+    "max_tokens": ("tokens", lambda v: f"{int(v):,} tokens"),
+    "max_tool_calls": ("tool_calls", lambda v: f"{int(v)} tool calls"),
+    "max_wall_seconds": ("wall_seconds", lambda v: f"{v:.0f} s"),
+}
+
+
+def _budget_html(event: ev.BudgetEvent) -> str:
+    """The meter: spend against each set limit of the run and the session."""
+    parts: list[str] = []
+    for scope, spent, limits in (
+        ("run", event.run_spent, event.run_limits),
+        ("session", event.session_spent, event.session_limits),
+    ):
+        for limit_name, limit in limits.items():
+            key, fmt = _BUDGET_LABELS[limit_name]
+            value = spent.get(key)
+            used = "?" if value is None else fmt(value)
+            parts.append(f"{scope} {renderers.escape(used)} / {renderers.escape(fmt(limit))}")
+    colour = "#d93025" if event.reached else "#555"
+    return f'<div style="font-size:11px;color:{colour}">budget: ' + " · ".join(parts) + "</div>"
+
+
+def _shows_code(args: dict[str, Any]) -> bool:
+    return any(isinstance(args.get(key), str) for key in ("code", "command", "patch"))
+
+
+def _image_layout(kit: WidgetKit) -> widgets.Layout:
+    # Natural size, never wider than the card: a flex column would otherwise stretch a small
+    # plot to the full width. No margin: the widgets' default 2 px on each side on top of a
+    # full-width image would overflow the card and show a horizontal scrollbar.
+    return kit.Layout(max_width="100%", align_self="flex-start", height="auto", margin="0")
+
+
+def _images_of(kit: WidgetKit, parts: list[dict[str, Any]]) -> list[widgets.Image]:
+    images = []
+    for part in parts:
+        if part.get("type") != "image_url":
+            continue
+        url = str((part.get("image_url") or {}).get("url", ""))
+        if not url.startswith("data:") or ";base64," not in url:
+            continue
+        media, payload = url[5:].split(";base64,", 1)
+        fmt = media.split("/", 1)[-1] or "png"
+        images.append(
+            kit.Image(value=base64.b64decode(payload), format=fmt, layout=_image_layout(kit))
+        )
+    return images
+
+
+def _paragraph_cut(text: str) -> int | None:
+    """Where to seal a long live block: after the last blank line outside a code fence.
+
+    A block with no paragraph break is cut after its last line break (outside a fence) once it
+    is twice the seal size, and at its last space once it is four times that, so no single
+    update grows without bound even for one endless paragraph.
+    """
+    in_fence = False
+    paragraph: int | None = None
+    line_break: int | None = None
+    position = 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+        elif position < len(text) and not in_fence:
+            if not stripped:
+                paragraph = position
+            elif line.endswith("\n"):
+                line_break = position
+    if paragraph is not None:
+        return paragraph
+    if line_break is not None and len(text) >= 2 * SEAL_CHARS:
+        return line_break
+    if len(text) >= 4 * SEAL_CHARS and not in_fence and "\n" not in text:
+        space = text.rfind(" ", 0, len(text) - 1)
+        return space + 1 if space > 0 else None
+    return None
