@@ -113,7 +113,10 @@ export function fallbackWidgetIds(cells: CellList): string[] {
  * Apply what the kernel said: finished widgets get their final data; codelia widgets it does
  * not know keep only their static fallback (the widget view would read "model not found").
  */
-export function applyStates(cells: CellList, states: { [id: string]: OutputState }): number {
+export function applyStates(
+  cells: CellList,
+  states: { [id: string]: OutputState }
+): number {
   return rewrite(cells, output => {
     const id = widgetId(output);
     if (!id || !hasFallback(output)) {
@@ -162,8 +165,10 @@ export async function restoreOutputs(
     true
   );
   const reply = await future.done;
-  const expressions = (reply.content as { user_expressions?: JSONObject }).user_expressions;
-  const outcome = expressions?.states as { status?: string; data?: JSONObject } | undefined;
+  const expressions = (reply.content as { user_expressions?: JSONObject })
+    .user_expressions;
+  const outcome = expressions?.states as
+    { status?: string; data?: JSONObject } | undefined;
   const text = outcome?.status === 'ok' ? outcome.data?.['text/plain'] : null;
   const json = typeof text === 'string' ? decodePythonString(text.trim()) : null;
   if (json === null) {

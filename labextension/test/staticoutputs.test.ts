@@ -12,8 +12,8 @@ import {
 type Output = { [key: string]: unknown };
 
 /** A notebook's cells as the functions see them: code cells whose outputs can be replaced. */
-function notebook(...cells: Output[][]): { cells: CellList; outputs: Output[][] } {
-  const outputs = cells.map(list => list.map(o => ({ ...o })));
+function notebook(...given: Output[][]): { cells: CellList; outputs: Output[][] } {
+  const outputs = given.map(list => list.map(o => ({ ...o })));
   const models = outputs.map(list => ({
     type: 'code',
     outputs: {
@@ -26,7 +26,10 @@ function notebook(...cells: Output[][]): { cells: CellList; outputs: Output[][] 
       }
     }
   }));
-  const cells = { length: models.length, get: (i: number) => models[i] } as unknown as CellList;
+  const cells = {
+    length: models.length,
+    get: (i: number) => models[i]
+  } as unknown as CellList;
   return { cells, outputs };
 }
 
@@ -44,10 +47,20 @@ function live(modelId: string, html: string, fallback = true): Output {
 
 describe('codelia widget outputs turn static for good', () => {
   it('swaps a finished widget for its final data wherever it is shown', () => {
-    const final = { 'text/html': '<div class="codelia-static">done</div>', 'text/plain': 'done' };
-    const { cells, outputs } = notebook([live('frame-1', 'running')], [live('other', 'x')]);
+    const final = {
+      'text/html': '<div class="codelia-static">done</div>',
+      'text/plain': 'done'
+    };
+    const { cells, outputs } = notebook(
+      [live('frame-1', 'running')],
+      [live('other', 'x')]
+    );
     expect(replaceWidgetOutputs(cells, 'frame-1', final)).toBe(1);
-    expect(outputs[0][0]).toEqual({ output_type: 'display_data', data: final, metadata: {} });
+    expect(outputs[0][0]).toEqual({
+      output_type: 'display_data',
+      data: final,
+      metadata: {}
+    });
     expect((outputs[1][0].data as Output)[WIDGET_VIEW]).toBeDefined();
   });
 
@@ -75,7 +88,7 @@ describe('codelia widget outputs turn static for good', () => {
 
   it('asks the kernel only when jupyter-codelia is installed there', () => {
     const code = statesCode(['a', 'b']);
-    expect(code).toContain(".output_states([\"a\",\"b\"])");
+    expect(code).toContain('.output_states(["a","b"])');
     expect(code).toContain("find_spec('jupyter_codelia') else '{}'");
   });
 });
