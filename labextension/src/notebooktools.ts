@@ -26,7 +26,12 @@ import { IDisposable } from '@lumino/disposable';
 import { lineDiff } from './celldiff';
 import { executeControl, openControlSubshell } from './connection';
 import { JSONObject } from './protocol';
-import { replaceWidgetOutputs, restoreOutputs } from './staticoutputs';
+import {
+  Parked,
+  parkWidgetOutputs,
+  replaceWidgetOutputs,
+  restoreOutputs
+} from './staticoutputs';
 import { NotebookKernelMessage, NotebookRequest } from './wire';
 
 export const NOTEBOOK_TARGET = 'codelia.notebook';
@@ -229,9 +234,17 @@ export class NotebookToolsHandler implements IDisposable {
     // Codelia widget outputs this notebook was saved with: finished or gone ones turn static.
     void this.panel.context.ready
       .then(() => this.panel.sessionContext.ready)
-      .then(() => {
-        const cells = this.panel.model?.cells;
-        return cells ? restoreOutputs(kernel, cells) : 0;
+      .then(async () => {
+        const model = this.panel.model;
+        if (!model) {
+          return;
+        }
+        const parked = this._parked;
+        this._parked = new Map();
+        const differ = await restoreOutputs(kernel, model.cells, parked);
+        if (differ === 0 && parked.size > 0 && !this._dirtyWhenParked) {
+          model.dirty = false; // every parked widget came back as it was loaded
+        }
       })
       .catch(() => undefined);
   }
@@ -677,6 +690,8 @@ export class NotebookToolsHandler implements IDisposable {
     if (!model) {
       return;
     }
+    this._dirtyWhenParked = model.dirty;
+    this._parked = parkWidgetOutputs(model.cells);
     model.contentChanged.connect(() => this.scheduleBadges());
     this.panel.content.modelContentChanged.connect(() => this.scheduleBadges());
     this.scheduleBadges();
@@ -783,6 +798,9 @@ export class NotebookToolsHandler implements IDisposable {
   }
 
   private _disposed = false;
+  /** Codelia widget outputs shown static since the notebook loaded, until the kernel says. */
+  private _parked: Parked = new Map();
+  private _dirtyWhenParked = false;
   private _subshell: Promise<Kernel.IKernelConnection | null> | null = null;
   private _subshellFor: Kernel.IKernelConnection | null = null;
   private _jobs = new Map<string, RunJob>();

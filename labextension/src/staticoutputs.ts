@@ -6,10 +6,11 @@
  * A widget that finishes after its cell (a background run, job cards) cannot be replaced by
  * display id: the kernel announces its final form (`output.finished`, see wire.ts) and this
  * module swaps it into every output showing that widget, so the saved notebook, nbconvert and
- * GitHub keep readable output. When a notebook is opened (or its kernel changes), its codelia
- * widget outputs are checked with the kernel: a finished one gets its final form, one the
- * kernel no longer knows (a restart, a tab closed mid-run) shows its static fallback instead of
- * "Error displaying widget: model not found".
+ * GitHub keep readable output. When a notebook is opened, its codelia widget outputs show their
+ * static fallback at once (before the widget manager would draw "Error displaying widget: model
+ * not found") and are checked with the kernel: a live one gets its widget back, a finished one
+ * its final form, and one the kernel no longer knows (a restart, a tab closed mid-run) keeps
+ * the fallback.
  */
 
 import type * as nbformat from '@jupyterlab/nbformat';
@@ -94,14 +95,14 @@ export function replaceWidgetOutputs(
   );
 }
 
-/** The widget ids of the codelia outputs that carry a static fallback. */
+/** The widget ids of the codelia outputs that carry a static fallback, parked or not. */
 export function fallbackWidgetIds(cells: CellList): string[] {
   const ids: string[] = [];
   for (const cell of codeCells(cells)) {
     for (let i = 0; i < cell.outputs.length; i++) {
       const output = cell.outputs.get(i).toJSON();
-      const id = widgetId(output);
-      if (id && hasFallback(output)) {
+      const id = parkedId(output) ?? (hasFallback(output) ? widgetId(output) : null);
+      if (id) {
         ids.push(id);
       }
     }
@@ -109,26 +110,64 @@ export function fallbackWidgetIds(cells: CellList): string[] {
   return ids;
 }
 
+/** Outputs shown as their static fallback until the kernel says whether their widget lives. */
+export type Parked = Map<string, nbformat.IOutput>;
+
+function parkedId(output: nbformat.IOutput): string | null {
+  const ours = ((output.metadata ?? {}) as JSONObject)[OUTPUT_METADATA] as
+    JSONObject | undefined;
+  return typeof ours?.parked === 'string' ? ours.parked : null;
+}
+
 /**
- * Apply what the kernel said: finished widgets get their final data; codelia widgets it does
- * not know keep only their static fallback (the widget view would read "model not found").
+ * Right after a notebook loads, before JupyterLab's widget manager has tried (and failed) to
+ * draw them: show every codelia widget output as its static fallback, keeping the original.
  */
-export function applyStates(
-  cells: CellList,
-  states: { [id: string]: OutputState }
-): number {
-  return rewrite(cells, output => {
+export function parkWidgetOutputs(cells: CellList): Parked {
+  const parked: Parked = new Map();
+  rewrite(cells, output => {
     const id = widgetId(output);
     if (!id || !hasFallback(output)) {
       return null;
     }
-    const state = states[id];
-    if (state?.live) {
+    parked.set(id, output);
+    return {
+      output_type: 'display_data',
+      data: withoutWidgetView(output),
+      metadata: { [OUTPUT_METADATA]: { parked: id } }
+    } as nbformat.IDisplayData;
+  });
+  return parked;
+}
+
+/**
+ * Apply what the kernel said: a live widget is shown again (a parked one gets its original
+ * back), a finished one its final data, and one the kernel does not know keeps only its
+ * static fallback (its widget view would read "model not found"). Returns how many outputs
+ * now differ from what the notebook was loaded with.
+ */
+export function applyStates(
+  cells: CellList,
+  states: { [id: string]: OutputState },
+  parked: Parked = new Map()
+): number {
+  let differ = 0;
+  rewrite(cells, output => {
+    const parkedAs = parkedId(output);
+    const id = parkedAs ?? (hasFallback(output) ? widgetId(output) : null);
+    if (!id) {
       return null;
     }
+    const state = states[id];
+    const original = parkedAs ? parked.get(parkedAs) : undefined;
+    if (state?.live) {
+      return original ?? null;
+    }
+    differ++;
     const data = state?.data ?? withoutWidgetView(output);
     return { output_type: 'display_data', data, metadata: {} } as nbformat.IDisplayData;
   });
+  return differ;
 }
 
 function withoutWidgetView(output: nbformat.IOutput): nbformat.IMimeBundle {
@@ -145,10 +184,14 @@ export function statesCode(ids: string[]): string {
   );
 }
 
-/** Ask the kernel about the codelia widget outputs of `cells`, then apply its answer. */
+/**
+ * Ask the kernel about the codelia widget outputs of `cells` (the `parked` ones too), then
+ * apply its answer; how many outputs now differ from the loaded notebook.
+ */
 export async function restoreOutputs(
   kernel: Kernel.IKernelConnection,
-  cells: CellList
+  cells: CellList,
+  parked: Parked = new Map()
 ): Promise<number> {
   const ids = fallbackWidgetIds(cells);
   if (ids.length === 0) {
@@ -172,7 +215,11 @@ export async function restoreOutputs(
   const text = outcome?.status === 'ok' ? outcome.data?.['text/plain'] : null;
   const json = typeof text === 'string' ? decodePythonString(text.trim()) : null;
   if (json === null) {
-    return 0; // an older kernel, or no jupyter-codelia there: leave the outputs alone
+    // An older jupyter-codelia, or a failed request: put back what the notebook had.
+    const asLoaded = Object.fromEntries(
+      [...parked.keys()].map(id => [id, { live: true }])
+    );
+    return applyStates(cells, asLoaded, parked);
   }
-  return applyStates(cells, JSON.parse(json) as { [id: string]: OutputState });
+  return applyStates(cells, JSON.parse(json) as { [id: string]: OutputState }, parked);
 }

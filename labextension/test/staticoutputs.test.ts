@@ -4,6 +4,7 @@ import {
   applyStates,
   CellList,
   fallbackWidgetIds,
+  parkWidgetOutputs,
   replaceWidgetOutputs,
   statesCode,
   WIDGET_VIEW
@@ -64,26 +65,47 @@ describe('codelia widget outputs turn static for good', () => {
     expect((outputs[1][0].data as Output)[WIDGET_VIEW]).toBeDefined();
   });
 
-  it('on reopen: final data for finished widgets, the fallback for unknown ones', () => {
+  it('on reopen: widgets show static at once, then live, final or fallback', () => {
     const stranger = live('not-ours', 'someone else', false);
     const { cells, outputs } = notebook(
       [live('done-1', 'old'), live('gone-2', '<b>saved mid-run</b>')],
       [live('live-3', 'running'), stranger]
     );
+    const loaded = outputs.map(list => list.map(o => ({ ...o })));
+    const parked = parkWidgetOutputs(cells);
+    expect([...parked.keys()]).toEqual(['done-1', 'gone-2', 'live-3']);
+    // Nothing is left for the widget manager to fail on before the kernel answers.
+    for (const output of [outputs[0][0], outputs[0][1], outputs[1][0]]) {
+      expect((output.data as Output)[WIDGET_VIEW]).toBeUndefined();
+    }
+    expect(outputs[1][1]).toEqual(stranger); // not a codelia output: untouched
     expect(fallbackWidgetIds(cells)).toEqual(['done-1', 'gone-2', 'live-3']);
-    const changed = applyStates(cells, {
-      'done-1': { data: { 'text/plain': 'final' } },
-      'live-3': { live: true }
+    const differ = applyStates(
+      cells,
+      { 'done-1': { data: { 'text/plain': 'final' } }, 'live-3': { live: true } },
+      parked
+    );
+    expect(differ).toBe(2);
+    expect(outputs[0][0]).toEqual({
+      output_type: 'display_data',
+      data: { 'text/plain': 'final' },
+      metadata: {}
     });
-    expect(changed).toBe(2);
-    expect(outputs[0][0].data).toEqual({ 'text/plain': 'final' });
     // Unknown to the kernel: the widget view goes, the static fallback beside it stays.
     expect(outputs[0][1].data).toEqual({
       'text/html': '<b>saved mid-run</b>',
       'text/plain': 'codelia run running'
     });
-    expect((outputs[1][0].data as Output)[WIDGET_VIEW]).toBeDefined(); // still live
-    expect(outputs[1][1]).toEqual(stranger); // not a codelia output: untouched
+    expect(outputs[0][1].metadata).toEqual({});
+    expect(outputs[1][0]).toEqual(loaded[1][0]); // live: exactly as loaded
+  });
+
+  it('puts every parked widget back when the kernel gives no usable answer', () => {
+    const { cells, outputs } = notebook([live('a', 'x')]);
+    const loaded = { ...outputs[0][0] };
+    const parked = parkWidgetOutputs(cells);
+    expect(applyStates(cells, { a: { live: true } }, parked)).toBe(0);
+    expect(outputs[0][0]).toEqual(loaded);
   });
 
   it('asks the kernel only when jupyter-codelia is installed there', () => {
