@@ -65,7 +65,10 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
     output = page.locator(".jp-OutputArea-output", has=page.locator(".codelia-static")).last
     output.wait_for()
     assert output.locator(".jupyter-widgets").count() == 0
-    assert output.locator("details summary", has_text="Arguments").count() == 3
+    assert output.locator("details summary", has_text="Arguments").count() == 2
+    # The python card shows its code whole (open), not folded behind a first line.
+    code = output.locator("details[open]", has=page.locator("summary", has_text="Code"))
+    assert code.count() == 1 and "ax.plot([1, 2, 3], [3, 1, 2])" in code.inner_text()
 
 
 def test_background_run_allow_button_and_stop_button(
