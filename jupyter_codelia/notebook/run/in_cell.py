@@ -55,7 +55,7 @@ def run_with_panel(
     panel.show(display_id)
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.
     job_cards = JobCards(nb.jobs, kit)
-    job_cards.show()
+    job_cards.show(until_jobs=not background)
     unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
     if background:
         handle = nb.start_background(agent, prompt, panel)

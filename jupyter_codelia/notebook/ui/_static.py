@@ -52,6 +52,9 @@ def _hidden(widget: widgets.Widget) -> bool:
     return layout is not None and (layout.display == "none" or layout.visibility == "hidden")
 
 
+_PLAIN_BOX = "box-sizing:border-box"
+
+
 def _box_style(widget: widgets.Widget) -> str:
     layout = widget.layout
     styles = [
@@ -63,7 +66,7 @@ def _box_style(widget: widgets.Widget) -> str:
         styles.append("display:flex;flex-wrap:wrap;gap:4px;align-items:center")
     # A full-width box counts its padding and border in its width, so the output area never
     # scrolls sideways by a few pixels.
-    styles.append("box-sizing:border-box")
+    styles.append(_PLAIN_BOX)
     return ";".join(styles)
 
 
@@ -93,7 +96,10 @@ def _html(widget: widgets.Widget, images: list[tuple[str, bytes]]) -> str:
         inner = "".join(_html(child, images) for child in widget.children)
         if not inner:
             return ""
-        return f'<div class="{classes}" style="{_box_style(widget)}">{inner}</div>'
+        style = _box_style(widget)
+        if not classes and style == _PLAIN_BOX:
+            return inner  # a box that only groups (the panel's row blocks): no wrapper needed
+        return f'<div class="{classes}" style="{style}">{inner}</div>'
     if isinstance(widget, widgets.HTML):
         return str(widget.value)
     if isinstance(widget, widgets.Label):

@@ -30,7 +30,8 @@ class JobCards:
 
     :meth:`show` displays it (live, or static where no front end renders widgets); after the
     turn, :meth:`turn_ended` leaves nothing behind when no job started, and once the last job
-    ended the cards are replaced by their static form.
+    ended the cards are replaced by their static form. A static box is shown only once it has
+    a card (:meth:`show` with ``until_jobs``: a headless notebook keeps no empty output).
     """
 
     def __init__(self, registry: JobRegistry, kit: WidgetKit | None = None) -> None:
@@ -44,11 +45,17 @@ class JobCards:
         self._cards: dict[str, _JobCard] = {}
         self._lock = threading.Lock()
         self._final = False
+        self._shown = False
         self._unsubscribe: Callable[[], None] | None = registry.subscribe(self.add)
 
-    def show(self) -> None:
+    def show(self, *, until_jobs: bool = False) -> None:
+        """Display the box now, or (``until_jobs``, a static box in a cell that still runs when
+        the turn ends) at the turn's end if a job started."""
         from . import _static
 
+        if until_jobs and not self.kit.live:
+            return
+        self._shown = True
         _static.show(self.box, self.kit, self.static_bundle(), display_id=self.display_id)
 
     def static_bundle(self) -> dict[str, Any]:
@@ -72,8 +79,12 @@ class JobCards:
         publish = _static.display_static if cell_running else _static.display_static_later
         if self.empty:
             self._final = True
-            publish(self.display_id, {"text/plain": ""})
+            if self._shown:
+                publish(self.display_id, {"text/plain": ""})
             _static.close_tree(self.box)
+        elif not self._shown:
+            self._shown = True
+            _static.show(self.box, self.kit, self.static_bundle(), display_id=self.display_id)
         elif not self.kit.live:
             publish(self.display_id, self.static_bundle())
 
