@@ -211,6 +211,23 @@ class CodeliaMagics(Magics):
     @line_cell_magic
     def codelia(self, line: str, cell: str | None = None) -> Any:
         """Run one turn of the notebook's codelia agent; ``%codelia help`` lists the options."""
+        from . import _warmup
+
+        words = line.split(maxsplit=1)
+        if (cell is not None or not words or words[0] not in SUBCOMMANDS) and _warmup.running():
+            # The first run of a Run All: paint now and say what loads, before anything here
+            # waits for the warm-up's imports (the options need the configured provider).
+            loading = _warmup.Loading()
+            loading.show()
+            loading.wait()
+            try:
+                return self._codelia(line, cell, loading.display_id)
+            except BaseException:
+                loading.clear()
+                raise
+        return self._codelia(line, cell, None)
+
+    def _codelia(self, line: str, cell: str | None, display_id: str | None) -> Any:
         options = parse_options(line, self._configured_provider())
         first = options.rest.split(maxsplit=1)[0] if options.rest.strip() else ""
         if cell is None and first in SUBCOMMANDS and not options.given:
@@ -226,24 +243,9 @@ class CodeliaMagics(Magics):
                 "prompt. `%codelia help` lists options and subcommands."
             )
         try:
-            return self._run(options, prompt)
+            return self._start(options, prompt, display_id)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-
-    def _run(self, options: MagicOptions, prompt: str) -> Any:
-        from . import _warmup
-
-        if not _warmup.running():
-            return self._start(options, prompt, None)
-        # The first cell of a Run All: paint now and say what loads, not a blank output.
-        loading = _warmup.Loading()
-        loading.show()
-        loading.wait()
-        try:
-            return self._start(options, prompt, loading.display_id)
-        except BaseException:
-            loading.clear()
-            raise
 
     def _start(self, options: MagicOptions, prompt: str, display_id: str | None) -> Any:
         """Run the turn; its panel takes the output ``display_id`` shows (when given)."""
