@@ -5,8 +5,8 @@
   unified diff. Target: ratio at most 1.5x, median, in wall and in CPU time.
 * grep: the ``grep`` tool over a 20,000-file tree vs ``grep -rn`` with the same pattern (few
   matches, so both read every file). The tool opens the search root by descriptor and runs
-  ripgrep confined to the sandbox by Landlock (see ``standard_tools/_confine.py``); that costs a
-  thread and four system calls per call, nothing per file. Target: ratio at most 1x.
+  ripgrep confined to the sandbox by Landlock (see ``standard_tools/files/_confine.py``); that
+  costs a thread and four system calls per call, nothing per file. Target: ratio at most 1x.
 * write/edit diff: ``unified_diff`` of the 100,000-line file with 1,000 changes (difflib took
   35 s on this); printed in seconds for reference.
 * read: the 50 lines at the end of a 1 GB file (``offset`` = its last lines) vs

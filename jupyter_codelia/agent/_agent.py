@@ -59,6 +59,7 @@ from ..tools import (
     find_tool,
     tool_index,
 )
+from ..tools._host import RUN_HOST
 from . import events as ev
 from ._approvals import Approvals
 from ._budget import (
@@ -71,6 +72,7 @@ from ._budget import (
 )
 from ._compaction import CompactionConfig, parse_reply, prepare_request, rebuild
 from ._history import HistoryRepair, repair_history
+from ._host import AgentRunHost
 from ._permission_hook import ConfirmCallback, PermissionHookBuilder, parse_tool_args
 from ._persistence import FORKED_FROM_META_KEY, RunLogHandle, SessionWriter
 from ._resume import (
@@ -558,10 +560,21 @@ class Agent:
         definitions = [t.definition for t in tools]
         hook = self._permission_hook(run, tools)
         by_name = tool_index(tools)
+        host = AgentRunHost(
+            approvals=self.approvals,
+            confirm=self.confirm,
+            host_answers=self._host_answers,
+            run_id=run.run_id,
+            emit=lambda event: self._emit(run, event),
+            llm=self.llm,
+            budget=self.budget,
+            account=lambda completion: self._account(run, completion),
+        )
         base_ctx = ToolContext(
             signal=run.signal,
             overrides=self.dependency_overrides,
             emit=lambda event: self._emit(run, event),
+            deps={RUN_HOST.id: host},
         )
         pauses = 0
         paused_texts: list[str] = []

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -25,10 +25,11 @@ Decision = Literal["allow", "allow_remember", "deny"]
 
 
 class ConfirmResponse(BaseModel):
-    """A person's answer to a permission request."""
+    """A person's answer to a permission request (``content``: a filled-in form's values)."""
 
     decision: Decision
     reason: str | None = None
+    content: dict[str, Any] | None = None
 
 
 class ApprovalRequest:
@@ -86,15 +87,24 @@ class Approvals:
         with self._lock:
             return self._open.get(request_id)
 
-    def answer(self, request_id: str, decision: str, reason: str | None = None) -> bool:
+    def answer(
+        self,
+        request_id: str,
+        decision: str,
+        reason: str | None = None,
+        content: dict[str, Any] | None = None,
+    ) -> bool:
         """Answer the open request ``request_id``; False when there is none or it is answered.
 
         ``decision`` is validated (a front end sends a plain string): anything but ``allow``,
-        ``allow_remember`` or ``deny`` raises pydantic's ``ValidationError``."""
+        ``allow_remember`` or ``deny`` raises pydantic's ``ValidationError``. ``content``: the
+        values of a form the request asked for (an MCP elicitation)."""
         request = self.get(request_id)
         if request is None:
             return False
-        response = ConfirmResponse.model_validate({"decision": decision, "reason": reason})
+        response = ConfirmResponse.model_validate(
+            {"decision": decision, "reason": reason, "content": content}
+        )
         return request.answer(response)
 
     def open_requests(self, run_id: str | None = None) -> list[ApprovalRequest]:
@@ -106,3 +116,24 @@ class Approvals:
         """Deny every open request (of ``run_id`` only, when given); how many were denied."""
         denied = ConfirmResponse(decision="deny", reason=reason)
         return sum(request.answer(denied) for request in self.open_requests(run_id))
+
+
+async def first_answer(
+    request: ApprovalRequest,
+    confirm: Callable[[ev.PermissionRequestEvent], Awaitable[ConfirmResponse]] | None,
+) -> ConfirmResponse:
+    """The request's first answer: the confirm callback's or one given through ``Approvals``.
+
+    A callback that raises fails the wait (the caller's check fails with it)."""
+    if confirm is None:
+        return await request.response()
+    asker = asyncio.ensure_future(confirm(request.event))
+    waiter = asyncio.ensure_future(request.response())
+    try:
+        done, _ = await asyncio.wait({asker, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if asker in done:
+            request.answer(asker.result())  # refused when another UI answered first
+        return await waiter
+    finally:
+        asker.cancel()
+        waiter.cancel()

@@ -9,7 +9,6 @@ is denied: a headless run never waits for a person who is not there.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
@@ -20,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from .._redact import redact_secrets
 from ..tools import PermissionDecision, Tool, ToolContext, find_tool
 from ..tools._executor import PermissionHook
+from ..tools._host import DeclaresApproval
 from . import events as ev
-from ._approvals import ApprovalRequest, Approvals, ConfirmResponse
+from ._approvals import Approvals, ConfirmResponse, first_answer
 
 if TYPE_CHECKING:
     from ..llm.messages import ToolCall
@@ -76,6 +76,11 @@ class PermissionHookBuilder:
             return PermissionDecision.allow()
         if evaluation.kind == "deny":
             return PermissionDecision.deny(evaluation.reason or "blocked by policy")
+        declared = find_tool(self.tools, name)
+        if not isinstance(declared, DeclaresApproval):
+            declared = None
+        elif declared.runs_without_asking:
+            return PermissionDecision.allow()
         if self.confirm is None and not self.host_answers:
             return PermissionDecision.deny("UI confirm not supported")
         if not parsed:
@@ -86,6 +91,8 @@ class PermissionHookBuilder:
                 self.emit(preview)
         self.emit(ev.PermissionReadyEvent(tool=name, tool_call_id=call.id))
         title, message = self.policy.confirm_text(name, args)
+        if declared is not None:
+            message = f"{message}\n{declared.approval_note()}"
         rules = self.policy.remember_rules(name, args)
         # Masked here, not only when emitted: the confirm callback shows the request itself.
         request = redact_secrets(
@@ -103,7 +110,7 @@ class PermissionHookBuilder:
         self.emit(request)
         asked = time.monotonic()
         try:
-            response = await self._answer_of(pending)
+            response = await first_answer(pending, self.confirm)
         finally:
             self.approval_waits[call.id] = time.monotonic() - asked
             self.approvals.close(pending)
@@ -122,22 +129,6 @@ class PermissionHookBuilder:
         if response.decision == "allow_remember" and rules:
             self.policy.remember(rules)
         return PermissionDecision.allow()
-
-    async def _answer_of(self, request: ApprovalRequest) -> ConfirmResponse:
-        """The request's first answer: the confirm callback's or one given through
-        ``approvals``. A callback that raises fails the permission check."""
-        if self.confirm is None:
-            return await request.response()
-        asker = asyncio.ensure_future(self.confirm(request.event))
-        waiter = asyncio.ensure_future(request.response())
-        try:
-            done, _ = await asyncio.wait({asker, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            if asker in done:
-                request.answer(asker.result())  # refused when another UI answered first
-            return await waiter
-        finally:
-            asker.cancel()
-            waiter.cancel()
 
     async def _preview(
         self, name: str, call: ToolCall, args: dict[str, Any] | None, ctx: ToolContext

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..tools.events import Event as _Event
-from ..tools.events import TodoItemView, TodosUpdatedEvent, now_ms
+from ..tools.events import TodoItemView, TodosUpdatedEvent, ToolProgressEvent, now_ms
 
 
 class Citation(BaseModel):
@@ -120,6 +120,13 @@ class PermissionRequestEvent(_Event):
     message: str
     args: dict[str, Any] = Field(default_factory=dict)
     remember_rules: list[str] = Field(default_factory=list)
+    kind: Literal["tool", "elicitation", "sampling", "authorization"] = "tool"
+    """What is asked: a tool call's approval, or a question a tool relays (an MCP server's
+    form or link, its sampling request, an OAuth sign-in) answered on the same channel."""
+    url: str | None = None
+    """A link the person opens (URL elicitation, OAuth sign-in)."""
+    fields: dict[str, Any] | None = None
+    """The flat JSON schema of a form to fill (form elicitation); answered as ``content``."""
 
 
 class PermissionResolvedEvent(_Event):
@@ -238,6 +245,7 @@ AgentEvent = Annotated[
     | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
+    | ToolProgressEvent
     | BudgetEvent
     | SessionForkedEvent
     | FinalEvent,
@@ -277,6 +285,7 @@ __all__ = [
     "TodoItemView",
     "TodosUpdatedEvent",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolResultEvent",
     "UsageEvent",
     "event_adapter",

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._text import utf8_len
+from .._text import clip_utf8, clip_utf8_tail, utf8_len
 from ..llm.messages import (
     DocumentPart,
     ImagePart,
@@ -25,6 +25,7 @@ from ..llm.messages import (
     has_non_text_part,
     text_projection,
 )
+from ._render import line_call
 from ._store import ToolOutputCacheStore
 from .protocol import ref_note
 
@@ -37,6 +38,9 @@ IMAGE_TOKEN_ESTIMATE = 1600
 DEFAULT_BUDGET_TOKENS = 100_000
 MIN_BUDGET_TOKENS = 20_000
 _LINE_BREAK = re.compile(r"\r?\n")
+# A long line gets head and tail windows only when this much room is left for them.
+_MIN_WINDOW_BYTES = 2048
+_WINDOW_NOTE_BYTES = 300
 
 
 class ToolOutputCacheConfig(BaseModel):
@@ -79,8 +83,9 @@ def derive_budget(explicit: int | None, context_limit: int | None) -> int:
     return min(max(math.floor(context_limit * 0.25), MIN_BUDGET_TOKENS), DEFAULT_BUDGET_TOKENS)
 
 
-def truncate_whole_lines(raw: str, max_bytes: int) -> tuple[str, bool]:
-    """Keep whole lines while they fit in ``max_bytes`` (joined by ``\\n``); True if cut.
+def truncate_whole_lines(raw: str, max_bytes: int) -> tuple[str, int | None]:
+    """Keep whole lines while they fit in ``max_bytes`` (joined by ``\\n``), and where the
+    first line that did not fit starts (None when everything fit).
 
     Walks line by line and stops at the cap, so a huge output costs only the kept part."""
     kept: list[str] = []
@@ -93,12 +98,35 @@ def truncate_whole_lines(raw: str, max_bytes: int) -> tuple[str, bool]:
         line = raw[pos:end]
         size = utf8_len(line) + (1 if kept else 0)
         if total + size > max_bytes:
-            return "\n".join(kept), True
+            return "\n".join(kept), pos
         kept.append(line)
         total += size
         if match is None:
-            return "\n".join(kept), False
+            return "\n".join(kept), None
         pos = match.end()
+
+
+def truncate_for_context(raw: str, max_bytes: int, ref_id: str) -> tuple[str, bool]:
+    """Whole lines within ``max_bytes``; where one long line would leave most of the room
+    unused (minified JSON, a one-line dump), a head and a tail of that line's characters too,
+    with the call that reads what lies between. True when anything was cut."""
+    body, stop = truncate_whole_lines(raw, max_bytes)
+    if stop is None:
+        return body, False
+    room = max_bytes - utf8_len(body) - _WINDOW_NOTE_BYTES
+    if room < _MIN_WINDOW_BYTES:
+        return body, True
+    match = _LINE_BREAK.search(raw, stop)
+    line = raw[stop : match.start() if match else len(raw)]
+    head = clip_utf8(line, room * 4 // 5)
+    tail = clip_utf8_tail(line, room - utf8_len(head))
+    line_number = body.count("\n") + (2 if body else 1)
+    reader = line_call(ref_id, line_number, len(head))
+    window = (
+        f"{head}\n[... line {line_number} goes on for {len(line) - len(head) - len(tail)} "
+        f"more characters; {reader} reads them ...]\n{tail}"
+    )
+    return (f"{body}\n{window}" if body else window), True
 
 
 class ToolOutputCache:
@@ -131,7 +159,7 @@ class ToolOutputCache:
         # Without a ref (no store, or saving failed) a cut would lose the rest for good: the
         # whole output stays in context, and the budget trim may shorten it later.
         if ref is not None and message.tool_name not in UNTRUNCATED_TOOLS:
-            body, cut = truncate_whole_lines(raw, self.config.max_message_bytes)
+            body, cut = truncate_for_context(raw, self.config.max_message_bytes, ref.id)
             update["content"] = body
             if cut:
                 update["content"] = f"{body}\n\n{ref_note(ref.id)}"

@@ -55,32 +55,32 @@ def run(nb: NotebookAgent, name: str, argument: str) -> Any:
 
 
 MCP_ADD_USAGE = (
-    "Usage: %codelia mcp add NAME -- command args...  or  %codelia mcp add NAME --url URL"
+    "Usage: %codelia mcp add NAME [--env KEY=VALUE]... [--timeout S] [--startup-timeout S] "
+    "-- command args...\n"
+    "   or: %codelia mcp add NAME [--header 'Name: value']... [--timeout S] [--sse] --url URL"
 )
+MCP_PROMPT_USAGE = "Usage: %codelia mcp prompt SERVER NAME [key=value ...]"
 
 
 def _mcp(nb: NotebookAgent, argument: str) -> None:
-    """``%codelia mcp`` lists; ``%codelia mcp add NAME -- cmd args`` / ``--url URL`` adds."""
-    import shlex
-
-    from ..standard_tools.mcp import McpConfigError, parse_mcp_servers
+    """``%codelia mcp`` lists; ``%codelia mcp add NAME ...`` adds (see MCP_ADD_USAGE)."""
+    from ..standard_tools.mcp import McpConfigError, parse_one_server
 
     servers = nb.mcp_servers()
     if not argument:
         print(servers.describe())
         return
-    try:
-        words = shlex.split(argument)
-    except ValueError as exc:
-        raise UsageError(f"{exc}. {MCP_ADD_USAGE}") from None
-    if len(words) < 3 or words[0] != "add" or words[2] not in ("--", "--url"):
+    words = _split(argument, MCP_ADD_USAGE)
+    if words[0] == "prompt":
+        raise UsageError(f"{MCP_PROMPT_USAGE} (it runs the prompt as a turn of its own)")
+    if words[0] == "logout":
+        return _mcp_logout(nb, words[1:])
+    if len(words) < 3 or words[0] != "add":
         raise UsageError(MCP_ADD_USAGE)
-    name, rest = words[1], words[3:]
-    if not rest or (words[2] == "--url" and len(rest) != 1):
-        raise UsageError(MCP_ADD_USAGE)
-    entry = {"url": rest[0]} if words[2] == "--url" else {"command": rest[0], "args": rest[1:]}
+    name = words[1]
+    entry = _mcp_add_entry(words[2:])
     try:
-        config = parse_mcp_servers({name: entry}, "%codelia mcp add")[name]
+        config = parse_one_server(name, entry, "%codelia mcp add")
     except McpConfigError as exc:
         raise UsageError(str(exc)) from None
     servers.add(name, config)
@@ -88,6 +88,104 @@ def _mcp(nb: NotebookAgent, argument: str) -> None:
         f"Added MCP server {name!r} ({config.describe()}); it starts with the next run. "
         'To keep it, add it to "mcpServers" in the codelia config file.'
     )
+
+
+def _mcp_logout(nb: NotebookAgent, names: list[str]) -> None:
+    """``%codelia mcp logout NAME``: forget a server's OAuth tokens (it signs in again)."""
+    from ..standard_tools.mcp.oauth import remove_tokens
+
+    if len(names) != 1:
+        raise UsageError("Usage: %codelia mcp logout NAME")
+    token_dir = nb.home() / "mcp-oauth"
+    if remove_tokens(token_dir, names[0]):
+        print(f"Forgot the sign-in of MCP server {names[0]!r}; it asks again on its next start.")
+    else:
+        print(f"No stored sign-in for MCP server {names[0]!r} (in {token_dir}).")
+
+
+def _split(argument: str, usage: str) -> list[str]:
+    import shlex
+
+    try:
+        words = shlex.split(argument)
+    except ValueError as exc:
+        raise UsageError(f"{exc}. {usage}") from None
+    if not words:
+        raise UsageError(usage)
+    return words
+
+
+def _mcp_add_entry(words: list[str]) -> dict[str, Any]:
+    """The ``mcpServers`` entry ``%codelia mcp add``'s options describe."""
+    entry: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            command = words[index + 1 :]
+            if not command:
+                raise UsageError(f"Give the command after --. {MCP_ADD_USAGE}")
+            entry.update(command=command[0], args=command[1:])
+            break
+        if word == "--sse":
+            entry["type"] = "sse"
+            index += 1
+            continue
+        if word not in ("--url", "--env", "--header", "--timeout", "--startup-timeout"):
+            raise UsageError(f"Unknown option {word!r}. {MCP_ADD_USAGE}")
+        if index + 1 >= len(words):
+            raise UsageError(f"{word} needs a value. {MCP_ADD_USAGE}")
+        value = words[index + 1]
+        index += 2
+        if word == "--url":
+            entry["url"] = value
+        elif word == "--env":
+            key, sep, text = value.partition("=")
+            if not sep or not key:
+                raise UsageError(f"--env takes KEY=VALUE, got {value!r}")
+            env[key] = text
+        elif word == "--header":
+            key, sep, text = value.partition(":")
+            if not sep or not key.strip():
+                raise UsageError(f"--header takes 'Name: value', got {value!r}")
+            headers[key.strip()] = text.strip()
+        else:
+            try:
+                seconds = float(value)
+            except ValueError:
+                raise UsageError(f"{word} takes seconds, got {value!r}") from None
+            entry["timeout" if word == "--timeout" else "startup_timeout"] = seconds
+    if "command" not in entry and "url" not in entry:
+        raise UsageError(MCP_ADD_USAGE)
+    if env:
+        entry["env"] = env
+    if headers:
+        entry["headers"] = headers
+    return entry
+
+
+def mcp_prompt_text(nb: NotebookAgent, argument: str) -> str:
+    """``%codelia mcp prompt SERVER NAME key=value ...``: the prompt's text, filled in."""
+    from ..standard_tools.mcp import McpServerError
+
+    words = _split(argument, MCP_PROMPT_USAGE)
+    if len(words) < 3 or words[0] != "prompt":
+        raise UsageError(MCP_PROMPT_USAGE)
+    server, name = words[1], words[2]
+    arguments: dict[str, str] = {}
+    for word in words[3:]:
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Prompt arguments are key=value, got {word!r}. {MCP_PROMPT_USAGE}")
+        arguments[key] = value
+    servers = nb.mcp_servers()
+    try:
+        text: str = servers.run_blocking(servers.prompt(server, name, arguments))
+    except McpServerError as exc:
+        raise UsageError(str(exc)) from None
+    return text
 
 
 def _compact(nb: NotebookAgent) -> None:

@@ -237,7 +237,8 @@ class Bridge:
                 f"permission.respond: decision must be one of {', '.join(_DECISIONS)}"
             )
         reason = _field(data, "reason", str, required=False)
-        if not self.nb.respond(request_id, decision, reason):
+        content = _field(data, "content", dict, required=False)
+        if not self.nb.respond(request_id, decision, reason, content):
             raise RequestError("permission request not found")
         return {}
 

@@ -55,8 +55,12 @@ Subcommands:
   %codelia provenance    list the notebook's cells the agent inserted or edited
   %codelia stop          stop the active background run
   %codelia mcp           list MCP servers, their state and tools
-  %codelia mcp add NAME -- command args...   add a stdio MCP server (this kernel)
-  %codelia mcp add NAME --url URL            add a streamable-HTTP MCP server
+  %codelia mcp add NAME [--env K=V] [--timeout S] -- command args...
+                                             add a stdio MCP server (this kernel)
+  %codelia mcp add NAME [--header 'K: V'] [--sse] --url URL
+                                             add a streamable-HTTP (or SSE) MCP server
+  %codelia mcp prompt SERVER NAME [k=v ...]   run a server's prompt as a turn
+  %codelia mcp logout NAME                   forget an MCP server's OAuth sign-in
   %codelia compact       summarise the conversation now, so the next turn starts small
   %codelia undo [ID]     undo what the last run (or one python call / run ID) did to your
                          variables; says exactly what was restored and what could not be
@@ -232,7 +236,12 @@ class CodeliaMagics(Magics):
         first = options.rest.split(maxsplit=1)[0] if options.rest.strip() else ""
         if cell is None and first in SUBCOMMANDS and not options.given:
             argument = options.rest[len(first) :].strip()
-            return self._subcommand(first, argument)
+            if first != "mcp" or not argument.startswith("prompt"):
+                return self._subcommand(first, argument)
+            from ._subcommands import mcp_prompt_text
+
+            # A server's prompt, filled in, runs as this cell's turn.
+            options.rest = mcp_prompt_text(self.notebook_agent, argument)
         prompt = options.rest
         if cell is not None and cell.strip():
             prompt = f"{prompt}\n{cell}" if prompt.strip() else cell

@@ -1,8 +1,9 @@
 """Events: the base every run event derives from, and the events tools themselves send.
 
 A tool sends an event through its context (``ctx.send``) while it runs: the todo tools announce
-the new list this way. They are defined here, below the tools that send them; the agent's own
-events and the union of all of them are in ``jupyter_codelia.agent.events``.
+the new list this way, and a tool relaying a server's progress sends ``tool.progress``. They are
+defined here, below the tools that send them; the agent's own events and the union of all of
+them are in ``jupyter_codelia.agent.events``.
 """
 
 from __future__ import annotations
@@ -43,3 +44,15 @@ class TodosUpdatedEvent(Event):
     type: Literal["todos.updated"] = "todos.updated"
     session_id: str | None = None
     todos: list[TodoItemView]
+
+
+class ToolProgressEvent(Event):
+    """Progress or a log line of a running call, shown on its tool card (``tool.progress``)."""
+
+    type: Literal["tool.progress"] = "tool.progress"
+    tool_call_id: str | None = None
+    progress: float | None = None
+    total: float | None = None
+    message: str | None = None
+    level: str | None = None
+    """Set for a log line (the server's level: debug, info, warning, error, ...)."""

@@ -15,7 +15,12 @@ import { button, el, formatTokens } from './dom';
 import { SessionHistory } from './history';
 import { codeliaIcon } from './icon';
 import { KernelLiveness, LOST_KERNEL_MESSAGE } from './liveness';
-import { KernelMessage, PermissionDecision, SessionSummary } from './protocol';
+import {
+  JSONObject,
+  KernelMessage,
+  PermissionDecision,
+  SessionSummary
+} from './protocol';
 import { ReplayGate } from './replay';
 import { Change, PermissionItem, Transcript, UsageMeter } from './transcript';
 import { TranscriptView } from './view';
@@ -51,7 +56,8 @@ export class CodeliaPanel extends Widget {
     this.title.caption = 'Codelia: chat with the agent in this notebook’s kernel';
     this.transcript = new Transcript();
     this.view = new TranscriptView(rendermime, {
-      respond: (item, decision, reason) => void this.respond(item, decision, reason),
+      respond: (item, decision, reason, content) =>
+        void this.respond(item, decision, reason, content),
       openCacheEntry: refId => {
         this.toggleDrawer(this.cacheDrawer, true);
         void this.cache.open(refId);
@@ -382,7 +388,8 @@ export class CodeliaPanel extends Widget {
   private async respond(
     item: PermissionItem,
     decision: PermissionDecision,
-    reason: string
+    reason: string,
+    content?: JSONObject
   ): Promise<void> {
     const connection = this._connection;
     const view = this.view.permissionView(item.id);
@@ -396,6 +403,9 @@ export class CodeliaPanel extends Widget {
     };
     if (reason !== '') {
       fields.reason = reason;
+    }
+    if (content !== undefined) {
+      fields.content = content;
     }
     try {
       const { route, result } = await connection.control('permission.respond', fields);

@@ -70,6 +70,8 @@ export interface ToolItem {
   /** A unified diff: from the approval preview, or the `diff` field of the result JSON. */
   diff: string | null;
   summary: string | null;
+  /** The latest progress or log line a running call reported (an MCP server's). */
+  progress: string | null;
 }
 
 export interface PermissionItem {
@@ -83,6 +85,12 @@ export interface PermissionItem {
   message: string;
   args: JSONObject;
   rememberRules: string[];
+  /** `tool` for a call's approval; otherwise a question a tool relays (an MCP server's). */
+  questionKind: 'tool' | 'elicitation' | 'sampling' | 'authorization';
+  /** A link to open (URL elicitation, OAuth sign-in). */
+  url: string | null;
+  /** The flat JSON schema of a form to fill in (elicitation). */
+  fields: JSONObject | null;
   /** `null` while the question is open; `expired` when the run ended unanswered. */
   decision: PermissionDecision | 'expired' | null;
   reason: string | null;
@@ -543,7 +551,8 @@ export class Transcript {
       images: [],
       outputRef: null,
       diff: null,
-      summary: null
+      summary: null,
+      progress: null
     };
     let open = this.openTools.get(runId);
     if (!open) {
@@ -629,7 +638,10 @@ export class Transcript {
           title: event.title,
           message: event.message,
           args: event.args ?? {},
-          rememberRules: event.remember_rules ?? []
+          rememberRules: event.remember_rules ?? [],
+          questionKind: event.kind ?? 'tool',
+          url: event.url ?? null,
+          fields: (event.fields as JSONObject | null | undefined) ?? null
         });
       case 'permission.resolved':
         return this.resolvePermission(
@@ -710,6 +722,14 @@ export class Transcript {
         return this.addUsage(runId, event);
       case 'todos.updated':
         return this.setTodos(event.todos);
+      case 'tool.progress': {
+        const tool = this.tool(runId, event.tool_call_id);
+        if (!tool) {
+          return [];
+        }
+        tool.progress = progressText(event);
+        return [{ op: 'update', item: tool }];
+      }
       case 'budget': {
         this.budget = budgetSummary(event);
         const meter: Change = { op: 'budget', budget: this.budget };
@@ -734,7 +754,15 @@ export class Transcript {
     permissionRequestId: string,
     fields: Pick<
       PermissionItem,
-      'tool' | 'toolCallId' | 'title' | 'message' | 'args' | 'rememberRules'
+      | 'tool'
+      | 'toolCallId'
+      | 'title'
+      | 'message'
+      | 'args'
+      | 'rememberRules'
+      | 'questionKind'
+      | 'url'
+      | 'fields'
     >
   ): Change[] {
     const key = `permission:${permissionRequestId}`;
@@ -819,4 +847,19 @@ export class Transcript {
     usage.contextLimit = event.context_limit ?? usage.contextLimit;
     return [{ op: 'usage', usage: { ...usage } }];
   }
+}
+
+/** A progress event as one line: "3/5 step 3", "40%", or a log line with its level. */
+export function progressText(event: {
+  progress?: number | null;
+  total?: number | null;
+  message?: string | null;
+  level?: string | null;
+}): string {
+  if (event.level) {
+    return `[${event.level}] ${event.message ?? ''}`.trim();
+  }
+  const done = event.progress ?? null;
+  const count = done === null ? '' : event.total ? `${done}/${event.total}` : `${done}`;
+  return [count, event.message ?? ''].filter(part => part !== '').join(' ');
 }

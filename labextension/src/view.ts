@@ -11,7 +11,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { argBlocks, fencedCode } from './args';
 import { button, Disclosure, el, formatDuration, renderDiff } from './dom';
 import { revertButton } from './notebooktools';
-import { Citation, PermissionDecision } from './protocol';
+import { Citation, JSONObject, PermissionDecision } from './protocol';
 import {
   Change,
   JobItem,
@@ -26,7 +26,12 @@ import {
 
 /** What the view asks its owner to do (answers reach the kernel through the connection). */
 export interface TranscriptActions {
-  respond(item: PermissionItem, decision: PermissionDecision, reason: string): void;
+  respond(
+    item: PermissionItem,
+    decision: PermissionDecision,
+    reason: string,
+    content?: JSONObject
+  ): void;
   openCacheEntry(refId: string): void;
   stopJob(jobId: string): void;
 }
@@ -251,8 +256,9 @@ class ToolView implements ItemView {
     this.node.dataset.status = item.status;
     this.status.textContent = STATUS_LABELS[item.status];
     this.name.textContent = item.displayName ?? item.tool;
+    // While it runs, the latest progress or log line the call reported stands in the header.
     this.duration.textContent =
-      item.durationMs !== null ? formatDuration(item.durationMs) : '';
+      item.durationMs !== null ? formatDuration(item.durationMs) : (item.progress ?? '');
     // Cards that need attention open themselves; finished ones stay as the reader left them.
     if (
       item.status === 'awaiting_approval' ||
@@ -350,6 +356,7 @@ class PermissionView implements ItemView {
   private readonly controls: HTMLElement;
   private readonly outcome: HTMLElement;
   private readonly reason: HTMLTextAreaElement;
+  private readonly inputs = new Map<string, HTMLInputElement>();
   private item: PermissionItem;
   private readonly renderers: IRenderMime.IRenderer[] = [];
 
@@ -364,14 +371,44 @@ class PermissionView implements ItemView {
     this.node.setAttribute('aria-label', item.title);
     this.node.appendChild(el('div', 'jp-codelia-permission-title', item.title));
     this.node.appendChild(el('pre', 'jp-codelia-permission-message', item.message));
-    // What will run, readable: the code, the command, the path and its diff, the URL.
-    this.node.appendChild(renderArgs(item.tool, item.args, rendermime, this.renderers));
+    const question = item.questionKind !== 'tool';
+    if (!question) {
+      // What will run, readable: the code, the command, the path and its diff, the URL.
+      this.node.appendChild(renderArgs(item.tool, item.args, rendermime, this.renderers));
+    }
+    if (item.url) {
+      const link = el('a', 'jp-codelia-permission-link', item.url) as HTMLAnchorElement;
+      link.href = item.url;
+      link.target = '_blank';
+      link.rel = 'noopener noreferrer';
+      this.node.appendChild(link);
+    }
     this.controls = el('div', 'jp-codelia-permission-controls');
+    // A form an MCP server asks the person to fill in: one labelled input per field.
+    const properties = (item.fields?.properties ?? {}) as JSONObject;
+    for (const [name, spec] of Object.entries(properties)) {
+      const field = (spec ?? {}) as JSONObject;
+      const label = el('label', 'jp-codelia-permission-field');
+      label.appendChild(el('span', '', String(field.title ?? name)));
+      const input = document.createElement('input');
+      input.name = name;
+      input.placeholder = String(field.description ?? field.type ?? '');
+      if (field.default !== undefined && field.default !== null) {
+        input.value = String(field.default);
+      }
+      this.inputs.set(name, input);
+      label.appendChild(input);
+      this.controls.appendChild(label);
+    }
     this.reason = el('textarea', 'jp-codelia-permission-reason');
     this.reason.rows = 1;
-    this.reason.placeholder = 'Reason for denying (optional, the agent sees it)';
-    const allow = button('Allow', 'jp-mod-accept jp-codelia-allow', () =>
-      this.answer('allow')
+    this.reason.placeholder = question
+      ? 'Reason for declining (optional)'
+      : 'Reason for denying (optional, the agent sees it)';
+    const allow = button(
+      question ? 'Accept' : 'Allow',
+      'jp-mod-accept jp-codelia-allow',
+      () => this.answer('allow')
     );
     const always = button(
       'Always allow',
@@ -381,10 +418,16 @@ class PermissionView implements ItemView {
         ? `Remember: ${item.rememberRules.join(', ')}`
         : 'Do not ask again for this tool'
     );
-    const deny = button('Deny', 'jp-mod-reject jp-codelia-deny', () =>
-      this.answer('deny')
+    const deny = button(
+      question ? 'Decline' : 'Deny',
+      'jp-mod-reject jp-codelia-deny',
+      () => this.answer('deny')
     );
-    this.controls.append(allow, always, deny, this.reason);
+    if (question) {
+      this.controls.append(allow, deny, this.reason);
+    } else {
+      this.controls.append(allow, always, deny, this.reason);
+    }
     this.outcome = el('div', 'jp-codelia-permission-outcome');
     this.node.append(this.controls, this.outcome);
     this.update(item);
@@ -395,7 +438,18 @@ class PermissionView implements ItemView {
       node.disabled = true;
     }
     this.outcome.textContent = 'Sending…';
-    this.actions.respond(this.item, decision, this.reason.value.trim());
+    const content: JSONObject = {};
+    for (const [name, input] of this.inputs) {
+      if (input.value !== '') {
+        content[name] = input.value;
+      }
+    }
+    this.actions.respond(
+      this.item,
+      decision,
+      this.reason.value.trim(),
+      this.inputs.size > 0 ? content : undefined
+    );
   }
 
   /** Called by the panel when sending the answer failed, so the person can try again. */

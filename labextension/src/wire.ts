@@ -14,7 +14,7 @@ export type AgentEventMessage = {
   type: 'agent.event';
   run_id: string;
   seq: number;
-  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | BudgetEvent | SessionForkedEvent | FinalEvent;
+  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | ToolProgressEvent | BudgetEvent | SessionForkedEvent | FinalEvent;
 };
 
 export type BudgetEvent = {
@@ -155,6 +155,9 @@ export type PermissionRequestEvent = {
   message: string;
   args?: { [key: string]: unknown } | null;
   remember_rules?: Array<string> | null;
+  kind?: 'tool' | 'elicitation' | 'sampling' | 'authorization' | null;
+  url?: string | null;
+  fields?: { [key: string]: unknown } | null;
 };
 
 export type PermissionResolvedEvent = {
@@ -283,6 +286,16 @@ export type ToolCallEvent = {
   raw_args?: string | null;
   tool_call_id: string;
   display_name?: string | null;
+};
+
+export type ToolProgressEvent = {
+  seq?: number | null;
+  type: 'tool.progress';
+  tool_call_id?: string | null;
+  progress?: number | null;
+  total?: number | null;
+  message?: string | null;
+  level?: string | null;
 };
 
 export type ToolResultEvent = {

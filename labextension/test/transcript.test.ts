@@ -669,3 +669,52 @@ describe('background jobs and budgets', () => {
     });
   });
 });
+
+describe('questions an MCP server asks, and its progress', () => {
+  it('keeps the kind, the link and the form of a relayed question', () => {
+    const transcript = new Transcript();
+    transcript.apply(started());
+    const question: AgentEvent = {
+      type: 'permission.request',
+      request_id: 'q-1',
+      tool: "MCP server 'ev'",
+      title: "MCP server 'ev' asks",
+      message: 'Your name?',
+      kind: 'elicitation',
+      fields: { type: 'object', properties: { name: { type: 'string' } } }
+    };
+    for (const message of events([question])) {
+      transcript.apply(message);
+    }
+    const item = transcript.items.find(i => i.kind === 'permission');
+    expect(item?.kind === 'permission' && item.questionKind).toBe('elicitation');
+    expect(item?.kind === 'permission' && item.fields).toEqual({
+      type: 'object',
+      properties: { name: { type: 'string' } }
+    });
+    expect(item?.kind === 'permission' && item.url).toBeNull();
+  });
+
+  it('shows the latest progress line on the running tool card', () => {
+    const transcript = new Transcript();
+    transcript.apply(started());
+    const list: AgentEvent[] = [
+      { type: 'tool_call', tool: 'ev__slow', tool_call_id: 'c1', args: {} },
+      {
+        type: 'tool.progress',
+        tool_call_id: 'c1',
+        progress: 2,
+        total: 5,
+        message: 'step 2'
+      },
+      { type: 'tool.progress', tool_call_id: 'c1', message: 'did it', level: 'info' }
+    ];
+    const seen: (string | null)[] = [];
+    for (const message of events(list)) {
+      transcript.apply(message);
+      const tool = transcript.items.find(i => i.kind === 'tool') as ToolItem | undefined;
+      seen.push(tool?.progress ?? null);
+    }
+    expect(seen).toEqual([null, '2/5 step 2', '[info] did it']);
+  });
+});

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -170,11 +171,17 @@ def test_mcp_servers_from_the_config_file_and_the_subcommand(
     nb.mcp_servers().close()
 
 
-def test_a_bad_mcp_map_in_the_config_file_names_the_file(home: Path) -> None:
+def test_a_bad_mcp_entry_in_the_config_file_names_the_file_and_stops_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (home / "config.json").write_text(json.dumps({"mcpServers": {"x": {"url": "nope"}}}))
     nb = _notebook_agent(_no_kernel_shell(), resolve_settings)
-    with pytest.raises(ValueError, match=r"config file .*config.json: MCP server 'x'"):
-        nb.mcp_servers()
+    problem = nb.mcp_servers().problems["x"]
+    assert re.match(
+        r'config file .*config.json: MCP server .x.: "url" must start with http', problem
+    )
+    assert nb._mcp_tools() == []  # what a run asks first: it goes on, and says why
+    assert problem in capsys.readouterr().out
 
 
 def test_an_ollama_model_without_tools_is_refused_before_the_run(home: Path) -> None:
@@ -196,13 +203,15 @@ def test_a_failing_mcp_server_is_reported_before_the_run_which_goes_on(
     (home / "config.json").write_text(json.dumps({"mcpServers": {"broken": broken}}))
     nb = _notebook_agent(shell, resolve_settings)
     try:
-        agent = nb.prepare(resolve_settings(), llm=AnthropicChat(api_key="sk-ant-unused-key"))
+        nb.prepare(resolve_settings(), llm=AnthropicChat(api_key="sk-ant-unused-key"))
+        assert nb.mcp_servers().server("broken").state == "not started"  # a run starts it
+        tools = nb._mcp_tools()  # what each run asks for before the model is called
         out = capsys.readouterr().out
         assert "MCP server 'broken'" in out
         assert "failed to start" in out
         assert "The run goes on without its tools; %codelia mcp shows the state." in out
-        assert not any(t.name.startswith("broken__") for t in agent.tools)
-        assert "broken  [stdio, failed]" in nb.mcp_servers().describe()
+        assert tools == []
+        assert "broken  [stdio, failed, attempt 1; tried again" in nb.mcp_servers().describe()
     finally:
         nb.close_mcp()
 

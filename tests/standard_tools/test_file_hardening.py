@@ -17,10 +17,10 @@ import pytest
 from _file_tools_helpers import FileTools
 
 from jupyter_codelia.llm.messages import FunctionCall, ToolCall
-from jupyter_codelia.standard_tools._patch_parse import parse_patch
-from jupyter_codelia.standard_tools._patch_write import JOURNAL_DIR, recover_journals, write_planned
 from jupyter_codelia.standard_tools._sandbox import Sandbox
 from jupyter_codelia.standard_tools.patch import plan_patch
+from jupyter_codelia.standard_tools.patch._parse import parse_patch
+from jupyter_codelia.standard_tools.patch._write import JOURNAL_DIR, recover_journals, write_planned
 from jupyter_codelia.tools import ToolContext, execute_tool_call
 
 E = "Error executing tool: "
@@ -607,7 +607,7 @@ def test_a_source_removed_or_a_target_created_after_planning_fails_the_patch(
 )
 def test_utf8_check_across_read_blocks(tmp_path: Path, tail: bytes, bad: int | None) -> None:
     """The first invalid byte is found at its file offset when blocks split sequences."""
-    from jupyter_codelia.standard_tools._filescan import BLOCK, LineWindow, scan_file
+    from jupyter_codelia.standard_tools.files._filescan import BLOCK, LineWindow, scan_file
 
     head = b"a" * (BLOCK - 1) + "\u00e9".encode()  # c3 | a9: the block boundary splits it
     data = head + b"b" * BLOCK + tail  # then one whole all-ASCII block
@@ -630,7 +630,7 @@ def test_patched_pieces_survive_short_writes_and_batches_of_writev(
     """The fast path's result is written as many pieces with ``writev``: a kernel that takes
     only part of a call (here at most 5 bytes, forced) and more pieces than one call may carry
     (here 3) still give the whole text, in order."""
-    from jupyter_codelia.standard_tools import _patch_write
+    from jupyter_codelia.standard_tools.patch import _write as _patch_write
 
     real_writev = os.writev
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _file_tools_helpers import FileTools
 
-from jupyter_codelia.standard_tools.file_search import ripgrep_path
+from jupyter_codelia.standard_tools.files.search import ripgrep_path
 from jupyter_codelia.tools import ToolInputError
 
 E = "Error executing tool: "
@@ -179,7 +179,7 @@ def test_missing_ripgrep_gives_an_actionable_error(tmp_path: Path) -> None:
         "PYTHONPATH": os.pathsep.join([str(repo), sysconfig.get_paths()["purelib"]]),
     }
     code = (
-        "from jupyter_codelia.standard_tools.file_search import ripgrep_path\n"
+        "from jupyter_codelia.standard_tools.files.search import ripgrep_path\n"
         "try:\n    ripgrep_path()\nexcept RuntimeError as exc:\n    print(exc)\n"
     )
     done = subprocess.run(
@@ -273,7 +273,7 @@ async def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_searched
 def test_ripgrep_cannot_read_outside_the_sandbox(walled: tuple[Path, Path]) -> None:
     """Whatever path leads there (a race, a link), the kernel refuses ripgrep's reads outside
     the root (Landlock); where the kernel has no Landlock, it starts from the held directory."""
-    from jupyter_codelia.standard_tools._confine import landlock_abi, spawn_rg
+    from jupyter_codelia.standard_tools.files._confine import landlock_abi, spawn_rg
 
     root, outside = walled
     fd = os.open(root / "sub", os.O_RDONLY | os.O_DIRECTORY)
@@ -309,7 +309,7 @@ def test_ripgrep_still_runs_when_the_kernel_refuses_the_ruleset(
 ) -> None:
     """A container's seccomp profile may refuse Landlock's calls: grep keeps working from the
     held directory, and the log says why it is not confined."""
-    from jupyter_codelia.standard_tools import _confine
+    from jupyter_codelia.standard_tools.files import _confine
 
     def refused(readable: object) -> None:
         raise _confine.ConfinementError(1, "landlock_restrict_self failed")

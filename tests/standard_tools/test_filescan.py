@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_codelia.standard_tools import _filescan
-from jupyter_codelia.standard_tools._filescan import FileFacts, LineWindow, scan_file
+from jupyter_codelia.standard_tools.files import _filescan
+from jupyter_codelia.standard_tools.files._filescan import FileFacts, LineWindow, scan_file
 
 
 class Collected:
@@ -197,7 +197,7 @@ def test_grapheme_window_matches_whole_line_clusters(
     still joins the ASCII character before it, as in the whole line's clusters."""
     import regex
 
-    from jupyter_codelia.standard_tools._filescan import GraphemeWindow
+    from jupyter_codelia.standard_tools.files._filescan import GraphemeWindow
 
     raw = line + ("\r" if crlf else "")
     data = (raw + "\nnext\n").encode()

@@ -14,12 +14,12 @@ import pydantic
 import pytest
 from _web_servers import LoopbackServer, Reply
 
-from jupyter_codelia.standard_tools._netguard import (
+from jupyter_codelia.standard_tools.web import WebConfig, web_tools
+from jupyter_codelia.standard_tools.web._netguard import (
     is_private_address,
     non_public_category,
     resolve_host,
 )
-from jupyter_codelia.standard_tools.web import WebConfig, web_tools
 from jupyter_codelia.tools import ToolContext
 
 PAGE = Reply(200, {"content-type": "text/plain"}, b"inside")

@@ -11,11 +11,11 @@ import pytest
 from _file_tools_helpers import FileTools, make_store
 from test_write_edit import apply_unified
 
-from jupyter_codelia.standard_tools._patch_fast import apply_exact
-from jupyter_codelia.standard_tools._patch_lines import UpdateResult, apply_update_lines
-from jupyter_codelia.standard_tools._patch_parse import Chunk, PatchParseError, parse_patch
 from jupyter_codelia.standard_tools.diff import to_lines, unified_diff
 from jupyter_codelia.standard_tools.patch import PatchApplyError, apply_update, update_diff
+from jupyter_codelia.standard_tools.patch._fast import apply_exact
+from jupyter_codelia.standard_tools.patch._lines import UpdateResult, apply_update_lines
+from jupyter_codelia.standard_tools.patch._parse import Chunk, PatchParseError, parse_patch
 
 E = "Error executing tool: "
 

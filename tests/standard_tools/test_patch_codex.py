@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _file_tools_helpers import FileTools
 
-from jupyter_codelia.standard_tools._patch_parse import parse_patch
+from jupyter_codelia.standard_tools.patch._parse import parse_patch
 
 E = "Error executing tool: "
 

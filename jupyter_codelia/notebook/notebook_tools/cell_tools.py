@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..._redact import redact_secrets
 from ...llm.messages import TextPart
-from ...standard_tools._edit_match import explain_no_match, find_exact
 from ...standard_tools.diff import diff_payload, unified_diff
+from ...standard_tools.files._edit_match import explain_no_match, find_exact
 from ...standard_tools.images import model_images
 from ...tools import FunctionTool, ToolContext, ToolError, define_tool
 from ...wire import NotebookAction

@@ -46,7 +46,9 @@ def run_with_panel(
         mode=mode,
         prompt=prompt,
         on_stop=stop,
-        on_decision=lambda rid, decision, reason: _ignore(nb.respond(rid, decision, reason)),
+        on_decision=lambda rid, decision, reason, content: _ignore(
+            nb.respond(rid, decision, reason, content)
+        ),
         demo=nb.is_demo(agent),
         on_undo=nb.undo.undo,
         on_revert=lambda edit_id: revert_edit(nb.frontend, edit_id),

@@ -173,11 +173,9 @@ class NotebookAgent:
 
         It is only kept aside: :meth:`prepare` adopts it when the first run wants a new
         session with the same settings, so nothing (no session id, no todos) shows before.
-        Kernels with MCP servers are left alone: building would start them off-cell.
+        MCP servers are not started here: a run asks for their tools when it starts.
         """
         if self.agent is not None or self.active is not None or self._prebuilt is not None:
-            return
-        if self.mcp_servers().names:
             return
         settings = self.settings()
         key = self._build_key(settings)
@@ -189,7 +187,6 @@ class NotebookAgent:
             settings.model,
             settings.provider,
             settings.base_url,
-            self.mcp_servers().fingerprint(),
             settings.approval_mode,
             settings.max_iterations,
             settings.max_tokens,
@@ -219,10 +216,20 @@ class NotebookAgent:
             self._mcp = None
 
     def _mcp_tools(self) -> list[Any]:
-        """Tools of every MCP server, started now if needed; a failed one is reported, skipped."""
-        tools, failures = self.mcp_servers().tools()
-        for reason in failures.values():
-            print(f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state.")
+        """This run's MCP tools: servers that are due start now (concurrently, each within its
+        startup timeout), changed listings are fetched again; what failed is reported."""
+        from ..._redact import redact_secrets
+
+        servers = self.mcp_servers()
+        if not servers.names and not servers.problems:
+            return []
+        tools, report = servers.tools()
+        for reason in report.values():
+            print(
+                redact_secrets(
+                    f"{reason}\nThe run goes on without its tools; %codelia mcp shows the state."
+                )
+            )
         return list(tools)
 
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
@@ -277,14 +284,17 @@ class NotebookAgent:
             *notebook_tools(
                 NotebookContext(self.shell, self.frontend, lambda: self.run_info(settings))
             ),
-            *self._mcp_tools(),
         ]
+        output_store = ToolOutputCacheStore(
+            tool_output_dir(settings.home), origin=self.output_origin
+        )
+        servers = self.mcp_servers()
+        servers.output_store, servers.roots = output_store, [root]
+        servers.token_dir = settings.home / "mcp-oauth"
         tools = standard_tools(
             root,
             approval_mode=settings.approval_mode,  # type: ignore[arg-type]
-            output_store=ToolOutputCacheStore(
-                tool_output_dir(settings.home), origin=self.output_origin
-            ),
+            output_store=output_store,
             jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
             # every mode; everything else it runs asks first, like the python tool.
@@ -378,10 +388,16 @@ class NotebookAgent:
 
     # ------------------------------------------------------------------ approvals
 
-    def respond(self, request_id: str, decision: str, reason: str | None = None) -> bool:
+    def respond(
+        self,
+        request_id: str,
+        decision: str,
+        reason: str | None = None,
+        content: dict[str, Any] | None = None,
+    ) -> bool:
         """Answer an open permission request (thread-safe); False if there is no such open
-        request or it was answered already (by another UI)."""
-        return self.approvals.answer(request_id, decision, reason)
+        request or it was answered already (by another UI). ``content``: a form's values."""
+        return self.approvals.answer(request_id, decision, reason, content)
 
     def cancel(self, run_id: str) -> bool:
         active = self.active
@@ -430,15 +446,19 @@ class NotebookAgent:
         final = ""
         try:
             outline = await self._changed_outline(agent)
+            mcp_tools = await asyncio.to_thread(self._mcp_tools)
             context = [] if outline is None else [outline]
-            notice = self.jobs.turn_notice()
-            if notice is not None:
-                context.append(context_block("background_jobs", notice))
+            notices = (
+                ("background_jobs", self.jobs.turn_notice()),
+                ("mcp_servers", self.mcp_servers().turn_notice()),
+            )
+            context += [context_block(kind, text) for kind, text in notices if text is not None]
             async for event in agent.run_stream(
                 prompt,
                 signal=run.signal,
                 run_id=run.run_id,
                 context=context,
+                tools=mcp_tools,
                 priced=not run.demo,
             ):
                 if isinstance(event, ev.FinalEvent):
@@ -568,6 +588,8 @@ class NotebookAgent:
             f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
             "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
         )
+        if event.kind != "tool":
+            prompt = question_prompt(event)
         kernel = getattr(self.shell, "kernel", None)
         if ask is None and kernel is not None and not getattr(kernel, "_allow_stdin", True):
             # The front end sent allow_stdin=False (nbclient, papermill): nobody can answer.
@@ -590,7 +612,16 @@ class NotebookAgent:
             self.respond(event.request_id, "deny", headless)
             return
         decision, reason = parse_answer(answer)
-        self.respond(event.request_id, decision, reason)
+        content = None
+        if event.kind == "elicitation" and event.fields and decision != "deny":
+            try:
+                content = _read_form(reader, event.fields, request)
+            except _AnsweredElsewhere:
+                print("codelia: answered in another window (the side panel).")
+                return
+            except (EOFError, ValueError) as exc:
+                decision, reason = "deny", f"the form was not filled in ({exc})"
+        self.respond(event.request_id, decision, reason, content)
 
     def start_background(
         self,
@@ -660,6 +691,49 @@ def _configure_budget(agent: Agent, settings: Settings) -> None:
         run=BudgetLimits(**budget_limits(settings, "run")),
         session=BudgetLimits(**budget_limits(settings, "session")),
     )
+
+
+def question_prompt(event: ev.PermissionRequestEvent) -> str:
+    """The input prompt for a question a tool relays (an MCP form, link, sampling request)."""
+    lines = [f"codelia: {event.title}", *event.message.splitlines()[:12]]
+    if event.url:
+        lines.append(f"Open: {event.url}")
+    if event.kind == "elicitation" and event.fields:
+        lines.append("Answer? [y]es (then fill in the fields) / [n]o to decline: ")
+    elif event.url:
+        lines.append("Done (or consent)? [y]es / [n]o to decline: ")
+    else:
+        lines.append("Allow? [y]es / [n]o to decline: ")
+    return "\n".join(lines)
+
+
+def _read_form(
+    reader: Callable[[str], str], schema: dict[str, Any], request: ApprovalRequest
+) -> dict[str, Any]:
+    """One input prompt per field of a flat form schema; typed values, defaults kept."""
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    values: dict[str, Any] = {}
+    for name, field_schema in properties.items():
+        kind = field_schema.get("type", "string")
+        choices = field_schema.get("enum")
+        about = field_schema.get("description") or field_schema.get("title") or ""
+        hint = f"one of {', '.join(map(str, choices))}" if choices else kind
+        default = field_schema.get("default")
+        label = f"  {name} ({hint}{', required' if name in required else ''})"
+        if about:
+            label += f" {about}"
+        if default is not None:
+            label += f" [{default}]"
+        typed = _read_unless_answered(reader, f"{label}: ", request).strip()
+        if not typed:
+            if default is not None:
+                values[name] = default
+            elif name in required:
+                raise ValueError(f"{name} is required")
+            continue
+        values[name] = typed
+    return values
 
 
 def parse_answer(answer: str) -> tuple[str, str | None]:

@@ -45,7 +45,8 @@ MAX_RESULT_CHARS = 20_000
 """Display cap of a tool result in its card (the model's copy lives in the output cache)."""
 
 Decision = Literal["allow", "allow_remember", "deny"]
-DecisionCallback = Callable[[str, Decision, "str | None"], None]
+# (request id, decision, reason, the filled-in form's values when the request asked for one)
+DecisionCallback = Callable[[str, Decision, "str | None", "dict[str, Any] | None"], None]
 Mode = Literal["blocking", "background"]
 
 
@@ -101,6 +102,8 @@ class _ToolCard:
     approval_wait_ms: int | None = None
     jobs: list[str] = field(default_factory=list)
     """Background jobs this call started (the call returned; the job goes on)."""
+    progress: str = ""
+    """The latest progress or log line the running call reported (an MCP server's)."""
 
 
 @dataclass
@@ -380,6 +383,11 @@ class RunPanel:
             self._permission_request(event)
         elif isinstance(event, ev.PermissionResolvedEvent):
             self._permission_resolved(event)
+        elif isinstance(event, ev.ToolProgressEvent):
+            card = self._cards.get(event.tool_call_id or "")
+            if card is not None:
+                card.progress = renderers.progress_line(event)
+                card.header.value = _card_header(card)
         elif isinstance(event, ev.ToolResultEvent):
             self._tool_result(event)
         elif isinstance(event, ev.StepCompleteEvent):
@@ -664,9 +672,15 @@ class RunPanel:
         parts = [
             f"<b>{renderers.escape(event.title)}</b>",
             renderers.pre(event.message, max_height="10em"),
-            # What will run, readable: the code, the command, the path and its diff, the URL.
-            renderers.args_html(event.tool, event.args, diff_shown=bool(preview)),
         ]
+        if event.kind == "tool":
+            # What will run, readable: the code, the command, the path and its diff, the URL.
+            parts.append(renderers.args_html(event.tool, event.args, diff_shown=bool(preview)))
+        if event.url:
+            link = renderers.escape(event.url)
+            parts.append(
+                f'<div>Open: <a href="{link}" target="_blank" rel="noopener">{link}</a></div>'
+            )
         if preview:
             parts.append(renderers.diff_to_html(preview))
         if self.mode == "blocking":
@@ -677,17 +691,33 @@ class RunPanel:
             )
         message = self._kit.HTML(value="".join(parts))
         reason = self._kit.Text(placeholder="Reason (optional, sent to the model on Deny)")
-        allow = self._kit.Button(description="Allow", button_style="success")
+        question = event.kind != "tool"
+        allow = self._kit.Button(
+            description="Accept" if question else "Allow", button_style="success"
+        )
         always = self._kit.Button(description="Always allow", button_style="info")
-        deny = self._kit.Button(description="Deny", button_style="danger")
-        buttons = [allow, always, deny]
+        deny = self._kit.Button(
+            description="Decline" if question else "Deny", button_style="danger"
+        )
+        buttons = [allow, deny] if question else [allow, always, deny]
+        # A form (an MCP server's elicitation): one text box per field, sent with Accept.
+        inputs = {
+            name: self._kit.Text(
+                description=name,
+                placeholder=str(spec.get("description") or spec.get("type") or ""),
+                value="" if spec.get("default") is None else str(spec.get("default")),
+            )
+            for name, spec in ((event.fields or {}).get("properties") or {}).items()
+        }
         if self.mode == "blocking":
             for button in buttons:
                 button.disabled = True
                 button.tooltip = "Blocking run: answer at the input prompt."
+            for box_input in inputs.values():
+                box_input.disabled = True
         outcome = self._kit.HTML(value="")
         box = self._kit.VBox(
-            [message, reason, self._kit.HBox(buttons), outcome],
+            [message, *inputs.values(), reason, self._kit.HBox(buttons), outcome],
             layout=self._kit.Layout(
                 border="2px solid var(--jp-warn-color1,#e37400)", padding="4px", margin="4px 0"
             ),
@@ -701,8 +731,9 @@ class RunPanel:
                 for b in buttons:
                     b.disabled = True
                 text = reason.value.strip() or None
+                content = {k: w.value for k, w in inputs.items() if w.value != ""} or None
                 if self._on_decision is not None:
-                    self._on_decision(request_id, decision, text)
+                    self._on_decision(request_id, decision, text, content)
 
             return clicked
 
@@ -758,6 +789,8 @@ def _card_header(card: _ToolCard) -> str:
             f' <b style="color:var(--jp-brand-color1,#1a73e8)">→ background job '
             f"{renderers.escape(', '.join(card.jobs))}</b>"
         )
+    if card.status == "running" and card.progress:
+        duration += f" · {renderers.escape(card.progress)}"
     return (
         f'<div style="font-size:12px"><span style="color:{colour}">{icons[card.status]}</span> '
         f"<b>{renderers.escape(card.tool)}</b>{summary}"

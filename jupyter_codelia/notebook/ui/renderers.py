@@ -562,3 +562,14 @@ def format_time(value: str) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(timezone.utc)
     return moment.strftime("%Y-%m-%d %H:%M") + (" UTC" if moment.tzinfo is not None else "")
+
+
+def progress_line(event: Any) -> str:
+    """A ``tool.progress`` event as one line: ``3/5 step 3``, or a log line with its level."""
+    if event.level:
+        return f"[{event.level}] {event.message or ''}".strip()
+    count = ""
+    if event.progress is not None:
+        done = f"{event.progress:g}"
+        count = f"{done}/{event.total:g}" if event.total else done
+    return " ".join(part for part in (count, event.message or "") if part)

@@ -207,7 +207,9 @@ def test_approval_card_buttons_call_back_with_reason() -> None:
         model="m",
         session_id=None,
         mode="background",
-        on_decision=lambda rid, decision, reason: decisions.append((rid, decision, reason)),
+        on_decision=lambda rid, decision, reason, _content: decisions.append(
+            (rid, decision, reason)
+        ),
     )
     panel.handle(ev.ToolCallEvent(tool="write", args={"file_path": "a.py"}, tool_call_id="c1"))
     panel.handle(ev.PermissionPreviewEvent(tool="write", tool_call_id="c1", diff=DIFF))
@@ -492,3 +494,45 @@ def test_a_forked_session_is_announced() -> None:
         "Another kernel saved session s-1 while this one had it open: this conversation "
         "continues as session s-2, so neither kernel&#x27;s turns are lost." in _html(panel)
     )
+
+
+def test_an_mcp_calls_progress_and_log_lines_show_on_its_running_card() -> None:
+    panel = RunPanel(model="claude-sonnet-5-5", session_id="0123456789abcdef", prompt="go")
+    panel.handle(ev.ToolCallEvent(tool="ev__slow", args={}, tool_call_id="c1"))
+    panel.handle(ev.ToolProgressEvent(tool_call_id="c1", progress=2, total=5, message="step 2"))
+    assert "running · 2/5 step 2" in _html(panel)
+    panel.handle(ev.ToolProgressEvent(tool_call_id="c1", message="indexing", level="info"))
+    assert "running · [info] indexing" in _html(panel)
+
+
+def test_a_question_an_mcp_server_asks_shows_its_link_and_form() -> None:
+    decisions: list[tuple[Any, ...]] = []
+    panel = RunPanel(
+        model="claude-sonnet-5-5",
+        session_id="0123456789abcdef",
+        prompt="go",
+        mode="background",
+        on_decision=lambda *answer: decisions.append(answer),
+    )
+    panel.handle(
+        ev.PermissionRequestEvent(
+            request_id="q1",
+            tool="MCP server 'ev'",
+            title="MCP server 'ev' asks",
+            message="Who are you?",
+            kind="elicitation",
+            fields={"type": "object", "properties": {"name": {"type": "string"}}},
+        )
+    )
+    html = _html(panel)
+    assert "Who are you?" in html
+    inputs = [w for w in _walk(panel.widget) if isinstance(w, widgets.Text) and w.description]
+    assert [w.description for w in inputs] == ["name"]
+    inputs[0].value = "Ada"
+    accept = next(
+        w
+        for w in _walk(panel.widget)
+        if isinstance(w, widgets.Button) and w.description == "Accept"
+    )
+    accept.click()
+    assert decisions == [("q1", "allow", None, {"name": "Ada"})]

@@ -15,13 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .._text import clip_utf8, compact_json, describe_exc, line_prefix, split_lines, utf8_len
-from ..cache.protocol import ToolOutputStore
-from ..llm.messages import DocumentPart, TextPart
-from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
-from ._edit_match import Match, MatchMode, explain_no_match, find_matches
-from ._fdpath import Entry, Walker
-from ._fileio import (
+from ..._text import clip_utf8, compact_json, describe_exc, line_prefix, split_lines, utf8_len
+from ...cache.protocol import ToolOutputStore
+from ...llm.messages import DocumentPart, TextPart
+from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
+from .._fdpath import Entry, Walker
+from .._fileio import (
     ExpectedHash,
     SandboxPathError,
     check_expected_hash,
@@ -32,10 +31,11 @@ from ._fileio import (
     resolve_in_sandbox,
     write_text,
 )
+from .._sandbox import Sandbox, sandbox_key
+from ..diff import diff_payload, unified_diff
+from ..patch._write import recover_journals
+from ._edit_match import Match, MatchMode, explain_no_match, find_matches
 from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
-from ._patch_write import recover_journals
-from ._sandbox import Sandbox, sandbox_key
-from .diff import diff_payload, unified_diff
 
 DEFAULT_READ_LIMIT = 2000
 DEFAULT_MAX_LINE_LENGTH = 1000
@@ -592,9 +592,9 @@ def file_tools(sandbox: Sandbox, store: ToolOutputStore | None = None) -> list[F
 
     ``store`` keeps full diffs that are too long for the inline preview (``diff_cache_id``).
     """
-    from .file_search import make_glob_tool, make_grep_tool
-    from .images import make_view_image_tool
-    from .patch import make_apply_patch_tool
+    from ..images import make_view_image_tool
+    from ..patch import make_apply_patch_tool
+    from .search import make_glob_tool, make_grep_tool
 
     key = sandbox_key(sandbox)
     return [

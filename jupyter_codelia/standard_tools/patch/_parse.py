@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 
 BEGIN = "*** Begin Patch"
 END = "*** End Patch"

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 
 # Landlock's system calls (the same numbers on every architecture) and constants.
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446

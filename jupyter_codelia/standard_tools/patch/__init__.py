@@ -17,14 +17,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..cache.protocol import ToolOutputStore
-from ..tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
-from ._fdpath import Walker
-from ._fileio import NotUtf8Error, is_crlf_text
-from ._patch_fast import apply_exact
-from ._patch_lines import PatchApplyError, UpdateResult, apply_update_lines
-from ._patch_parse import Chunk, PatchParseError, Section, parse_patch
-from ._patch_write import (
+from ...cache.protocol import ToolOutputStore
+from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
+from .._fdpath import Walker
+from .._fileio import NotUtf8Error, is_crlf_text
+from .._sandbox import Sandbox
+from ..diff import diff_payload, render_hunks, unified_diff
+from ._fast import apply_exact
+from ._lines import PatchApplyError, UpdateResult, apply_update_lines
+from ._parse import Chunk, PatchParseError, Section, parse_patch
+from ._write import (
     Action,
     Identity,
     Planned,
@@ -32,8 +34,6 @@ from ._patch_write import (
     recover_journals,
     write_planned,
 )
-from ._sandbox import Sandbox
-from .diff import diff_payload, render_hunks, unified_diff
 
 __all__ = [
     "PatchApplyError",

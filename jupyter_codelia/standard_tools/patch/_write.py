@@ -27,12 +27,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .._text import describe_exc
-from ..errors import CodeliaError
-from ._fdpath import Entry, Walker
-from ._fileio import temp_name
-from ._patch_lines import Buffer
-from ._sandbox import Sandbox
+from ..._text import describe_exc
+from ...errors import CodeliaError
+from .._fdpath import Entry, Walker
+from .._fileio import temp_name
+from .._sandbox import Sandbox
+from ._lines import Buffer
 
 Action = Literal["add", "delete", "update", "move"]
 JOURNAL_DIR = ".codelia-journal"

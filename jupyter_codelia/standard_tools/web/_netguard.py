@@ -20,7 +20,7 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from ..errors import CodeliaError
+from ...errors import CodeliaError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

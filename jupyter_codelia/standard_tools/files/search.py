@@ -25,13 +25,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .._text import compact_json, describe_exc, utf8_len
-from ..errors import CodeliaError
-from ..tools import DependencyKey, FunctionTool, ToolContext, define_tool
+from ..._text import compact_json, describe_exc, utf8_len
+from ...errors import CodeliaError
+from ...tools import DependencyKey, FunctionTool, ToolContext, define_tool
+from .._fdpath import Walker
+from .._fileio import SandboxPathError, locate, resolve_in_sandbox
+from .._sandbox import Sandbox, SecurityError
 from ._confine import spawn_rg
-from ._fdpath import Walker
-from ._fileio import SandboxPathError, locate, resolve_in_sandbox
-from ._sandbox import Sandbox, SecurityError
 
 GREP_DEFAULT_MATCHES = 100
 GREP_MAX_MATCHES = 1000

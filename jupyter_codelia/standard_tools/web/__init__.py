@@ -26,11 +26,11 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .._text import describe_exc, js_round
-from ..errors import CodeliaError
-from ..tools import FunctionTool, JsonResult, ToolContext, define_tool
+from ..._text import describe_exc, js_round
+from ...errors import CodeliaError
+from ...tools import FunctionTool, JsonResult, ToolContext, define_tool
+from .._cancel import run_cancellable
 from . import _html
-from ._cancel import run_cancellable
 
 if TYPE_CHECKING:
     import httpx2

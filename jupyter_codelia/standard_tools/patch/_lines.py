@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import overload
 
-from ..errors import CodeliaError
-from ._patch_parse import Chunk
-from .diff import Block, merge_blocks
+from ...errors import CodeliaError
+from ..diff import Block, merge_blocks
+from ._parse import Chunk
 
 
 class PatchApplyError(CodeliaError, ValueError):

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from .._text import compact_json, line_prefix
+from ..._text import compact_json, line_prefix
 
 MatchMode = Literal["exact", "line_trimmed", "block_anchor", "auto"]
 

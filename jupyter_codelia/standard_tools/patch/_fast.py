@@ -20,9 +20,9 @@ import bisect
 from collections.abc import Sequence
 from typing import overload
 
-from ._patch_lines import Buffer, DiffMaterial, UpdateResult
-from ._patch_parse import Chunk
-from .diff import Block, merge_blocks
+from ..diff import Block, merge_blocks
+from ._lines import Buffer, DiffMaterial, UpdateResult
+from ._parse import Chunk
 
 
 class TextLines(Sequence[str]):

@@ -1,0 +1,92 @@
+"""An MCP tool's annotations and config feed the approval decision and the approval card."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_codelia.agent import Agent
+from jupyter_codelia.agent import events as ev
+from jupyter_codelia.agent._approvals import ConfirmResponse
+from jupyter_codelia.agent.permissions import PermissionPolicy, PermissionRule
+from jupyter_codelia.llm.anthropic import AnthropicChat
+from jupyter_codelia.standard_tools.mcp import McpServerConfig, McpServers
+from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
+
+SERVER_SCRIPT = str(Path(__file__).parent / "_mcp_server.py")
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[McpServers]:
+    config = McpServerConfig(
+        command=sys.executable, args=[SERVER_SCRIPT, "stdio"], auto_approve=["echo"]
+    )
+    mcp = McpServers({"t": config})
+    yield mcp
+    mcp.close()
+
+
+def run(
+    servers: McpServers, name: str, args: dict[str, Any], policy: PermissionPolicy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[Any], list[ev.PermissionRequestEvent]]:  # fmt: skip
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    asked: list[ev.PermissionRequestEvent] = []
+
+    async def person(request: ev.PermissionRequestEvent) -> ConfirmResponse:
+        asked.append(request)
+        return ConfirmResponse(decision="allow")
+
+    tools, _ = servers.tools()
+    with ScriptedAnthropicServer([reply(tool_use(name, args)), reply(text("ok"))]) as model:
+        chat = AnthropicChat(base_url=model.url, api_key="sk-ant-test")
+        agent = Agent(chat, tools, permissions=policy, confirm=person, output_cache=None)
+
+        async def events() -> list[Any]:
+            return [e async for e in agent.run_stream("go")]
+
+        return asyncio.run(events()), asked
+
+
+def test_a_read_only_tool_runs_without_asking_in_minimal_mode(
+    servers: McpServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events, asked = run(
+        servers, "t__lookup", {"key": "k"}, PermissionPolicy("minimal"), monkeypatch
+    )
+    assert asked == []
+    assert next(e for e in events if isinstance(e, ev.ToolResultEvent)).result == "value of k"
+    call = next(e for e in events if isinstance(e, ev.ToolCallEvent))
+    assert call.display_name == "Look up (MCP: t)"  # the annotation's title names the card
+
+
+def test_a_deny_rule_still_blocks_a_read_only_tool(
+    servers: McpServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = PermissionPolicy("minimal", deny=[PermissionRule(tool="t__lookup")])
+    events, asked = run(servers, "t__lookup", {"key": "k"}, policy, monkeypatch)
+    result = next(e for e in events if isinstance(e, ev.ToolResultEvent))
+    assert asked == [] and result.is_error and "deny rule" in result.result
+
+
+def test_a_destructive_tool_asks_and_the_card_says_what_the_server_says(
+    servers: McpServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, asked = run(servers, "t__wipe", {}, PermissionPolicy("minimal"), monkeypatch)
+    assert len(asked) == 1
+    assert asked[0].message.endswith(
+        "The server says this tool may change or delete things. It reaches outside (the web, "
+        "other services)."
+    )
+
+
+def test_auto_approve_from_the_config_runs_without_asking(
+    servers: McpServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, asked = run(servers, "t__echo", {"text": "x"}, PermissionPolicy("minimal"), monkeypatch)
+    assert asked == []
