@@ -199,7 +199,19 @@ class NotebookRequest(_Message):
     params: dict[str, Any]
 
 
-NotebookKernelMessage = Annotated[NotebookHello | NotebookRequest, Field(discriminator="type")]
+class OutputFinished(_Message):
+    """A live codelia widget (a background run's panel, job cards) finished after its cell:
+    every output showing widget ``model_id`` should show ``data`` instead, for good (the saved
+    notebook then keeps readable output). The data of a one-shot ``comm_open``."""
+
+    type: Literal["output.finished"] = "output.finished"
+    model_id: str
+    data: dict[str, Any]
+
+
+NotebookKernelMessage = Annotated[
+    NotebookHello | NotebookRequest | OutputFinished, Field(discriminator="type")
+]
 
 
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +248,7 @@ def transcript_messages(records: list[dict[str, Any]], session_id: str) -> list[
                 session_id=record.get("session_id") or session_id,
                 prompt=prompt or "",
                 source="magic",
+                demo=record.get("priced") is False,  # a stand-in answered: nothing to price
             )
             messages.append(started.dump())
         elif kind == "agent.event" and isinstance(record.get("seq"), int):

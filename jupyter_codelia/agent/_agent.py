@@ -41,8 +41,10 @@ from ..llm.messages import (
     UserMessage,
     answer_text,
     citations_of,
+    context_block,
     has_non_text_part,
     load_messages,
+    prompt_text,
     text_projection,
 )
 from ..tools import (
@@ -158,6 +160,8 @@ class _Run:
     last_save: float = field(default_factory=time.monotonic)
     approval_waits: dict[str, float] = field(default_factory=dict)
     """Seconds each tool call spent waiting for an approval (filled by the permission hook)."""
+    priced: bool = True
+    """False when a stand-in answers (an offline demo's scripted server): usage is not priced."""
 
 
 class Agent:
@@ -225,7 +229,7 @@ class Agent:
         self.session_id: str = session_id or str(uuid.uuid4())
         self._restored = session_id is None
         self._system_added = False
-        self._resume_reminder: str | None = None
+        self._resume_reminder: TextPart | None = None
         self._fork_event: ev.SessionForkedEvent | None = None
         self._running = False
         self._logged_upto = 0
@@ -257,14 +261,20 @@ class Agent:
         tool_choice: str | None = None,
         run_meta: dict[str, Any] | None = None,
         force_compaction: bool = False,
-        context: Sequence[str] = (),
+        context: Sequence[TextPart | str] = (),
+        priced: bool = True,
     ) -> AsyncIterator[ev.AgentEvent]:
         """Yield the events of one turn; raises ``RunCancelled`` or ``AgentRunError`` at the end.
 
         ``force_compaction`` summarises the history before the prompt is added, whatever its
-        size (the compaction events come first). ``context``: text blocks the model reads after
-        the prompt in the same user message (a notebook outline, news of background jobs); the
-        run log records them apart, so front ends and transcripts show the prompt as typed.
+        size (the compaction events come first). ``context``: blocks the model reads after the
+        prompt in the same user message (a notebook outline, news of background jobs), each made
+        with :func:`~jupyter_codelia.llm.messages.context_block` (a plain string is wrapped in
+        ``<context>`` tags); they stay marked as context in the history, and the run log
+        records them apart, so titles, transcripts and front ends show the prompt as typed.
+        ``priced=False``: the model is a stand-in (an offline demo's scripted server), so the
+        turn's usage is counted but never priced: its usage events carry no cost, the session's
+        total leaves it out and the run log says so (replays show it unpriced too).
         """
         if self._running:
             raise RunAlreadyActiveError
@@ -275,7 +285,11 @@ class Agent:
             signal = signal or CancelSignal()
             rid = run_id or str(uuid.uuid4())
             run = _Run(
-                run_id=rid, queue=asyncio.Queue(), signal=signal, run_log=self._open_run_log(rid)
+                run_id=rid,
+                queue=asyncio.Queue(),
+                signal=signal,
+                run_log=self._open_run_log(rid),
+                priced=priced,
             )
             task = asyncio.ensure_future(
                 self._run_turn(
@@ -285,7 +299,10 @@ class Agent:
                     tool_choice,
                     run_meta or {},
                     force_compaction=force_compaction,
-                    context=tuple(context),
+                    context=tuple(
+                        block if isinstance(block, TextPart) else context_block("context", block)
+                        for block in context
+                    ),
                 )
             )
             loop = asyncio.get_running_loop()
@@ -478,7 +495,7 @@ class Agent:
         run_meta: dict[str, Any],
         *,
         force_compaction: bool = False,
-        context: tuple[str, ...] = (),
+        context: tuple[TextPart, ...] = (),
     ) -> None:
         user_input = (
             {"type": "text", "text": prompt}
@@ -487,7 +504,9 @@ class Agent:
         )
         started: dict[str, Any] = {"input": user_input, "meta": run_meta}
         if context:
-            started["context"] = list(context)
+            started["context"] = [block.dump() for block in context]
+        if not run.priced:
+            started["priced"] = False
         self._record(run, "run.start", session_id=self.session_id, **started)
         if self.output_cache is not None:
             self.output_cache.bind_session(self.session_id)
@@ -510,7 +529,7 @@ class Agent:
             if force_compaction:
                 await self._maybe_compact(run, mid_turn=False, force=True)
             if self._resume_reminder is not None:
-                self.history.append(UserMessage(content=self._resume_reminder))
+                self.history.append(UserMessage(content=[self._resume_reminder]))
                 self._resume_reminder = None
             # Repair after appending: an unanswered prompt of a failed turn merges with this one.
             self.history = self._repair([*self.history, _user_message(prompt, context)])
@@ -875,11 +894,12 @@ class Agent:
         self.usage.web_search_requests += usage.web_search_requests or 0
         self.usage.web_fetch_requests += usage.web_fetch_requests or 0
         self.usage.last_total_tokens = usage.total_tokens
-        cost = self.llm.cost_usd(usage)
-        self.budget.add_usage(usage.input_tokens + usage.output_tokens, cost)
-        if cost is None:
+        cost = self.llm.cost_usd(usage) if run.priced else None
+        # An unpriced call spends nothing of a cost budget (its tokens still count).
+        self.budget.add_usage(usage.input_tokens + usage.output_tokens, cost if run.priced else 0.0)
+        if run.priced and cost is None:
             self.usage.cost_usd = None
-        elif self.usage.cost_usd is not None:
+        elif cost is not None and self.usage.cost_usd is not None:
             self.usage.cost_usd += cost
         limit = self.llm.context_limit(usage.model) or self.llm.context_limit()
         left: int | None = None
@@ -1057,12 +1077,12 @@ class _DeltaStream:
             self._emit(rest)
 
 
-def _user_message(prompt: str | list[ContentPart], context: tuple[str, ...]) -> UserMessage:
+def _user_message(prompt: str | list[ContentPart], context: tuple[TextPart, ...]) -> UserMessage:
     """The turn's user message: the prompt, then each context block as a text part of its own."""
     if not context:
         return UserMessage(content=prompt)
     parts: list[ContentPart] = [TextPart(text=prompt)] if isinstance(prompt, str) else [*prompt]
-    parts.extend(TextPart(text=block) for block in context)
+    parts.extend(context)
     return UserMessage(content=parts)
 
 
@@ -1098,10 +1118,12 @@ def _clip_for_log(text: str) -> str:
 
 
 def _title_of(history: list[Any]) -> str | None:
+    """The session's title: the first line the person typed (context blocks are not theirs)."""
     for message in history:
         if isinstance(message, UserMessage):
-            text = text_projection(message.content).strip().splitlines()
-            return text[0][:80] if text else None
+            lines = prompt_text(message.content).strip().splitlines()
+            if lines:
+                return lines[0][:80]
     return None
 
 

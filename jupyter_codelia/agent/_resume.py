@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..llm.messages import TextPart, context_block
+
 CONTEXT_META_KEY = "codelia_context"
 
 
@@ -31,9 +33,9 @@ def context_from_run_headers(headers: Iterable[dict[str, Any]]) -> dict[str, Any
     return None
 
 
-def change_reminder(saved: Any, current: dict[str, Any]) -> str | None:
-    """The ``<system-reminder>`` listing what changed, or None when nothing did (or nothing
-    is known of the saved context). Only what ``saved`` records is compared."""
+def change_reminder(saved: Any, current: dict[str, Any]) -> TextPart | None:
+    """The ``<system-reminder>`` context block listing what changed, or None when nothing did
+    (or nothing is known of the saved context). Only what ``saved`` records is compared."""
     if not isinstance(saved, dict):
         return None
     changes: list[str] = []
@@ -56,8 +58,6 @@ def change_reminder(saved: Any, current: dict[str, Any]) -> str | None:
         changes.append(f"- Today is {current['date']} (the session was saved {saved['date']}).")
     if not changes:
         return None
-    return (
-        "<system-reminder>\nThis session was resumed. Since it was saved:\n"
-        + "\n".join(changes)
-        + "\n</system-reminder>"
+    return context_block(
+        "system-reminder", "This session was resumed. Since it was saved:\n" + "\n".join(changes)
     )

@@ -24,7 +24,7 @@ from ._limits import CacheLimits
 from ._service import ToolOutputCache, ToolOutputCacheConfig, derive_budget, estimate_tokens
 from ._store import ToolOutputCacheStore
 from ._writer import StreamingOutputWriter
-from .protocol import OutputWriter, ToolOutputStore, normalize_ref_id
+from .protocol import OutputWriter, ToolOutputStore, normalize_ref_id, ref_note, refs_in
 
 __all__ = [
     "CacheEntry",
@@ -46,4 +46,6 @@ __all__ = [
     "derive_budget",
     "estimate_tokens",
     "normalize_ref_id",
+    "ref_note",
+    "refs_in",
 ]

@@ -27,6 +27,7 @@ from ..llm.messages import (
 )
 from ._render import line_call
 from ._store import ToolOutputCacheStore
+from .protocol import ref_note
 
 logger = logging.getLogger("jupyter_codelia.cache")
 
@@ -161,7 +162,7 @@ class ToolOutputCache:
             body, cut = truncate_for_context(raw, self.config.max_message_bytes, ref.id)
             update["content"] = body
             if cut:
-                update["content"] = f"{body}\n\n[tool output truncated; ref={ref.id}]"
+                update["content"] = f"{body}\n\n{ref_note(ref.id)}"
                 update["trimmed"] = True
         return message.model_copy(update=update)
 
@@ -210,7 +211,7 @@ class ToolOutputCache:
                 break
             message: ToolMessage = messages[i]
             ref = message.output_ref
-            placeholder = f"[tool output trimmed; ref={ref.id}]" if ref else "[tool output trimmed]"
+            placeholder = ref_note(ref.id, trimmed=True) if ref else "[tool output trimmed]"
             if message.content == placeholder:
                 continue
             result[i] = message.model_copy(update={"content": placeholder, "trimmed": True})

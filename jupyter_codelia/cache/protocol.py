@@ -15,8 +15,24 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def normalize_ref_id(tool_call_id: str) -> str:
-    """A ref id is the tool call id with every char outside ``[A-Za-z0-9_-]`` replaced by ``_``."""
+    """A ref id is the tool call id with every char outside ``[A-Za-z0-9_-]`` replaced by ``_``
+    (the store adds ``-2``, ``-3``, ... when an entry of that id exists already)."""
     return _UNSAFE.sub("_", tool_call_id)
+
+
+_REF_NOTE = re.compile(r"\[tool output (?:truncated|trimmed); ref=([A-Za-z0-9_-]+)\]")
+
+
+def ref_note(ref_id: str, *, trimmed: bool = False) -> str:
+    """The note that ends a cut tool output (or replaces a trimmed one) in the model's context:
+    the ref id it reads the rest back with."""
+    return f"[tool output {'trimmed' if trimmed else 'truncated'}; ref={ref_id}]"
+
+
+def refs_in(text: str) -> list[str]:
+    """The ref ids the :func:`ref_note` notes in ``text`` name, in order: what a reader of the
+    output (the model, or a script playing it) passes to the ``tool_output_cache*`` tools."""
+    return _REF_NOTE.findall(text)
 
 
 @runtime_checkable

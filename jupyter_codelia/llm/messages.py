@@ -7,6 +7,7 @@ serialised with ``model_dump(mode="json", exclude_none=True)``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -32,6 +33,10 @@ class TextPart(_Data):
     type: Literal["text"] = "text"
     text: str
     citations: list[dict[str, Any]] | None = None
+    context: str | None = None
+    """Set on a context block the agent added to a prompt (its kind, e.g. ``notebook_outline``;
+    see :func:`context_block`); None on text a person or a model wrote. Providers send the text
+    as any other; titles, transcripts and offline scripts leave context blocks out."""
 
 
 class ImageUrl(_Data):
@@ -138,6 +143,44 @@ def part_placeholder(part: TextPart | ImagePart | DocumentPart | OtherPart) -> s
     if isinstance(part, DocumentPart):
         return "[document]"
     return f"[other:{part.provider}/{part.kind}]"
+
+
+_CONTEXT_KIND = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+def context_block(kind: str, body: str) -> TextPart:
+    """A context block for a user message: ``body`` between ``<kind>`` tags, marked as context.
+
+    The model reads the tags; code that has the message reads :attr:`TextPart.context`, and code
+    that sees only a provider request (an offline script) reads the block's envelope with
+    :func:`context_kind`.
+    """
+    if not _CONTEXT_KIND.fullmatch(kind):
+        raise ValueError(f"a context kind is lowercase letters, digits, '_' or '-', got {kind!r}")
+    return TextPart(text=f"<{kind}>\n{body}\n</{kind}>", context=kind)
+
+
+def context_kind(text: str) -> str | None:
+    """The kind of a block that is exactly a :func:`context_block` envelope, else None.
+
+    For readers of a provider request, where a text block is plain text: a context block is one
+    whole block ``<kind>\\n...\\n</kind>``, never a tag inside what the person typed.
+    """
+    if not text.startswith("<"):
+        return None
+    kind, closing, _ = text[1:].partition(">\n")
+    if not closing or not _CONTEXT_KIND.fullmatch(kind):
+        return None
+    return kind if text.endswith(f"\n</{kind}>") else None
+
+
+def prompt_text(content: str | list[Any] | None) -> str:
+    """What the person wrote in a user message: its text parts without context blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(p.text for p in content if isinstance(p, TextPart) and p.context is None)
 
 
 def text_projection(content: str | list[Any] | None) -> str:
@@ -320,11 +363,14 @@ __all__ = [
     "answer_text",
     "citations_of",
     "content_parts_adapter",
+    "context_block",
+    "context_kind",
     "dump_messages",
     "has_non_text_part",
     "is_content_part",
     "load_messages",
     "messages_adapter",
     "part_placeholder",
+    "prompt_text",
     "text_projection",
 ]

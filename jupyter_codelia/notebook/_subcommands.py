@@ -264,32 +264,30 @@ def _jobs(nb: NotebookAgent, argument: str) -> None:
 
 
 def _sessions(nb: NotebookAgent) -> None:
-    from IPython.display import HTML, display
+    from IPython.display import display
 
     sessions = nb.session_store().list_sessions()
     if not sessions:
         print("No saved sessions yet: run %%codelia to start one.")
         return
     current = nb.agent.session_id if nb.agent is not None else None
-    rows = []
-    for summary in sessions:
-        marker = " (current)" if summary.session_id == current else ""
-        title = summary.title or summary.last_user_message or ""
-        rows.append(
-            "<tr>"
-            f"<td><code>{renderers.escape(summary.session_id)}</code>{marker}</td>"
-            f"<td>{renderers.escape(summary.updated_at)}</td>"
-            f"<td>{summary.message_count}</td>"
-            f"<td>{renderers.escape(title[:120])}</td>"
-            "</tr>"
-        )
-    display(
-        HTML(
-            "<table><tr><th>session</th><th>updated</th><th>messages</th><th>title</th></tr>"
-            + "".join(rows)
-            + "</table><p>Resume one with <code>%%codelia --resume SESSION_ID</code>.</p>"
-        )
+    columns = (
+        renderers.Column("session", code=True, keep=True),
+        renderers.Column("updated", keep=True),
+        renderers.Column("messages", keep=True),
+        renderers.Column("title"),
     )
+    rows = [
+        (
+            summary.session_id,
+            renderers.format_time(summary.updated_at),
+            f"{summary.message_count}" + (" (current)" if summary.session_id == current else ""),
+            (summary.title or summary.last_user_message or "")[:120],
+        )
+        for summary in sessions
+    ]
+    after = "Resume one with <code>%%codelia --resume SESSION_ID</code>."
+    display(renderers.table_bundle(columns, rows, after=after), raw=True)
 
 
 def _todos(nb: NotebookAgent) -> None:
@@ -304,7 +302,7 @@ def _todos(nb: NotebookAgent) -> None:
 
 
 def _provenance(nb: NotebookAgent) -> None:
-    from IPython.display import HTML, display
+    from IPython.display import display
 
     from ..tools import ToolError
     from .notebook_tools.cell_tools import NotebookContext, provenance_table
@@ -318,32 +316,49 @@ def _provenance(nb: NotebookAgent) -> None:
     if not rows:
         print(f"No cell of {where} was made or changed by the agent.")
         return
-    columns = ("index", "id", "action", "at", "run_id", "model", "prompt")
-    head = "".join(f"<th>{c}</th>" for c in columns)
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td>{renderers.escape(str(row.get(c) or ''))}</td>" for c in columns)
-        + "</tr>"
-        for row in rows
+    columns = (
+        renderers.Column("cell", keep=True),
+        renderers.Column("id", code=True, keep=True),
+        renderers.Column("action", keep=True),
+        renderers.Column("at", keep=True),
+        renderers.Column("run", code=True, keep=True),
+        renderers.Column("model", keep=True),
+        renderers.Column("prompt"),
     )
-    display(
-        HTML(
-            f"<p>{len(rows)} agent-edited cell(s) in {renderers.escape(where)}:</p>"
-            f"<table><tr>{head}</tr>{body}</table>"
+    table = [
+        (
+            f"#{row['index']}",
+            str(row.get("id") or ""),
+            str(row.get("action") or ""),
+            renderers.format_time(str(row.get("at") or "")),
+            str(row.get("run_id") or "")[:8],  # a run's first 8 characters tell it apart
+            str(row.get("model") or ""),
+            str(row.get("prompt") or ""),
         )
-    )
+        for row in rows
+    ]
+    before = f"{len(rows)} agent-edited cell(s) in {where}:"
+    display(renderers.table_bundle(columns, table, before=before), raw=True)
 
 
 def _cache(nb: NotebookAgent, argument: str) -> Any:
-    from .ui.cache_browser import CacheBrowser
+    """The cache browser, or its static form where no front end renders widgets."""
+    from IPython.display import display
 
-    browser = CacheBrowser(nb.output_store())
+    from .ui._viewer import renders_widgets
+    from .ui.cache_browser import CacheBrowser, ordered_entries, static_bundle
+
+    store = nb.output_store()
+    entries = ordered_entries(store)
     ref_id = argument.strip()
+    if ref_id and ref_id not in {e.ref_id for e in entries}:
+        raise UsageError(
+            f"No cached output {ref_id!r}; %codelia cache lists the {len(entries)} entries."
+        )
+    if not renders_widgets(nb.shell):
+        display(static_bundle(store, ref_id or None, entries=entries), raw=True)
+        return None
+    browser = CacheBrowser(store)
     if ref_id:
-        known = [e.ref_id for e in browser.entries]
-        if ref_id not in known:
-            raise UsageError(
-                f"No cached output {ref_id!r}; %codelia cache lists the {len(known)} entries."
-            )
         browser.select(ref_id)
     return browser

@@ -7,6 +7,11 @@ agent inside the run. :func:`start` loads them on a daemon thread right after th
 loaded, sending nothing and showing nothing (invalid settings just end it early: the run reports
 them); :func:`wait` is called before a run, so a run never imports concurrently with the
 warm-up (no half-initialised modules seen from two threads).
+
+Under *Run All* the first ``%%codelia`` starts right after ``%load_ext``, while the warm-up is
+still going (the Anthropic SDK alone imports ~1,500 modules, seconds on a busy machine). That
+cell paints at once anyway: :class:`Loading` shows what is being loaded, with plain display
+data (nothing heavy is imported for it), and the run's panel then replaces it in place.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -47,8 +53,18 @@ WARM_MODULES = (
     "opentelemetry.propagate",  # the SDK's tracing loads the propagators on first send
 )
 
+# What the warm-up is loading, in words a person reads while the first cell waits.
+_STEPS = {
+    "anthropic": "the Anthropic SDK",
+    "jupyter_codelia.agent": "the agent",
+    "jupyter_codelia.standard_tools": "the tools",
+    "jupyter_codelia.notebook.ui.panel": "the cell panel",
+    "pygments.lexers.python": "the code highlighter",
+}
+
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
+_step = "codelia"
 
 
 def start(notebook_agent: Callable[[], NotebookAgent]) -> None:
@@ -70,12 +86,63 @@ def wait(timeout: float | None = None) -> None:
         thread.join(timeout)
 
 
+def running() -> bool:
+    thread = _thread
+    return thread is not None and thread.is_alive() and thread is not threading.current_thread()
+
+
+class Loading:
+    """The cell's output while the first run waits for the warm-up: painted at once, updated
+    with what is loading, and replaced in place by the run's panel (``display_id``)."""
+
+    INTERVAL = 0.25
+
+    def __init__(self) -> None:
+        self.display_id = uuid.uuid4().hex
+        self._shown = ""
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        self._shown = _step
+        display(self._bundle(), raw=True, display_id=self.display_id)
+
+    def wait(self) -> None:
+        """Wait for the warm-up, saying what it loads whenever that changes."""
+        from IPython.display import update_display
+
+        thread = _thread
+        while thread is not None and thread.is_alive():
+            thread.join(self.INTERVAL)
+            if _step != self._shown:
+                self._shown = _step
+                update_display(self._bundle(), raw=True, display_id=self.display_id)
+
+    def clear(self) -> None:
+        """The run did not start (a usage error): leave no "loading" line behind."""
+        from IPython.display import update_display
+
+        update_display({"text/plain": ""}, raw=True, display_id=self.display_id)
+
+    def _bundle(self) -> dict[str, str]:
+        text = f"codelia: starting, loading {self._shown}… (once per kernel)"
+        return {
+            "text/plain": text,
+            "text/html": '<div class="codelia-loading" style="font-size:12px;'
+            "color:var(--jp-ui-font-color2,#555);border:1px solid var(--jp-border-color2,#ddd);"
+            f'padding:4px 8px">{text}</div>',
+        }
+
+
 def _warm(notebook_agent: Callable[[], NotebookAgent]) -> None:
+    global _step
     for name in WARM_MODULES:
+        _step = _STEPS.get(name, _step)
         try:
             importlib.import_module(name)
         except Exception:  # a broken optional import shows up, with its message, in the run
             log.debug("warm-up import of %s failed", name, exc_info=True)
+    _step = "the first agent"
     try:
         from .ui import renderers
 

@@ -26,6 +26,7 @@ from traitlets.config import Configurable
 
 from .._approval import APPROVAL_MODES
 from ..errors import CodeliaError
+from .ui.renderers import text_table
 
 ENV_PREFIX = "JUPYTER_CODELIA_"
 DEFAULT_MODEL = (
@@ -48,6 +49,9 @@ API_KEY_HELP = (
     "  - or in this notebook:  import os; os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-...'\n"
     "    (getpass.getpass() keeps it out of the notebook file)\n"
     "Keys come from https://console.anthropic.com/. ANTHROPIC_BASE_URL selects another endpoint.\n"
+    "Other models: OpenAI (OPENAI_API_KEY and %config Codelia.model = 'openai:gpt-5.1'), "
+    "OpenRouter (OPENROUTER_API_KEY and %config Codelia.provider = 'openrouter'), or a local "
+    "Ollama, no key needed (%config Codelia.model = 'ollama:qwen3-coder').\n"
     "Without a key, try the offline demo on a scripted server:  %codelia --demo"
 )
 
@@ -483,27 +487,23 @@ def resolve_settings(
 
 def describe_settings(settings: Settings) -> str:
     """The ``%codelia config`` table: value and source of every setting (never secrets)."""
-    lines = []
+    rows: list[tuple[str, str, str]] = []
     for spec in FIELDS:
         value = getattr(settings, spec.name)
         if value is None and spec.name in BUDGET_FIELDS:
             continue  # an unset budget: listed only when set, to keep the table short
-        lines.append(f"{spec.name:<15} {value!r:<30} ({settings.sources.get(spec.name, '?')})")
+        rows.append((spec.name, repr(value), settings.sources.get(spec.name, "?")))
     provider = settings.provider
-    key_env = PROVIDER_KEY_ENV.get(provider, API_KEY_ENV)
     if provider in LOCAL_PROVIDERS:
-        key_state, key_env = "not needed", "local server"
+        rows.append(("api key", "not needed", "local server"))
     else:
         configured = api_key_configured(provider=provider)
         key_state = "set" if configured else "NOT SET - see %codelia help"
-    lines.append(f"{'api key':<15} {key_state:<30} (${key_env})" if key_env != "local server"
-                 else f"{'api key':<15} {key_state:<30} ({key_env})")  # fmt: skip
+        rows.append(("api key", key_state, f"${PROVIDER_KEY_ENV.get(provider, API_KEY_ENV)}"))
     if provider == "anthropic":
         base_url = os.environ.get("ANTHROPIC_BASE_URL")
-        lines.append(
-            f"{'base url':<15} {base_url or 'Anthropic default':<30} ($ANTHROPIC_BASE_URL)"
-        )
-    lines.append(f"{'config file':<15} {settings.config_path}")
-    home_source = settings.sources.get("home", "default")
-    lines.append(f"{'home':<15} {settings.home!s:<30} ({home_source})")
-    return "\n".join(lines)
+        rows.append(("base url", base_url or "Anthropic default", "$ANTHROPIC_BASE_URL"))
+    rows.append(("config file", str(settings.config_path), ""))
+    rows.append(("home", str(settings.home), settings.sources.get("home", "default")))
+    # Aligned whatever the values' lengths (a long path no longer shifts the next column).
+    return text_table(("setting", "value", "from"), rows, wide=200)

@@ -3,7 +3,8 @@
 It needs no API key and is clearly not Claude: the replies are scripted. The turn plans with
 todos, runs Python that builds a small table and a matplotlib plot in the notebook's namespace,
 edits a file in a scratch directory (shown as a coloured diff) and ends with a short summary, so
-a newcomer sees every part of the panel.
+a newcomer sees every part of the panel. The script checks what its tools returned
+(``testing.play``): if the plot or the edit did not happen, it says so instead of the summary.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ print("total:", sum(demo_sales.values()))
 
 def demo_script() -> list[Any]:
     """The canned turns: todos, a python plot, an edit with a diff, a summary."""
-    from ..testing import reply, text, tool_use
+    from ..testing import REAL_MODEL_HINT, reply, text, tool_use
 
     todos = [
         {"id": "1", "content": "Plot the monthly sales", "status": "in_progress"},
@@ -52,7 +53,10 @@ def demo_script() -> list[Any]:
             text("This is the **offline demo**. I'll plan the work first."),
             tool_use("todo_new", {"todos": todos}),
         ),
-        reply(text("Now a plot, run in your kernel:"), tool_use("python", {"code": _PLOT_CODE})),
+        reply(
+            text("Now a plot, run in your kernel:"),
+            tool_use("python", {"code": _PLOT_CODE}, expect="total: 515"),
+        ),
         reply(
             tool_use(
                 "todo_patch",
@@ -73,6 +77,7 @@ def demo_script() -> list[Any]:
                     "old_string": "TAX_RATE = 0.2",
                     "new_string": "TAX_RATE = 0.15  # lowered in the demo",
                 },
+                expect="TAX_RATE = 0.15",
             ),
         ),
         reply(
@@ -93,14 +98,10 @@ def demo_script() -> list[Any]:
                 "2. ran Python in your namespace (`demo_sales` now exists) and looked at "
                 "the plot,\n"
                 f"3. edited `{DEMO_FILE}`.\n\n"
-                "Set `ANTHROPIC_API_KEY` and run `%%codelia <your question>` to talk to Claude."
+                f"{REAL_MODEL_HINT} Then ask anything with `%%codelia <your question>`."
             )
         ),
     ]
-
-
-def _status(item_id: str, status: str) -> dict[str, str]:
-    return {"id": item_id, "status": status}
 
 
 def make_workspace() -> Path:
@@ -109,16 +110,23 @@ def make_workspace() -> Path:
     return root
 
 
-def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, background: bool) -> Any:
+def run_demo(
+    nb: NotebookAgent,
+    settings: Settings,
+    prompt: str | None,
+    *,
+    background: bool,
+    display_id: str | None = None,
+) -> Any:
     """Play the demo turn with the panel; the server stops when the turn ends."""
     from IPython.display import HTML, display
 
     from ..llm.anthropic.chat import AnthropicChat
-    from ..testing import ScriptedAnthropicServer
+    from ..testing import ScriptedAnthropicServer, play
     from .run.in_cell import run_with_panel
 
     root = make_workspace()
-    server = ScriptedAnthropicServer(demo_script()).start()
+    server = ScriptedAnthropicServer(play(demo_script())).start()
     display(HTML(f'<div style="color:#e37400;font-weight:600">{DEMO_LABEL}</div>'))
     demo_settings = settings.with_overrides(root=str(root))
     llm = AnthropicChat(
@@ -127,7 +135,14 @@ def run_demo(nb: NotebookAgent, settings: Settings, prompt: str | None, *, backg
     agent = nb.build_detached(demo_settings, llm)
     text = prompt or "Show me what you can do (demo)."
     try:
-        outcome = run_with_panel(nb, agent, text, f"{settings.model} (demo)", background=background)
+        outcome = run_with_panel(
+            nb,
+            agent,
+            text,
+            f"{settings.model} (demo)",
+            background=background,
+            display_id=display_id,
+        )
     except BaseException:
         server.stop()
         raise

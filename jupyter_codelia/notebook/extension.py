@@ -88,10 +88,18 @@ class KernelExtension:
         from . import _warmup
         from .bridge import register_comm_target
         from .magics import CodeliaMagics
+        from .ui import _finals
 
         self.shell.register_magics(CodeliaMagics(self.shell, self))
         register_comm_target(self.shell, lambda: self.bridge)
+        # A live output that finished after its cell: the tabs swap in its static form.
+        _finals.FINALS.announce = self._output_finished
         _warmup.start(lambda: self.agent)
+
+    def _output_finished(self, model_id: str, bundle: dict[str, Any]) -> None:
+        from ..wire import OutputFinished
+
+        self.frontend.tell_tabs(OutputFinished(model_id=model_id, data=bundle).dump())
 
     def unload(self) -> None:
         """Undo :meth:`load`; MCP server processes do not outlive the extension."""

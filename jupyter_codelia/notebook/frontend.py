@@ -78,6 +78,15 @@ class FrontendClient:
         self.tab_seen = True
         self.forget()
 
+    def tell_tabs(self, message: dict[str, Any]) -> None:
+        """Send ``message`` to every notebook tab on this kernel, once one has attached: the
+        data of a one-shot comm, whose open reaches them all even while a cell is busy."""
+        if not self.tab_seen:
+            return
+        from comm import create_comm
+
+        create_comm(target_name=TARGET, data=message).close()
+
     # ------------------------------------------------------------------ answers
 
     def resolve(self, reply_to: str, ok: bool, result: Any, error: str | None) -> bool:

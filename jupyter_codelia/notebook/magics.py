@@ -215,6 +215,23 @@ class CodeliaMagics(Magics):
     @line_cell_magic
     def codelia(self, line: str, cell: str | None = None) -> Any:
         """Run one turn of the notebook's codelia agent; ``%codelia help`` lists the options."""
+        from . import _warmup
+
+        words = line.split(maxsplit=1)
+        if (cell is not None or not words or words[0] not in SUBCOMMANDS) and _warmup.running():
+            # The first run of a Run All: paint now and say what loads, before anything here
+            # waits for the warm-up's imports (the options need the configured provider).
+            loading = _warmup.Loading()
+            loading.show()
+            loading.wait()
+            try:
+                return self._codelia(line, cell, loading.display_id)
+            except BaseException:
+                loading.clear()
+                raise
+        return self._codelia(line, cell, None)
+
+    def _codelia(self, line: str, cell: str | None, display_id: str | None) -> Any:
         options = parse_options(line, self._configured_provider())
         first = options.rest.split(maxsplit=1)[0] if options.rest.strip() else ""
         if cell is None and first in SUBCOMMANDS and not options.given:
@@ -235,14 +252,12 @@ class CodeliaMagics(Magics):
                 "prompt. `%codelia help` lists options and subcommands."
             )
         try:
-            return self._run(options, prompt)
+            return self._start(options, prompt, display_id)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
 
-    def _run(self, options: MagicOptions, prompt: str) -> Any:
-        from . import _warmup
-
-        _warmup.wait()
+    def _start(self, options: MagicOptions, prompt: str, display_id: str | None) -> Any:
+        """Run the turn; its panel takes the output ``display_id`` shows (when given)."""
         nb = self.notebook_agent
         settings = nb.settings(
             model=options.model,
@@ -261,7 +276,9 @@ class CodeliaMagics(Magics):
         if options.demo:
             from .demo import run_demo
 
-            return run_demo(nb, settings, prompt or None, background=background)
+            return run_demo(
+                nb, settings, prompt or None, background=background, display_id=display_id
+            )
         if not api_key_configured(provider=settings.provider):
             raise UsageError(api_key_help(settings.provider))
         try:
@@ -272,7 +289,9 @@ class CodeliaMagics(Magics):
             raise UsageError(_session_error(exc, options.resume)) from None
         from .run.in_cell import run_with_panel
 
-        return run_with_panel(nb, agent, prompt, settings.model, background=background)
+        return run_with_panel(
+            nb, agent, prompt, settings.model, background=background, display_id=display_id
+        )
 
     def _subcommand(self, name: str, argument: str) -> Any:
         from . import _subcommands

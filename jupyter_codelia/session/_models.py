@@ -157,7 +157,8 @@ def summary_of(snapshot: dict[str, Any]) -> SessionSummary:
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str | None:
-    """The text of the newest user message (text parts joined), clipped for the list view."""
+    """What the person last typed: the newest user message with text of theirs (its text parts
+    joined, context blocks the agent added left out), clipped for the list view."""
     for message in reversed(messages):
         if message.get("role") != "user":
             continue
@@ -171,10 +172,13 @@ def last_user_text(messages: list[dict[str, Any]]) -> str | None:
                 if isinstance(part, dict)
                 and part.get("type") == "text"
                 and isinstance(part.get("text"), str)
+                and part.get("context") is None
             )
         else:
             continue
         text = text.strip()
+        if not text:
+            continue  # a reminder of the agent's own, or only images
         if len(text) > _SUMMARY_TEXT_LIMIT:
             text = text[: _SUMMARY_TEXT_LIMIT - 1] + "…"
         return text

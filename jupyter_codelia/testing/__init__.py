@@ -8,6 +8,10 @@
 ...     chat = AnthropicChat(base_url=server.url, api_key="test-key")
 ...     server.requests        # every request: .json, .headers (secrets redacted), .path
 
+``offline_demo(script)`` makes a notebook's ``%%codelia`` cells run on such a server when no
+API key is set (``by_prompt`` keys the turns by the prompt's words, ``play`` plays them in
+order; both stop honestly when a tool did not return what the script expects).
+
 ``python -m jupyter_codelia.testing --script script.json`` runs the same server in its own
 process and prints its URL (for a kernel in another process to reach).
 
@@ -15,7 +19,18 @@ process and prints its URL (for a kernel in another process to reach).
 ``server.url`` as ``OpenAIChat(base_url=...)``).
 """
 
-from ._offline import OFFLINE_API_KEY, OFFLINE_BANNER, by_prompt, last_tool_use_id, offline_demo
+from ._offline import (
+    OFFLINE_API_KEY,
+    OFFLINE_BANNER,
+    REAL_MODEL_HINT,
+    SeenResult,
+    by_prompt,
+    end_demo,
+    end_demo_if_superseded,
+    last_result,
+    offline_demo,
+    play,
+)
 from ._openai_server import ScriptedOpenAIServer
 from ._script import (
     Fault,
@@ -44,6 +59,7 @@ from ._server import RecordedRequest, ScriptedAnthropicServer, ScriptedServer, w
 __all__ = [
     "OFFLINE_API_KEY",
     "OFFLINE_BANNER",
+    "REAL_MODEL_HINT",
     "Fault",
     "Recorded",
     "RecordedRequest",
@@ -53,16 +69,20 @@ __all__ = [
     "ScriptedAnthropicServer",
     "ScriptedOpenAIServer",
     "ScriptedServer",
+    "SeenResult",
     "Turn",
     "by_prompt",
+    "end_demo",
+    "end_demo_if_superseded",
     "fault",
-    "last_tool_use_id",
+    "last_result",
     "load_recording",
     "load_script",
     "offline_demo",
     "parse_recording",
     "parse_script",
     "parse_turn",
+    "play",
     "recorded",
     "redacted_thinking",
     "refusal",

@@ -42,6 +42,10 @@ class ToolUseBlock(_Strict):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None  # None: the server numbers it (toolu_1, toolu_2, ...)
+    may_fail: bool = False
+    """The script expects this call may fail (a tool error, a denial) and goes on after it."""
+    expect: str | None = None
+    """Text the call's result must contain for the script to go on (see ``play``)."""
 
 
 class ThinkingBlock(_Strict):
@@ -340,10 +344,20 @@ def text(value: str) -> TextBlock:
 
 
 def tool_use(
-    name: str, input: dict[str, Any] | None = None, *, id: str | None = None
+    name: str,
+    input: dict[str, Any] | None = None,
+    *,
+    id: str | None = None,
+    may_fail: bool = False,
+    expect: str | None = None,
 ) -> ToolUseBlock:
-    """A tool call; its ``input`` is streamed as ``input_json_delta`` chunks."""
-    return ToolUseBlock(name=name, input=input or {}, id=id)
+    """A tool call; its ``input`` is streamed as ``input_json_delta`` chunks.
+
+    For offline demos (``by_prompt``, ``play``): ``may_fail`` says a failure is part of the
+    script; ``expect`` is text the result must contain, else the script stops with a note
+    saying what came back. The server never sends either to the client.
+    """
+    return ToolUseBlock(name=name, input=input or {}, id=id, may_fail=may_fail, expect=expect)
 
 
 def thinking(value: str, *, signature: str = "sig-scripted") -> ThinkingBlock:

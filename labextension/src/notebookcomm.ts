@@ -33,6 +33,8 @@ export interface NotebookRequests {
     action: Exclude<NotebookRequest['action'], 'ping'>,
     params: JSONObject
   ): JSONObject | Promise<JSONObject>;
+  /** A codelia widget output of this notebook finished: its final static bundle. */
+  outputFinished(modelId: string, data: JSONObject): void;
 }
 
 /** A `notebook.reply` before it is sent. */
@@ -129,6 +131,10 @@ export class NotebookComm implements IDisposable {
       }
     };
     const hello = msg.content.data as unknown as NotebookKernelMessage;
+    if (hello && hello.type === 'output.finished') {
+      this.requests.outputFinished(hello.model_id, hello.data as JSONObject);
+      return;
+    }
     if (hello && hello.type === 'hello') {
       void this.deliver(kernel, comm, {
         type: 'notebook.reply',

@@ -22,6 +22,12 @@ import {
 import { NotebookComm } from './notebookcomm';
 import { JSONObject } from './protocol';
 import { ReviewBadges } from './review';
+import {
+  Parked,
+  parkWidgetOutputs,
+  replaceWidgetOutputs,
+  restoreOutputs
+} from './staticoutputs';
 
 export class NotebookToolsHandler implements IDisposable {
   constructor(readonly panel: NotebookPanel) {
@@ -33,11 +39,17 @@ export class NotebookToolsHandler implements IDisposable {
     this.badges = new ReviewBadges(() => panel.content.widgets, this.actions);
     this.comm = new NotebookComm({
       path: () => panel.context.path,
-      serve: (action, params) => this.serve(action, params)
+      serve: (action, params) => this.serve(action, params),
+      outputFinished: (modelId, data) => {
+        const cells = panel.model?.cells;
+        if (cells) {
+          replaceWidgetOutputs(cells, modelId, data);
+        }
+      }
     });
     panel.sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     panel.context.ready.then(() => this.watchModel()).catch(() => undefined);
-    void panel.sessionContext.ready.then(() => this.comm.attach(this.kernel));
+    void panel.sessionContext.ready.then(() => this.attach(this.kernel));
   }
 
   readonly actions: NotebookActions;
@@ -61,7 +73,34 @@ export class NotebookToolsHandler implements IDisposable {
   }
 
   private onKernelChanged(): void {
-    this.comm.attach(this.kernel);
+    this.attach(this.kernel);
+  }
+
+  private attach(kernel: Kernel.IKernelConnection | null): void {
+    this.comm.attach(kernel);
+    if (kernel) {
+      void this.restoreParked(kernel);
+    }
+  }
+
+  /** Codelia widget outputs this notebook was saved with: finished or gone ones turn static. */
+  private async restoreParked(kernel: Kernel.IKernelConnection): Promise<void> {
+    try {
+      await this.panel.context.ready;
+      await this.panel.sessionContext.ready;
+      const model = this.panel.model;
+      if (!model) {
+        return;
+      }
+      const parked = this._parked;
+      this._parked = new Map();
+      const differ = await restoreOutputs(kernel, model.cells, parked);
+      if (differ === 0 && parked.size > 0 && !this._dirtyWhenParked) {
+        model.dirty = false; // every parked widget came back as it was loaded
+      }
+    } catch {
+      // the kernel or the notebook went away meanwhile
+    }
   }
 
   private async serve(
@@ -195,6 +234,8 @@ export class NotebookToolsHandler implements IDisposable {
     if (!model) {
       return;
     }
+    this._dirtyWhenParked = model.dirty;
+    this._parked = parkWidgetOutputs(model.cells);
     model.contentChanged.connect(() => this.scheduleBadges());
     this.panel.content.modelContentChanged.connect(() => this.scheduleBadges());
     this.scheduleBadges();
@@ -217,4 +258,7 @@ export class NotebookToolsHandler implements IDisposable {
   private readonly comm: NotebookComm;
   private _disposed = false;
   private _badgeFrame = 0;
+  /** Codelia widget outputs shown static since the notebook loaded, until the kernel says. */
+  private _parked: Parked = new Map();
+  private _dirtyWhenParked = false;
 }

@@ -123,6 +123,12 @@ export type NotebookRequest = {
   params: { [key: string]: unknown };
 };
 
+export type OutputFinished = {
+  type: 'output.finished';
+  model_id: string;
+  data: { [key: string]: unknown };
+};
+
 export type PermissionPreviewEvent = {
   seq?: number | null;
   type: 'permission.preview';
@@ -326,4 +332,4 @@ export type UsageEvent = {
 
 export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged | JobUpdated;
 
-export type NotebookKernelMessage = NotebookHello | NotebookRequest;
+export type NotebookKernelMessage = NotebookHello | NotebookRequest | OutputFinished;

@@ -78,9 +78,10 @@ async def test_resume_replaces_the_stored_system_prompt_and_lists_what_changed(
         "- Tools added: apply_patch, done, edit, glob, grep, pong, read,",
         "- Tools removed (do not call them): gone_tool.",
         f"- Today is {today} (the session was saved 2020-01-01).",
-        "continue",
     ):
         assert line in json.loads(last)["content"][0]["text"], line
+    # The reminder is a context block of its own: the prompt's block is what the person typed.
+    assert json.loads(last)["content"][1]["text"] == "continue"
     # Said once: the next turn carries no new reminder, and the snapshot records the context.
     await agent.run("and now?")
     assert sent_text(server).count("<system-reminder>") == 1

@@ -65,7 +65,10 @@ def test_codelia_cell_renders_text_cards_image_diff_and_todos(
     output = page.locator(".jp-OutputArea-output", has=page.locator(".codelia-static")).last
     output.wait_for()
     assert output.locator(".jupyter-widgets").count() == 0
-    assert output.locator("details summary", has_text="Arguments").count() == 3
+    assert output.locator("details summary", has_text="Arguments").count() == 2
+    # The python card shows its code whole (open), not folded behind a first line.
+    code = output.locator("details[open]", has=page.locator("summary", has_text="Code"))
+    assert code.count() == 1 and "ax.plot([1, 2, 3], [3, 1, 2])" in code.inner_text()
 
 
 def test_background_run_allow_button_and_stop_button(
@@ -114,11 +117,13 @@ def test_live_panel_prose_is_not_double_spaced_and_images_do_not_scroll_sideways
         "import base64, io, ipywidgets as w\n"
         "from PIL import Image\n"
         "from jupyter_codelia.notebook.ui import renderers\n"
+        "from jupyter_codelia.notebook.ui._kit import LIVE\n"
         "from jupyter_codelia.notebook.ui.panel import _images_of\n"
         "buf = io.BytesIO(); Image.new('RGB', (900, 60), 'navy').save(buf, 'PNG')\n"
         "url = 'data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode()\n"
         "prose = w.HTML(renderers.markdown_to_html('word ' * 200))\n"
-        "card = w.VBox([prose, *_images_of([{'type': 'image_url', 'image_url': {'url': url}}])],\n"
+        "image = {'type': 'image_url', 'image_url': {'url': url}}\n"
+        "card = w.VBox([prose, *_images_of(LIVE, [image])],\n"
         "              layout=w.Layout(width='320px', overflow='auto'))\n"
         "card.add_class('live-card')\n"
         "card",

@@ -432,3 +432,16 @@ def test_an_ollama_server_says_what_its_model_can_do() -> None:
         url = server.url
     gone = OpenAIChat("llama3", provider="ollama", base_url=url, api_key="x")
     assert gone.discover_capabilities().tools is None  # server down: no guess
+
+
+def test_a_context_block_starts_its_own_paragraph_in_plain_text_content() -> None:
+    """Chat Completions content that is all text goes as one string: the notebook outline must
+    not run on from the prompt's last word ("explain the dip.<notebook_outline>")."""
+    from jupyter_codelia.llm.messages import TextPart, context_block
+    from jupyter_codelia.llm.openai._chat_completions import _content
+
+    parts = [TextPart(text="explain the dip."), context_block("notebook_outline", "2 cells")]
+    assert _content(parts, images=True) == (
+        "explain the dip.\n\n<notebook_outline>\n2 cells\n</notebook_outline>"
+    )
+    assert _content([TextPart(text="a"), TextPart(text="b")], images=False) == "ab"

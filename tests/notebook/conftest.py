@@ -5,6 +5,11 @@ fake ANTHROPIC_API_KEY, and keeps its sessions and cache under a temporary JUPYT
 Tests about the agent take a ``provider`` argument and run once per provider: ``scripted(...)``
 makes that provider's server and ``start_kernel(url, provider=provider)`` configures the kernel
 for it (``JUPYTER_CODELIA_PROVIDER`` / ``_BASE_URL`` and ``OPENAI_API_KEY`` for OpenAI).
+
+The client executes with ``allow_stdin: false`` unless a test asks for stdin, and by default it
+renders widgets the way ipywidgets 8 front ends announce it, by opening the
+``jupyter.widget.control`` comm: the panels are live widgets it records. ``widgets=False`` makes
+it a headless client (nbclient-like), where codelia shows static output and opens no widget.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import queue
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +74,42 @@ class Kernel:
         self.widgets: dict[str, dict[str, Any]] = {}
         self.widget_buffers: dict[str, list[bytes]] = {}
         self.idle: set[str] = set()
+
+    def render_widgets(self) -> None:
+        """Announce a widget front end: the ipywidgets control comm (what Lab opens)."""
+        # Silent: the test's own cells keep their execution counts (Out[1] is theirs).
+        self.kc.execute_interactive("import ipywidgets", silent=True, timeout=60)
+        msg = self.kc.session.msg(
+            "comm_open",
+            {"comm_id": uuid.uuid4().hex, "target_name": "jupyter.widget.control", "data": {}},
+            metadata={"version": "1.0.0"},  # the control protocol jupyterlab_widgets speaks
+        )
+        self.kc.shell_channel.send(msg)
+        check = "any(c.target_name == 'jupyter.widget.control' for c in __import__('comm')" \
+            ".get_comm_manager().comms.values())"  # fmt: skip
+        reply = self.kc.execute_interactive(
+            "", silent=True, user_expressions={"open": check}, timeout=60
+        )
+        opened = reply["content"]["user_expressions"]["open"]
+        assert opened["data"]["text/plain"] == "True", opened
+
+    def displayed(self, execution: Execution) -> list[dict[str, Any]]:
+        """The data of each output the cell shows at its end (display updates applied)."""
+        shown: list[dict[str, Any]] = []
+        by_id: dict[str, int] = {}
+        for m in self.iopub:
+            content = m["content"]
+            display_id = (content.get("transient") or {}).get("display_id")
+            if m["msg_type"] == "update_display_data":
+                if display_id in by_id:
+                    shown[by_id[display_id]] = content["data"]
+            elif m["msg_type"] in ("display_data", "execute_result") and (
+                m["parent_header"].get("msg_id") == execution.msg_id
+            ):
+                if display_id:
+                    by_id[display_id] = len(shown)
+                shown.append(content["data"])
+        return shown
 
     def _record(self, msg: dict[str, Any]) -> None:
         self.iopub.append(msg)
@@ -208,6 +250,7 @@ def start_kernel(codelia_home: Path, workspace: Path) -> Iterator[Callable[..., 
         *,
         api_key: str | None = "test-key",
         provider: str = "anthropic",
+        widgets: bool = True,
         **env: str,
     ) -> Kernel:
         environ = {
@@ -232,6 +275,8 @@ def start_kernel(codelia_home: Path, workspace: Path) -> Iterator[Callable[..., 
         km.start_kernel(env=environ, cwd=str(workspace))
         kernel = Kernel(km)
         started.append(kernel)
+        if widgets:
+            kernel.render_widgets()
         return kernel
 
     yield start

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use, usage
@@ -17,7 +18,9 @@ def test_budget_ends_a_turn_at_its_limit_and_the_meter_shows_it(start_kernel: An
         kernel.execute("%load_ext jupyter_codelia")
         kernel.execute("%config Codelia.max_cost_per_run = 0.50")
         config = kernel.execute("%codelia config").stream_text()
-        assert "max_cost_per_run 0.5" in config
+        assert re.search(
+            r"^max_cost_per_run +0\.5 +%config Codelia.max_cost_per_run$", config, re.M
+        )
         assert "%config Codelia.max_cost_per_run" in config
         bad = kernel.execute("%%codelia --max-cost cheap\nhello")
         assert bad.status == "error"

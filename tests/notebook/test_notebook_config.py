@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,7 @@ def test_describe_settings_never_shows_the_key(home: Path, monkeypatch: pytest.M
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-very-secret")
     text = describe_settings(resolve_settings(None, {}))
     assert "sk-ant-very-secret" not in text
-    assert "api key         set" in text
+    assert re.search(r"^api key +set +\$ANTHROPIC_API_KEY$", text, re.M)
     assert api_key_configured({"ANTHROPIC_API_KEY": " "}) is False
     assert api_key_configured({"ANTHROPIC_AUTH_TOKEN": "t"}) is True
 
@@ -191,7 +192,12 @@ def test_home_from_the_trait_beats_the_environment(home: Path, tmp_path: Path) -
     # The config file is the one in that home.
     assert settings.config_path == shared / "config.json"
     assert settings.model == "claude-opus-5-5"
-    assert f"home            {shared}" in describe_settings(settings)
+    table = describe_settings(settings)
+    assert re.search(rf"^home +{re.escape(str(shared))} +%config Codelia.home$", table, re.M)
+    # Every row's value starts in the same column, however long the values are.
+    header, *rows = table.splitlines()
+    start = header.index("value")
+    assert all(row[start - 2 : start] == "  " and row[start] != " " for row in rows), table
 
 
 def test_home_from_the_environment(home: Path, tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def test_openai_provider_runs_a_tool_turn_with_a_plot(start_kernel: Any) -> None
         assert image_turn["content"][1]["type"] == "image_url"
         assert server.requests[0].headers["authorization"] == "[redacted]"
         config = kernel.execute("%codelia config").stream_text()
-        assert "($OPENAI_API_KEY)" in config
+        assert "$OPENAI_API_KEY" in config
         assert OPENAI_KEY not in json.dumps(kernel.iopub, default=str)
 
 

@@ -110,11 +110,15 @@ def test_keys_come_from_each_providers_variable_and_are_never_shown(
     assert api_key_configured({"OPENAI_API_KEY": OPENAI_KEY}, provider="openai")
     assert api_key_configured({}, provider="ollama")  # local servers need none
     assert "OPENROUTER_API_KEY" in api_key_help("openrouter")
+    # A newcomer without an Anthropic key learns every other way in, not only Anthropic's.
+    anthropic = api_key_help("anthropic")
+    assert "ANTHROPIC_API_KEY" in anthropic and "OPENAI_API_KEY" in anthropic
+    assert "OPENROUTER_API_KEY" in anthropic and "'ollama:qwen3-coder'" in anthropic
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     traits = Codelia()
     traits.provider = "openai"
     text = describe_settings(resolve_settings(traits))
-    assert "($OPENAI_API_KEY)" in text
+    assert "$OPENAI_API_KEY" in text
     assert OPENAI_KEY not in text
 
 

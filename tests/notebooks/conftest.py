@@ -69,10 +69,13 @@ def offline_env(home: Path) -> dict[str, str]:
 
 
 def execute_notebook(name: str, tmp_path: Path, timeout: int = 240) -> ExecutedNotebook:
+    """Run ``name`` from a copy of notebooks/; notebooks run in one ``tmp_path`` share a home,
+    as the demos of one person do (cache and sessions)."""
     workdir = tmp_path / "notebooks"
-    shutil.copytree(NOTEBOOKS, workdir)
+    if not workdir.exists():
+        shutil.copytree(NOTEBOOKS, workdir)
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     nb = nbformat.read(workdir / name, as_version=4)
     client = NotebookClient(
         nb,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_codelia.llm import UserMessage
+from jupyter_codelia.llm import ToolMessage, UserMessage
 from jupyter_codelia.llm.anthropic import AnthropicChat
-from jupyter_codelia.testing._offline import _end_demo
+from jupyter_codelia.testing import end_demo
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -25,7 +25,7 @@ def no_credentials() -> Iterator[None]:
     saved = {name: os.environ.pop(name) for name in (*VARIABLES, "JUPYTER_CODELIA_APPROVAL_MODE")
              if name in os.environ}  # fmt: skip
     yield
-    _end_demo()  # stop the server the example started
+    end_demo()  # stop the server the example started
     for name in (*VARIABLES, "JUPYTER_CODELIA_APPROVAL_MODE"):
         os.environ.pop(name, None)
     os.environ.update(saved)
@@ -38,9 +38,22 @@ def test_readme_offline_demo_example_runs(no_credentials: None) -> None:
     namespace: dict[str, Any] = {}
     exec(compile(code.group(1), "README", "exec"), namespace)
     chat = AnthropicChat(model="claude-sonnet-5-5")  # the URL and the fake key come from env
-    completion = asyncio.run(chat.ainvoke([UserMessage(content="explain the dip in `sales`")]))
-    assert completion.messages[0].content == "Plotting first."
-    assert completion.messages[1].tool_calls[0].function.name == "python"
+    prompt = UserMessage(content="explain the dip in `sales`")
+    completion = asyncio.run(chat.ainvoke([prompt]))
+    assert completion.messages[0].content == "Checking."
+    (call,) = completion.messages[1].tool_calls
+    assert call.function.name == "python"
+
+    def answer_after(result: str) -> str:
+        shown = ToolMessage(tool_call_id=call.id, tool_name="python", content=result)
+        reply = asyncio.run(chat.ainvoke([prompt, *completion.messages, shown]))
+        return str(reply.messages[0].content)
+
+    # The answer depends on what the tool returned; a result without what the call expects
+    # ends the script with what came back instead.
+    assert answer_after("revenue -37% in June") == "Revenue fell 37% in June."
+    stopped = answer_after("NameError: name 'check' is not defined")
+    assert "the script expected `python` to return '%'" in stopped and "NameError" in stopped
 
 
 def test_readme_screenshot_and_notebook_links_resolve() -> None:

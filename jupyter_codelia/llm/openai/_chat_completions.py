@@ -57,7 +57,8 @@ def _content(content: str | Sequence[Any] | None, images: bool) -> str | list[Ap
         return _text_only(content)
     parts = [_part(p) for p in content]
     if all(p["type"] == "text" for p in parts):
-        return "".join(p["text"] for p in parts)  # plain text: the form every server accepts
+        # Plain text, the form every server accepts.
+        return _joined(content, [p["text"] for p in parts])
     return parts
 
 
@@ -65,7 +66,20 @@ def _text_only(content: str | Sequence[Any] | None) -> str:
     if content is None or isinstance(content, str):
         return content or ""
     parts: Sequence[Any] = content
-    return "".join(part.text if part.type == "text" else part_placeholder(part) for part in parts)
+    return _joined(
+        parts, [part.text if part.type == "text" else part_placeholder(part) for part in parts]
+    )
+
+
+def _joined(content: Sequence[Any], texts: list[str]) -> str:
+    """The parts' texts as one string; a context block the agent added (a notebook outline)
+    starts a paragraph of its own instead of running on from the prompt's last word."""
+    pieces: list[str] = []
+    for part, text in zip(content, texts, strict=True):
+        if pieces and getattr(part, "context", None) is not None:
+            pieces.append("\n\n")
+        pieces.append(text)
+    return "".join(pieces)
 
 
 def _images(content: str | Sequence[Any] | None) -> list[ImagePart]:

@@ -42,6 +42,8 @@ class LiveRun:
     mode: Literal["blocking", "background"]
     streamed: StreamedText = field(default_factory=StreamedText)
     """What panels were sent of the reply in progress (a panel joining mid-run replays it)."""
+    demo: bool = False
+    """A scripted stand-in answers (the offline demo): the run's usage is never priced."""
 
     def cancel(self, reason: str) -> None:
         self.signal.cancel(reason)

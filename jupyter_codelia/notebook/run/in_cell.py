@@ -4,7 +4,6 @@ can call it too)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError
@@ -14,16 +13,28 @@ if TYPE_CHECKING:
 
 
 def run_with_panel(
-    nb: NotebookAgent, agent: Any, prompt: str, model: str, *, background: bool
+    nb: NotebookAgent,
+    agent: Any,
+    prompt: str,
+    model: str,
+    *,
+    background: bool,
+    display_id: str | None = None,
 ) -> Any:
-    """Show a panel in the cell output and run the turn blocking or in the background."""
-    from IPython.display import display
+    """Show a panel in the cell output and run the turn blocking or in the background.
 
+    The panel is live widgets where the cell's front end renders them, else static output
+    (nbclient, papermill: see ``ui/_viewer``); call this on the cell's own thread. With
+    ``display_id`` (an output this cell shows) the panel replaces that output.
+    """
     from ..notebook_tools.cell_tools import revert_edit
-    from ..ui import _static
+    from ..ui._kit import kit_for
+    from ..ui._viewer import renders_widgets
+    from ..ui.job_cards import JobCards
     from ..ui.panel import RunPanel
 
     mode: Literal["blocking", "background"] = "background" if background else "blocking"
+    kit = kit_for(renders_widgets(nb.shell))
 
     def stop() -> None:
         if nb.active is not None:
@@ -41,31 +52,32 @@ def run_with_panel(
         demo=nb.is_demo(agent),
         on_undo=nb.undo.undo,
         on_revert=lambda edit_id: revert_edit(nb.frontend, edit_id),
+        kit=kit,
     )
-    panel.show()
+    panel.show(display_id)
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.
-    from ..ui.job_cards import JobCards
-
-    job_cards = JobCards(nb.jobs)
-    jobs_display = uuid.uuid4().hex
-    display(job_cards.box, display_id=jobs_display)
+    job_cards = JobCards(nb.jobs, kit)
+    job_cards.show(until_jobs=not background)
+    unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
     if background:
         handle = nb.start_background(agent, prompt, panel)
-        handle.add_done_callback(lambda _handle: job_cards.stop_following())
+
+        def finished(_handle: Any) -> None:
+            unsubscribe()
+            job_cards.turn_ended(cell_running=False)
+
+        handle.add_done_callback(finished)
         return handle
     try:
         result = nb.run_blocking(agent, prompt, panel)
     finally:
-        job_cards.stop_following()
-        if job_cards.empty:
-            # No job to follow: the empty box would stay a live widget and, saved, a
-            # "VBox(...)" line in nbconvert and GitHub.
-            _static.display_static(jobs_display, {"text/plain": ""})
-            _static.close_tree(job_cards.box)
+        unsubscribe()
+        job_cards.turn_ended(cell_running=True)
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
         # and the result stays available as notebook_agent(get_ipython()).last_result.
         raise UsageError(f"codelia run failed: {result.error}")
+    result.panel_shown = True  # the panel above is the cell's output: no Out line repeating it
     return result
 
 

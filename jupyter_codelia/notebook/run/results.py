@@ -1,4 +1,9 @@
-"""What a ``%%codelia`` cell returns: the result of a turn and the handle of a background run."""
+"""What a ``%%codelia`` cell returns: the result of a turn and the handle of a background run.
+
+The cell's panel is its output, so the value a ``%%codelia`` cell returns shows nothing under
+it (it is still ``_``, ``Out[n]`` and the cell's value); shown anywhere else it is one readable
+line, never a raw dataclass repr nor a status that goes stale in a saved notebook.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import CodeliaError
+from ..ui.renderers import escape, format_tokens
 
 if TYPE_CHECKING:
     import asyncio
@@ -26,6 +32,32 @@ class RunResult:
     run_id: str
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    panel_shown: bool = field(default=False, repr=False, compare=False)
+    """The run's panel is on screen in the cell that returned this: showing it there again
+    would repeat the panel (the first display is skipped)."""
+
+    def summary(self) -> str:
+        """One line: status, tokens, session, and where the answer is."""
+        tokens = (
+            f"{format_tokens(self.usage.get('input_tokens', 0))} in / "
+            f"{format_tokens(self.usage.get('output_tokens', 0))} out"
+        )
+        error = f": {self.error}" if self.error else ""
+        return (
+            f"codelia run {self.status}{error} · {tokens} · session {self.session_id[:8]} · "
+            f"the answer is .final_text ({len(self.final_text):,} characters)"
+        )
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        if self.panel_shown:
+            self.panel_shown = False  # `result` in a later cell shows the summary
+            return
+        display(
+            {"text/plain": self.summary(), "text/html": f"<code>{escape(self.summary())}</code>"},
+            raw=True,
+        )
 
     def __repr__(self) -> str:
         text = self.final_text if len(self.final_text) <= 60 else self.final_text[:59] + "…"
@@ -110,3 +142,10 @@ class RunHandle:
 
     def __repr__(self) -> str:
         return f"<RunHandle {self.run_id} session={self.session_id} {self.status}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # A displayed handle is saved with the notebook: say nothing that goes stale.
+        printer.text(
+            f"codelia background run {self.run_id[:8]} (session {self.session_id[:8]}): its "
+            "panel shows how it goes; `await` the handle for the result."
+        )

@@ -31,6 +31,7 @@ from ..._redact import redact_secrets
 from ..._text import describe_exc
 from ...agent import Approvals
 from ...agent import events as ev
+from ...llm.messages import TextPart, context_block
 from ...standard_tools.jobs import JobRegistry
 from ...wire import RunStarted, status_message
 from ..config import ConfigError, Settings, tool_output_dir
@@ -96,7 +97,14 @@ class NotebookAgent:
     # ------------------------------------------------------------------ configuration
 
     def settings(self, **overrides: Any) -> Settings:
-        return self._settings_source().with_overrides(**overrides)
+        from ...testing import end_demo_if_superseded
+
+        settings = self._settings_source()
+        # An offline demo hands over to a real model once one is set up, taking back the
+        # approval mode and endpoint it set: read the settings again without them.
+        if end_demo_if_superseded(settings.provider):
+            settings = self._settings_source()
+        return settings.with_overrides(**overrides)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self.listeners.append(listener)
@@ -413,6 +421,7 @@ class NotebookAgent:
             source=source,
             signal=CancelSignal(),
             mode=mode,
+            demo=self.is_demo(agent),
         )
         self.active = run
         self.last_agent = agent
@@ -422,7 +431,7 @@ class NotebookAgent:
             session_id=run.session_id,
             prompt=redact_secrets(prompt),  # masked like the agent's own user-message event
             source=source,
-            demo=self.is_demo(agent),
+            demo=run.demo,
         )
         self.broadcast(started.dump())
         self.broadcast(status_message(run.run_id, "running"))
@@ -439,10 +448,19 @@ class NotebookAgent:
         try:
             outline = await self._changed_outline(agent)
             mcp_tools = await asyncio.to_thread(self._mcp_tools)
-            notices = (self.jobs.turn_notice(), self.mcp_servers().turn_notice())
-            context = [block for block in (outline, *notices) if block is not None]
+            context = [] if outline is None else [outline]
+            notices = (
+                ("background_jobs", self.jobs.turn_notice()),
+                ("mcp_servers", self.mcp_servers().turn_notice()),
+            )
+            context += [context_block(kind, text) for kind, text in notices if text is not None]
             async for event in agent.run_stream(
-                prompt, signal=run.signal, run_id=run.run_id, context=context, tools=mcp_tools
+                prompt,
+                signal=run.signal,
+                run_id=run.run_id,
+                context=context,
+                tools=mcp_tools,
+                priced=not run.demo,
             ):
                 if isinstance(event, ev.FinalEvent):
                     final = event.content
@@ -459,7 +477,7 @@ class NotebookAgent:
             return "cancelled", final, None
         return "completed", final, None
 
-    async def _changed_outline(self, agent: Agent) -> str | None:
+    async def _changed_outline(self, agent: Agent) -> TextPart | None:
         """The live notebook outline block, when a tab answers and it changed since last turn."""
         from ..notebook_tools.cell_tools import NotebookContext, outline_for_turn
 
@@ -467,7 +485,7 @@ class NotebookAgent:
         if outline is None or self._outlines.get(agent.session_id) == outline:
             return None
         self._outlines[agent.session_id] = outline
-        return f"<notebook_outline>\n{outline}\n</notebook_outline>"
+        return context_block("notebook_outline", outline)
 
     def _result(
         self, agent: Agent, run: LiveRun, before: tuple[int, int, float | None], outcome: Any
@@ -475,8 +493,8 @@ class NotebookAgent:
         status, final, error = outcome
         usage = agent.usage
         cost = (
-            None
-            if usage.cost_usd is None or before[2] is None
+            None  # a demo's usage has no price; an unknown model's none we know
+            if run.demo or usage.cost_usd is None or before[2] is None
             else round(usage.cost_usd - before[2], 6)
         )
         return RunResult(

@@ -1,9 +1,16 @@
-"""A finished panel as static output: its widget tree as HTML, and closing that tree.
+"""Codelia's cell output in static form: a widget tree as HTML, live widgets with a static twin.
 
 While a run goes, the panel is live ipywidgets; once it ends, the cell keeps a plain rich output
 instead (HTML, the first image as ``image/png``, a markdown and a text fallback) that a saved
 notebook, ``nbconvert``, GitHub, VS Code and a restarted kernel all render, and every widget of
 the panel is closed so a long session does not pile up live models in the kernel.
+
+Every live widget codelia shows (:func:`show`) carries its static form in the same display data
+(``text/html`` and ``text/plain`` beside the widget view, marked in the output's metadata), so a
+file saved mid-run, or whose widgets are gone, still reads. A widget that finishes after its cell
+(a background run, job cards) cannot be replaced by display id in JupyterLab: its final bundle
+is kept (``_finals``) and announced to the notebook tabs, whose jupyter-codelia extension swaps
+it in (and asks for it again when a notebook is reopened).
 
 The conversion walks the widget tree generically (boxes, HTML, images, accordions), so new kinds
 of cards made of those widgets become static without changes here. Inputs (buttons, text boxes)
@@ -13,6 +20,7 @@ are dropped: their outcome is already written next to them.
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +28,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from . import renderers
+from ._finals import FINALS
+from ._kit import WidgetKit
 
 _LAYOUT_STYLES = ("border", "padding", "margin", "max_width", "width")
 
@@ -42,6 +52,9 @@ def _hidden(widget: widgets.Widget) -> bool:
     return layout is not None and (layout.display == "none" or layout.visibility == "hidden")
 
 
+_PLAIN_BOX = "box-sizing:border-box"
+
+
 def _box_style(widget: widgets.Widget) -> str:
     layout = widget.layout
     styles = [
@@ -53,7 +66,7 @@ def _box_style(widget: widgets.Widget) -> str:
         styles.append("display:flex;flex-wrap:wrap;gap:4px;align-items:center")
     # A full-width box counts its padding and border in its width, so the output area never
     # scrolls sideways by a few pixels.
-    styles.append("box-sizing:border-box")
+    styles.append(_PLAIN_BOX)
     return ";".join(styles)
 
 
@@ -83,7 +96,10 @@ def _html(widget: widgets.Widget, images: list[tuple[str, bytes]]) -> str:
         inner = "".join(_html(child, images) for child in widget.children)
         if not inner:
             return ""
-        return f'<div class="{classes}" style="{_box_style(widget)}">{inner}</div>'
+        style = _box_style(widget)
+        if not classes and style == _PLAIN_BOX:
+            return inner  # a box that only groups (the panel's row blocks): no wrapper needed
+        return f'<div class="{classes}" style="{style}">{inner}</div>'
     if isinstance(widget, widgets.HTML):
         return str(widget.value)
     if isinstance(widget, widgets.Label):
@@ -130,7 +146,53 @@ def mime_bundle(static: StaticPanel, *, markdown: str, plain: str) -> dict[str, 
 
 
 def display_static(display_id: str, bundle: dict[str, Any]) -> None:
-    """Replace the output shown under ``display_id`` with ``bundle``."""
+    """Replace the output shown under ``display_id`` with ``bundle`` (its cell is running)."""
     from IPython.display import update_display
 
     update_display(bundle, raw=True, display_id=display_id)
+
+
+def display_static_later(display_id: str, bundle: dict[str, Any]) -> None:
+    """Replace the output under ``display_id`` after its cell finished.
+
+    Sent from a thread of its own, so ipykernel files the update under the request running now
+    rather than the long-finished cell: a client that follows one cell at a time (nbclient,
+    papermill) then still applies it to the output it belongs to.
+    """
+    sender = threading.Thread(
+        target=display_static, args=(display_id, bundle), name="codelia-static", daemon=True
+    )
+    sender.start()
+    sender.join()
+
+
+OUTPUT_METADATA = "jupyter_codelia"
+"""The key of a codelia output's metadata: ``{"fallback": true}`` says its ``text/html`` is the
+static form of the widget view beside it (shown when the widget is gone)."""
+
+
+def show(
+    root: widgets.Widget,
+    kit: WidgetKit,
+    bundle: dict[str, Any],
+    *,
+    display_id: str,
+    replace: bool = False,
+) -> None:
+    """Display ``root`` live with ``bundle`` (its static form now) in the same display data,
+    or, where no front end renders widgets, ``bundle`` alone; ``replace``: in place of the
+    output this cell shows under ``display_id``."""
+    from IPython.display import display, update_display
+
+    metadata: dict[str, Any] = {}
+    data = bundle
+    if kit.live:
+        data = dict(root._repr_mimebundle_())
+        data["text/plain"] = bundle.get("text/plain", "")
+        data["text/html"] = bundle.get("text/html", "")
+        metadata = {OUTPUT_METADATA: {"fallback": True}}
+        FINALS.showing(root.model_id)
+    if replace:
+        update_display(data, raw=True, metadata=metadata, display_id=display_id)
+    else:
+        display(data, raw=True, metadata=metadata, display_id=display_id)

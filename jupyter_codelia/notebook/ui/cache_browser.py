@@ -6,10 +6,15 @@ one entry by offset and limit, greps it (literal or regex, with context lines), 
 character window of one long line, and shows the images of entries stored as typed parts.
 Every view is produced by the store's own readers, so the person sees exactly the text the
 model would get.
+
+Its display data carries a static twin (:func:`static_bundle`: the entry table and the selected
+entry's first page), which is all that is shown where no front end renders widgets, and what a
+saved notebook keeps.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import ipywidgets as widgets
@@ -17,6 +22,8 @@ import ipywidgets as widgets
 from . import renderers
 
 PAGE_LINES = 200
+STATIC_ROWS = 50
+"""Entries listed by the static form (the newest of the browsing kernel's first)."""
 
 # The entry list is a <select>: a monospace font lines its padded columns up (theme-aware).
 _STYLE = (
@@ -100,9 +107,11 @@ class CacheBrowser:
         self.refresh()
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from . import _static
+        from ._kit import LIVE
 
-        display(self.widget)
+        bundle = static_bundle(self.store, self.ref_id, entries=self.entries)
+        _static.show(self.widget, LIVE, bundle, display_id=uuid.uuid4().hex)
 
     # ------------------------------------------------------------------ actions
 
@@ -210,6 +219,55 @@ class CacheBrowser:
                 )
             )
         self.images.children = tuple(images)
+
+
+def static_bundle(
+    store: Any, ref_id: str | None = None, *, entries: list[Any] | None = None
+) -> dict[str, str]:
+    """The cache as static output: a table of its entries (and the first page of ``ref_id``)."""
+    origin = getattr(store, "origin", None)
+    entries = ordered_entries(store) if entries is None else entries
+    if not entries:
+        empty = "codelia tool-output cache: empty (tool outputs appear here after a run)."
+        return {"text/plain": empty, "text/html": f"<p>{renderers.escape(empty)}</p>"}
+    columns = (
+        renderers.Column("saved", keep=True),
+        renderers.Column("tool", keep=True),
+        renderers.Column("size", keep=True),
+        renderers.Column("lines", keep=True),
+        renderers.Column("ref", code=True, keep=True),
+        renderers.Column("whose"),
+    )
+    rows = [
+        (
+            e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            e.tool_name + (" [error]" if e.is_error else ""),
+            _size(e.size_bytes),
+            f"{e.line_count}",
+            e.ref_id,
+            _kinship(e, origin)[1] + (" [images]" if e.has_parts else ""),
+        )
+        for e in entries[:STATIC_ROWS]
+    ]
+    more = len(entries) - STATIC_ROWS
+    after = (
+        f"… and {more} older entries. " if more > 0 else ""
+    ) + "Read one with <code>%codelia cache REF</code> in a live notebook."
+    bundle = renderers.table_bundle(
+        columns,
+        rows,
+        before=f"codelia tool-output cache: {len(entries)} "
+        + ("entry" if len(entries) == 1 else "entries"),
+        after=after,
+    )
+    if ref_id is not None:
+        try:
+            page = store.read(ref_id, 0, PAGE_LINES)
+        except Exception as exc:  # the store's typed errors carry actionable messages
+            page = str(exc).strip("'\"")
+        bundle["text/html"] += f"<p><b>{renderers.escape(ref_id)}</b></p>" + renderers.pre(page)
+        bundle["text/plain"] += f"\n\n{ref_id}:\n{page}"
+    return bundle
 
 
 def ordered_entries(store: Any) -> list[Any]:

@@ -3,40 +3,109 @@ a Stop button) below the panel of the turn that started it.
 
 Jobs outlive the turn whose panel shows them, so one daemon thread (:func:`watch`) keeps every
 live set of cards fresh while any job runs; the side panel's ``job.updated`` notices ride the
-same thread.
+same thread. Like the panel, the cards carry their static form in their display data, and once
+the last of their jobs ended they become that static output for good (``_static``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import weakref
-from typing import Protocol
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...standard_tools.jobs import Job, JobRegistry
+from ._finals import FINALS
+
+if TYPE_CHECKING:
+    from ._kit import WidgetKit
 
 REFRESH_SECONDS = 0.5
 _IDLE_ROUNDS = 4
 
 
 class JobCards:
-    """A VBox of job cards for one panel; refreshed every ``REFRESH_SECONDS`` while jobs run."""
+    """A VBox of job cards for one panel; refreshed every ``REFRESH_SECONDS`` while jobs run.
 
-    def __init__(self, registry: JobRegistry) -> None:
-        import ipywidgets as widgets
+    :meth:`show` displays it (live, or static where no front end renders widgets); after the
+    turn, :meth:`turn_ended` leaves nothing behind when no job started, and once the last job
+    ended the cards are replaced by their static form. A static box is shown only once it has
+    a card (:meth:`show` with ``until_jobs``: a headless notebook keeps no empty output).
+    """
+
+    def __init__(self, registry: JobRegistry, kit: WidgetKit | None = None) -> None:
+        from ._kit import LIVE
 
         self.registry = registry
-        self.box = widgets.VBox([])
+        self.kit = kit or LIVE
+        self.box = self.kit.VBox([])
         self.box.add_class("codelia-jobs")
+        self.display_id = uuid.uuid4().hex
         self._cards: dict[str, _JobCard] = {}
         self._lock = threading.Lock()
-        self._unsubscribe = registry.subscribe(self.add)
+        self._final = False
+        self._shown = False
+        self._unsubscribe: Callable[[], None] | None = registry.subscribe(self.add)
+
+    def show(self, *, until_jobs: bool = False) -> None:
+        """Display the box now, or (``until_jobs``, a static box in a cell that still runs when
+        the turn ends) at the turn's end if a job started."""
+        from . import _static
+
+        if until_jobs and not self.kit.live:
+            return
+        self._shown = True
+        _static.show(self.box, self.kit, self.static_bundle(), display_id=self.display_id)
+
+    def static_bundle(self) -> dict[str, Any]:
+        """The cards as static output now (no visible output while there is none)."""
+        from . import _static
+
+        with self._lock:
+            jobs = [card.job for card in self._cards.values()]
+        if not jobs:
+            return {"text/plain": ""}
+        lines = "\n".join(job.status_line() for job in jobs)
+        static = _static.to_static(self.box)
+        return _static.mime_bundle(static, markdown=f"```\n{lines}\n```", plain=lines)
+
+    def turn_ended(self, *, cell_running: bool) -> None:
+        """The turn is over: later jobs get the next panel's cards; with none started here,
+        the empty box goes (a live one would be saved as a ``VBox(...)`` line)."""
+        from . import _static
+
+        self.stop_following()
+        publish = _static.display_static if cell_running else _static.display_static_later
+        if self.empty:
+            self._final = True
+            if self._shown:
+                publish(self.display_id, {"text/plain": ""})
+            _static.close_tree(self.box)
+        elif not self._shown:
+            self._shown = True
+            _static.show(self.box, self.kit, self.static_bundle(), display_id=self.display_id)
+        elif not self.kit.live:
+            publish(self.display_id, self.static_bundle())
+
+    def _finish(self) -> None:
+        """The last job ended: its static form replaces the cards for good."""
+        from . import _static
+
+        self._final = True
+        bundle = self.static_bundle()
+        _static.display_static_later(self.display_id, bundle)
+        if self.kit.live:
+            # The front ends swap it in; the widgets stay for those without jupyter-codelia.
+            FINALS.finished(self.box.model_id, bundle)
+        else:
+            _static.close_tree(self.box)
 
     def add(self, job: Job) -> None:
         with self._lock:
-            if job.job_id in self._cards:
+            if job.job_id in self._cards or self._final:
                 return
-            card = _JobCard(job)
+            card = _JobCard(job, self.kit)
             self._cards[job.job_id] = card
         self.box.children = (*self.box.children, card.box)
         watch(self)
@@ -49,35 +118,43 @@ class JobCards:
 
     def stop_following(self) -> None:
         """New jobs no longer get a card here (the next turn's panel shows them)."""
-        self._unsubscribe()
+        with self._lock:
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
+        watch(self)  # jobs that already ended: the next round makes the cards static
 
     def refresh(self) -> bool:
-        """Update every card; whether any job is still running."""
+        """Update every card; whether any job is still running (the last end makes them
+        static once the turn is over)."""
         with self._lock:
             cards = list(self._cards.values())
+            turn_over = self._unsubscribe is None
+        if self._final:
+            return False
         alive = False
         for card in cards:
             alive = card.refresh() or alive
+        if not alive and cards and turn_over:
+            self._finish()
         return alive
 
 
 class _JobCard:
-    def __init__(self, job: Job) -> None:
-        import ipywidgets as widgets
-
+    def __init__(self, job: Job, kit: WidgetKit) -> None:
         self.job = job
-        self.header = widgets.HTML()
-        self.lines = widgets.HTML()
-        self.progress = widgets.FloatProgress(
-            value=0, min=0, max=100, layout=widgets.Layout(display="none", width="60%")
+        self.header = kit.HTML()
+        self.lines = kit.HTML()
+        self.progress = kit.FloatProgress(
+            value=0, min=0, max=100, layout=kit.Layout(display="none", width="60%")
         )
-        self.stop_button = widgets.Button(
+        self.stop_button = kit.Button(
             description="Stop", icon="stop", button_style="warning", tooltip="Stop this job"
         )
         self.stop_button.on_click(lambda _b: job.stop())
-        self.box = widgets.VBox(
-            [widgets.HBox([self.header, self.stop_button]), self.progress, self.lines],
-            layout=widgets.Layout(border="1px dashed #1a73e8", margin="4px 0", padding="2px 6px"),
+        self.box = kit.VBox(
+            [kit.HBox([self.header, self.stop_button]), self.progress, self.lines],
+            layout=kit.Layout(border="1px dashed #1a73e8", margin="4px 0", padding="2px 6px"),
         )
         self.box.add_class("codelia-job-card")
         self._shown_end = -1
@@ -119,10 +196,14 @@ class Refreshing(Protocol):
 
 
 class _Ticker:
-    """One daemon thread refreshing every live set of cards while any job runs."""
+    """One daemon thread refreshing every live set of cards while any job runs.
+
+    It holds each set it watches until that set's last job has ended (the turn whose panel
+    showed the cards is long over by then, and nothing else keeps them).
+    """
 
     def __init__(self) -> None:
-        self._cards: weakref.WeakSet[Refreshing] = weakref.WeakSet()
+        self._cards: set[Refreshing] = set()
         self._rounds_left = _IDLE_ROUNDS
         self._running = False
         self._lock = threading.Lock()
@@ -141,9 +222,13 @@ class _Ticker:
             alive = False
             for cards in list(self._cards):
                 try:
-                    alive = cards.refresh() or alive
+                    running = cards.refresh()
                 except Exception:  # a closed widget must not end the refreshing of the others
-                    continue
+                    running = False
+                if not running:
+                    with self._lock:
+                        self._cards.discard(cards)
+                alive = alive or running
             with self._lock:
                 # A few rounds after the last job ended, so its end is drawn, then sleep until
                 # the next watch().

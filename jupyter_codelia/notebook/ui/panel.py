@@ -9,7 +9,9 @@ chunks so every update stays small.
 
 When the run ends (:meth:`finish`), a panel shown with :meth:`show` turns into static rich
 output (see ``_static``) and closes all its widgets, so the saved notebook keeps the run and
-the kernel keeps nothing of it.
+the kernel keeps nothing of it. Where no front end renders widgets (``kit=QUIET``, see
+``_kit``) the same panel is built on widgets that send nothing, and only its static output is
+displayed: at the start, and replaced by the final one at the end.
 
 The panel never touches the agent: Stop and approval clicks go to the callbacks it was given.
 """
@@ -17,6 +19,7 @@ The panel never touches the agent: Stop and approval clicks go to the callbacks 
 from __future__ import annotations
 
 import base64
+import queue
 import threading
 import time
 import uuid
@@ -29,6 +32,8 @@ import ipywidgets as widgets
 from ..._text import clip_chars
 from ...agent import events as ev
 from . import _static, renderers
+from ._finals import FINALS
+from ._kit import LIVE, WidgetKit
 
 FLUSH_INTERVAL = 0.05
 """Seconds between streamed-text widget updates (about 20 per second at most)."""
@@ -57,8 +62,9 @@ class _Rows:
     and the outer box changes only once per block (see bench/cell_panel.py).
     """
 
-    def __init__(self) -> None:
-        self.box = widgets.VBox([])
+    def __init__(self, kit: WidgetKit) -> None:
+        self._kit = kit
+        self.box = kit.VBox([])
         self._blocks: list[widgets.VBox] = []
 
     @property
@@ -67,7 +73,7 @@ class _Rows:
 
     def append(self, widget: widgets.Widget) -> None:
         if not self._blocks or len(self._blocks[-1].children) >= ROWS_PER_BLOCK:
-            block = widgets.VBox([])
+            block = self._kit.VBox([])
             self._blocks.append(block)
             self.box.children = (*self.box.children, block)
         last = self._blocks[-1]
@@ -94,6 +100,8 @@ class _ToolCard:
     status: str = "running"
     duration_ms: int | None = None
     approval_wait_ms: int | None = None
+    jobs: list[str] = field(default_factory=list)
+    """Background jobs this call started (the call returned; the job goes on)."""
     progress: str = ""
     """The latest progress or log line the running call reported (an MCP server's)."""
 
@@ -133,7 +141,9 @@ class RunPanel:
         flush_interval: float = FLUSH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         demo: bool = False,
+        kit: WidgetKit = LIVE,
     ) -> None:
+        self._kit = kit
         self.model = model
         self.session_id = session_id
         self.mode = mode
@@ -157,6 +167,7 @@ class RunPanel:
         self._cards: dict[str, _ToolCard] = {}
         self._approvals: dict[str, _ApprovalCard] = {}
         self._previews: dict[str, str] = {}
+        self._started_jobs: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._transcript: list[str] = []
         self._todos_markdown = ""
         """The run as markdown, for the static output's ``text/markdown`` fallback."""
@@ -164,18 +175,18 @@ class RunPanel:
         self._display_id: str | None = None
         self._frame: widgets.Output | None = None
 
-        self.header = widgets.HTML(value=self._header_html())
-        self.budget = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        self.header = self._kit.HTML(value=self._header_html())
+        self.budget = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
         self.budget.add_class("codelia-budget")
-        self.todos = widgets.HTML(value="", layout=widgets.Layout(display="none"))
-        self.body = _Rows()
-        self.error = widgets.HTML(value="", layout=widgets.Layout(display="none"))
-        self.stop_button = widgets.Button(
+        self.todos = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
+        self.body = _Rows(self._kit)
+        self.error = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
+        self.stop_button = self._kit.Button(
             description="Stop",
             icon="stop",
             button_style="danger",
             tooltip=self._stop_tooltip(),
-            layout=widgets.Layout(width="auto"),
+            layout=self._kit.Layout(width="auto"),
         )
         self.stop_button.on_click(self._stop_clicked)
         hint = (
@@ -183,22 +194,22 @@ class RunPanel:
             if mode == "blocking"
             else ""
         )
-        self.hint = widgets.HTML(
+        self.hint = self._kit.HTML(
             value=f'<span style="color:{renderers.MUTED};font-size:11px">{hint}</span>'
         )
-        footer = widgets.HBox([self.stop_button, self.hint])
+        footer = self._kit.HBox([self.stop_button, self.hint])
         children: list[widgets.Widget] = [self.header, self.budget]
         if prompt:
             children.append(
-                widgets.HTML(
+                self._kit.HTML(
                     value=f'<div style="color:var(--jp-ui-font-color2,#555);font-size:12px">▶ '
                     f"{renderers.escape(clip_chars(prompt, 300))}</div>"
                 )
             )
         children += [self.todos, self.body.box, self.error, footer]
-        self.widget = widgets.VBox(
+        self.widget = self._kit.VBox(
             children,
-            layout=widgets.Layout(
+            layout=self._kit.Layout(
                 border=f"1px solid {renderers.BORDER}", padding="4px 8px", width="100%"
             ),
         )
@@ -211,22 +222,28 @@ class RunPanel:
 
         display(self.widget)
 
-    def show(self) -> None:
-        """Display the live panel so that :meth:`finish` can replace it with static output.
+    def show(self, display_id: str | None = None) -> None:
+        """Display the panel so that :meth:`finish` can replace it with static output; with
+        ``display_id`` (an output of this cell, e.g. the first run's "loading" line) in its place.
 
         A blocking run replaces its output by display id while the cell is still executing. A
-        background run ends after its cell finished, when front ends no longer route output
-        updates to that cell, so its panel sits in an ``Output`` widget whose content is swapped.
+        background run ends after its cell finished, when JupyterLab no longer routes output
+        updates to that cell, so its live panel sits in an ``Output`` widget whose content is
+        swapped (and the notebook tabs are told to keep the static form, see ``_static``).
         """
-        from IPython.display import display
-
-        if self.mode == "blocking":
-            self._display_id = uuid.uuid4().hex
-            display(self.widget, display_id=self._display_id)
-        else:
-            self._frame = widgets.Output()
-            display(self._frame)
+        self._display_id = display_id or uuid.uuid4().hex
+        root: widgets.Widget = self.widget
+        if self.mode == "background" and self._kit.live:
+            self._frame = self._kit.Output()
             self._frame.append_display_data(self.widget)
+            root = self._frame
+        _static.show(
+            root,
+            self._kit,
+            self.static_bundle(),
+            display_id=self._display_id,
+            replace=display_id is not None,
+        )
 
     def _header_html(self) -> str:
         return renderers.header_html(
@@ -294,7 +311,7 @@ class RunPanel:
                 tool_card.status = "cancelled" if status == "cancelled" else "error"
                 tool_card.header.value = _card_header(tool_card)
         self.set_status(status)
-        if self._display_id is not None or self._frame is not None:
+        if self._display_id is not None:
             self._become_static()
 
     def static_bundle(self) -> dict[str, Any]:
@@ -311,11 +328,17 @@ class RunPanel:
 
     def _become_static(self) -> None:
         """Swap the live widgets for static output, close them all and drop their content."""
+        assert self._display_id is not None
         bundle = self.static_bundle()
-        if self._display_id is not None:
+        if self.mode == "blocking":
             _static.display_static(self._display_id, bundle)
+        else:  # the cell finished long ago (a client following one cell at a time gets it)
+            _static.display_static_later(self._display_id, bundle)
         if self._frame is not None:
             self._frame.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+        if self._kit.live:
+            root = self._frame if self._frame is not None else self.widget
+            FINALS.finished(root.model_id, bundle)
         _static.close_tree(self.widget)
         self.body.clear()
         self.widget.children = ()
@@ -337,7 +360,7 @@ class RunPanel:
                 self._final_text = event.content
             if event.citations:
                 self._append(
-                    widgets.HTML(
+                    self._kit.HTML(
                         value=renderers.citations_to_html([c.model_dump() for c in event.citations])
                     )
                 )
@@ -346,7 +369,7 @@ class RunPanel:
         elif isinstance(event, ev.ReasoningEvent):
             self._end_segment()
             self._append(
-                widgets.HTML(
+                self._kit.HTML(
                     value=f'<div style="color:{renderers.MUTED};font-style:italic;font-size:12px">'
                     f"{renderers.escape(clip_chars(event.content, 2000))}</div>"
                 )
@@ -413,7 +436,7 @@ class RunPanel:
         self._end_segment()
         self._transcript.append(f"_{text}_")
         self._append(
-            widgets.HTML(
+            self._kit.HTML(
                 value=f'<div style="color:{renderers.MUTED};font-size:12px">'
                 f"{renderers.escape(text)}</div>"
             )
@@ -426,7 +449,7 @@ class RunPanel:
         if segment is None:
             segment = self._segment = _TextSegment()
         if segment.live is None:
-            segment.live = widgets.HTML(value="")
+            segment.live = self._kit.HTML(value="")
             self._append(segment.live)
         segment.live_text += delta
         self._dirty = True
@@ -463,7 +486,7 @@ class RunPanel:
         segment.live.value = renderers.markdown_to_html(done)
         segment.sealed.append(segment.live)
         segment.sealed_text.append(done)
-        segment.live = widgets.HTML(value="")
+        segment.live = self._kit.HTML(value="")
         segment.live_text = rest
         self._append(segment.live)
 
@@ -478,7 +501,7 @@ class RunPanel:
         elif content.strip():
             if segment is not None:
                 self._remove_widgets(segment)
-            self._append(widgets.HTML(value=renderers.markdown_to_html(content)))
+            self._append(self._kit.HTML(value=renderers.markdown_to_html(content)))
         self._segment = None
         self._dirty = False
 
@@ -506,15 +529,16 @@ class RunPanel:
     def _tool_call(self, event: ev.ToolCallEvent) -> None:
         self._end_segment()
         summary = renderers.args_summary(event.tool, event.args)
-        header = widgets.HTML()
-        args_view = widgets.Accordion(
-            children=[widgets.HTML(value=renderers.args_html(event.tool, event.args))]
+        header = self._kit.HTML()
+        args_view = self._kit.Accordion(
+            children=[self._kit.HTML(value=renderers.args_html(event.tool, event.args))]
         )
-        args_view.set_title(0, "Arguments")
-        args_view.selected_index = None
-        box = widgets.VBox(
+        args_view.set_title(0, "Code" if _shows_code(event.args) else "Arguments")
+        # Code is what a person reads a python / shell card for: shown whole, not folded away.
+        args_view.selected_index = 0 if _shows_code(event.args) else None
+        box = self._kit.VBox(
             [header, args_view],
-            layout=widgets.Layout(
+            layout=self._kit.Layout(
                 border="1px solid var(--jp-border-color2,#e0e0e0)",
                 margin="4px 0",
                 padding="2px 6px",
@@ -536,34 +560,54 @@ class RunPanel:
             )
             card = self._cards[event.tool_call_id]
         card.status = "error" if event.is_error else "done"
+        card.jobs.extend(self._jobs_started_by(event.tool))
+        if card.jobs:
+            self._transcript.append(f"  (→ background job {', '.join(card.jobs)})")
         header_value = _card_header(card)
         card.header.value = header_value
         extra: list[widgets.Widget] = []
         diff = renderers.diff_of_result(event.tool, event.result)
         if diff is not None:
-            extra.append(widgets.HTML(value=renderers.diff_to_html(diff)))
+            extra.append(self._kit.HTML(value=renderers.diff_to_html(diff)))
             self._transcript.append(f"```diff\n{diff.rstrip()}\n```")
             revert = self._revert_row(event.result)
             if revert is not None:
                 extra.append(revert)
-        for image in _images_of(event.parts or []):
+        for image in _images_of(self._kit, event.parts or []):
             extra.append(image)
         text = clip_chars(event.result, MAX_RESULT_CHARS)
         if event.output_ref:
             text += f"\n\n[output ref: {event.output_ref}]"
-        result_view = widgets.Accordion(children=[widgets.HTML(value=renderers.pre(text))])
+        result_view = self._kit.Accordion(children=[self._kit.HTML(value=renderers.pre(text))])
         result_view.set_title(0, "Error" if event.is_error else "Result")
         result_view.selected_index = 0 if event.is_error else None
         if self._on_undo is not None and "\n[namespace]\n" in f"\n{event.result}":
             extra.append(self._undo_button(event.tool_call_id))
         card.box.children = (*card.box.children, *extra, result_view)
 
+    def job_started(self, job_id: str, kind: str) -> None:
+        """A background job of ``kind`` (``python``, ``shell``) began; called from any thread.
+
+        Tool calls run one at a time and a job is announced before its call returns, so the
+        next result of that tool is the call that started it (its card says so)."""
+        self._started_jobs.put((job_id, kind))
+
+    def _jobs_started_by(self, tool: str) -> list[str]:
+        started: list[str] = []
+        while True:
+            try:
+                job_id, kind = self._started_jobs.get_nowait()
+            except queue.Empty:
+                return started
+            if kind == tool:
+                started.append(job_id)
+
     def _undo_button(self, tool_call_id: str) -> widgets.Widget:
         """Undo what one python call did to the namespace; shows exactly what was restored."""
-        button = widgets.Button(
+        button = self._kit.Button(
             description="Undo", icon="undo", tooltip="Restore the variables this call changed"
         )
-        outcome = widgets.HTML(value="")
+        outcome = self._kit.HTML(value="")
         on_undo = self._on_undo
 
         def clicked(_button: Any) -> None:
@@ -577,11 +621,11 @@ class RunPanel:
         button.on_click(clicked)
         # The button lives only while the run does (a finished run becomes static output), so
         # the card also names the command that undoes this call afterwards.
-        later = widgets.HTML(
+        later = self._kit.HTML(
             value=f'<span style="font-size:11px;color:{renderers.MUTED}">Undo later with '
             f"<code>%codelia undo {renderers.escape(tool_call_id)}</code></span>"
         )
-        box = widgets.VBox([button, outcome, later])
+        box = self._kit.VBox([button, outcome, later])
         box.add_class("codelia-undo")
         return box
 
@@ -591,8 +635,8 @@ class RunPanel:
         if edit_id is None or self._on_revert is None:
             return None
         on_revert = self._on_revert
-        button = widgets.Button(description="Revert", icon="undo")
-        outcome = widgets.HTML(value="")
+        button = self._kit.Button(description="Revert", icon="undo")
+        outcome = self._kit.HTML(value="")
 
         def clicked(_button: Any) -> None:
             button.disabled = True
@@ -607,7 +651,7 @@ class RunPanel:
             threading.Thread(target=work, name="codelia-revert", daemon=True).start()
 
         button.on_click(clicked)
-        return widgets.HBox([button, outcome])
+        return self._kit.HBox([button, outcome])
 
     def _step_complete(self, event: ev.StepCompleteEvent) -> None:
         card = self._cards.get(event.step_id)
@@ -645,18 +689,20 @@ class RunPanel:
                 "Answer in the input box below "
                 "(y = allow, a = always allow, n or a reason = deny).</span>"
             )
-        message = widgets.HTML(value="".join(parts))
-        reason = widgets.Text(placeholder="Reason (optional, sent to the model on Deny)")
+        message = self._kit.HTML(value="".join(parts))
+        reason = self._kit.Text(placeholder="Reason (optional, sent to the model on Deny)")
         question = event.kind != "tool"
-        allow = widgets.Button(
+        allow = self._kit.Button(
             description="Accept" if question else "Allow", button_style="success"
         )
-        always = widgets.Button(description="Always allow", button_style="info")
-        deny = widgets.Button(description="Decline" if question else "Deny", button_style="danger")
+        always = self._kit.Button(description="Always allow", button_style="info")
+        deny = self._kit.Button(
+            description="Decline" if question else "Deny", button_style="danger"
+        )
         buttons = [allow, deny] if question else [allow, always, deny]
         # A form (an MCP server's elicitation): one text box per field, sent with Accept.
         inputs = {
-            name: widgets.Text(
+            name: self._kit.Text(
                 description=name,
                 placeholder=str(spec.get("description") or spec.get("type") or ""),
                 value="" if spec.get("default") is None else str(spec.get("default")),
@@ -669,10 +715,10 @@ class RunPanel:
                 button.tooltip = "Blocking run: answer at the input prompt."
             for box_input in inputs.values():
                 box_input.disabled = True
-        outcome = widgets.HTML(value="")
-        box = widgets.VBox(
-            [message, *inputs.values(), reason, widgets.HBox(buttons), outcome],
-            layout=widgets.Layout(
+        outcome = self._kit.HTML(value="")
+        box = self._kit.VBox(
+            [message, *inputs.values(), reason, self._kit.HBox(buttons), outcome],
+            layout=self._kit.Layout(
                 border="2px solid var(--jp-warn-color1,#e37400)", padding="4px", margin="4px 0"
             ),
         )
@@ -738,6 +784,11 @@ def _card_header(card: _ToolCard) -> str:
     if card.approval_wait_ms is not None:
         duration += f" (+ {renderers.format_duration(card.approval_wait_ms)} awaiting approval)"
     summary = f" <code>{renderers.escape(card.summary)}</code>" if card.summary else ""
+    if card.jobs:
+        summary += (
+            f' <b style="color:var(--jp-brand-color1,#1a73e8)">→ background job '
+            f"{renderers.escape(', '.join(card.jobs))}</b>"
+        )
     if card.status == "running" and card.progress:
         duration += f" · {renderers.escape(card.progress)}"
     return (
@@ -771,14 +822,18 @@ def _budget_html(event: ev.BudgetEvent) -> str:
     return f'<div style="font-size:11px;color:{colour}">budget: ' + " · ".join(parts) + "</div>"
 
 
-def _image_layout() -> widgets.Layout:
+def _shows_code(args: dict[str, Any]) -> bool:
+    return any(isinstance(args.get(key), str) for key in ("code", "command", "patch"))
+
+
+def _image_layout(kit: WidgetKit) -> widgets.Layout:
     # Natural size, never wider than the card: a flex column would otherwise stretch a small
     # plot to the full width. No margin: the widgets' default 2 px on each side on top of a
     # full-width image would overflow the card and show a horizontal scrollbar.
-    return widgets.Layout(max_width="100%", align_self="flex-start", height="auto", margin="0")
+    return kit.Layout(max_width="100%", align_self="flex-start", height="auto", margin="0")
 
 
-def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:
+def _images_of(kit: WidgetKit, parts: list[dict[str, Any]]) -> list[widgets.Image]:
     images = []
     for part in parts:
         if part.get("type") != "image_url":
@@ -789,7 +844,7 @@ def _images_of(parts: list[dict[str, Any]]) -> list[widgets.Image]:
         media, payload = url[5:].split(";base64,", 1)
         fmt = media.split("/", 1)[-1] or "png"
         images.append(
-            widgets.Image(value=base64.b64decode(payload), format=fmt, layout=_image_layout())
+            kit.Image(value=base64.b64decode(payload), format=fmt, layout=_image_layout(kit))
         )
     return images
 

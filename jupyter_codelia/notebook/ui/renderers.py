@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
@@ -178,17 +182,145 @@ def todos_to_markdown(todos: list[dict[str, Any]]) -> str:
 
 
 def args_summary(tool: str, args: dict[str, Any], *, limit: int = 90) -> str:
-    """A one-line summary of a call's arguments for the card header."""
-    for key in ("file_path", "path", "url", "query", "pattern", "name", "command"):
+    """A one-line summary of a call's arguments for the card header, in words (the card
+    body shows the arguments whole): what the call is about, never its JSON."""
+    special = _SUMMARIES.get(tool)
+    summary = special(args) if special is not None else None
+    if summary is None:
+        summary = _main_argument(args)
+    if summary is None:
+        code = args.get("code")
+        if isinstance(code, str) and code.strip():
+            lines = code.strip().splitlines()
+            more = f" (+{_count(lines[1:], 'line')})" if len(lines) > 1 else ""
+            summary = _one_line(lines[0], limit - len(more)) + more
+    return _one_line(summary if summary is not None else _key_values(args), limit)
+
+
+def _main_argument(args: dict[str, Any]) -> str | None:
+    for key in ("file_path", "url", "query", "pattern", "path", "name", "command", "job_id"):
         value = args.get(key)
         if isinstance(value, str) and value:
-            return _one_line(value, limit)
-    code = args.get("code")
-    if isinstance(code, str) and code.strip():
-        return _one_line(code.strip().splitlines()[0], limit)
-    if not args:
-        return ""
-    return _one_line(compact_json(args), limit)
+            where = args.get("path") if key == "pattern" else None
+            return f"{value} in {where}" if isinstance(where, str) and where else value
+    return None
+
+
+def _count(items: Any, noun: str) -> str:
+    number = len(items) if isinstance(items, list) else 0
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _todo_summary(args: dict[str, Any]) -> str | None:
+    todos = args.get("todos")
+    if not isinstance(todos, list):
+        return None
+    first = next((t.get("content") for t in todos if isinstance(t, dict)), None)
+    return _count(todos, "item") + (f": {first}" if isinstance(first, str) else "")
+
+
+def _todo_patch_summary(args: dict[str, Any]) -> str | None:
+    updates = args.get("updates")
+    if not isinstance(updates, list):
+        return None
+    changes = []
+    for update in updates:
+        if not isinstance(update, dict):
+            continue
+        change = "removed" if update.get("remove") else update.get("status") or "edited"
+        changes.append(f"{update.get('id', '?')} → {change}")
+    return ", ".join(changes) or None
+
+
+def _notebook_edit_summary(args: dict[str, Any]) -> str | None:
+    action = args.get("action")
+    if not isinstance(action, str):
+        return None
+    where = args.get("cell_id") or (
+        f"#{args['index']}" if isinstance(args.get("index"), int) else None
+    )
+    if action == "insert":
+        kind = args.get("cell_type") or "code"
+        place = f" {args.get('position') or 'after'} {where}" if where else ""
+        return f"insert a {kind} cell{place}"
+    return f"{action} {where}" if where else action
+
+
+def _cell_ids_summary(args: dict[str, Any]) -> str | None:
+    ids = args.get("cell_ids")
+    if not isinstance(ids, list) or not ids:
+        return None
+    return ("cell " if len(ids) == 1 else "cells ") + ", ".join(str(i) for i in ids)
+
+
+def _patch_summary(args: dict[str, Any]) -> str | None:
+    patch = args.get("patch")
+    if not isinstance(patch, str):
+        return None
+    files = [
+        line.split(":", 1)[1].strip()
+        for line in patch.splitlines()
+        if line.startswith(("*** Update File:", "*** Add File:", "*** Delete File:"))
+    ]
+    return ", ".join(files) or None
+
+
+def _cache_read_summary(args: dict[str, Any]) -> str | None:
+    ref = args.get("ref_id")
+    if not isinstance(ref, str):
+        return None
+    offset, limit = args.get("offset"), args.get("limit")
+    if isinstance(args.get("line_number"), int):
+        return f"{ref} line {args['line_number']}"
+    if isinstance(offset, int) and isinstance(limit, int):
+        return f"{ref} lines {offset + 1}–{offset + limit}"
+    if isinstance(offset, int):
+        return f"{ref} from line {offset + 1}"
+    return ref
+
+
+def _cache_grep_summary(args: dict[str, Any]) -> str | None:
+    ref, pattern = args.get("ref_id"), args.get("pattern")
+    if not isinstance(ref, str) or not isinstance(pattern, str):
+        return None
+    return f"{pattern} in {ref}"
+
+
+def _history_summary(args: dict[str, Any]) -> str | None:
+    last = args.get("last")
+    return f"last {last}" if isinstance(last, int) else None
+
+
+def _key_values(args: dict[str, Any]) -> str:
+    """Any other call: ``name: value`` pairs, lists and objects counted rather than dumped."""
+    pairs = []
+    for key, value in args.items():
+        if isinstance(value, list):
+            shown = _count(value, "item")
+        elif isinstance(value, dict):
+            shown = "{…}"
+        elif isinstance(value, str):
+            shown = " ".join(value.split())
+        else:
+            shown = compact_json(value)
+        pairs.append(f"{key}: {shown}")
+    return ", ".join(pairs)
+
+
+_SUMMARIES: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "todo_new": _todo_summary,
+    "todo_append": _todo_summary,
+    "todo_patch": _todo_patch_summary,
+    "notebook_edit": _notebook_edit_summary,
+    "notebook_run": _cell_ids_summary,
+    "notebook_read": _cell_ids_summary,
+    "kernel_history": _history_summary,
+    "apply_patch": _patch_summary,
+    "tool_output_cache": _cache_read_summary,
+    "tool_output_cache_line": _cache_read_summary,
+    "tool_output_cache_grep": _cache_grep_summary,
+}
+"""Summaries of the tools whose arguments say little one by one (lists, actions, refs)."""
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -358,6 +490,78 @@ def _value_html(value: Any) -> str:
     if isinstance(value, str):
         return pre(value) if "\n" in value else escape(value)
     return escape(compact_json(value))
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: ``code`` cells are monospace ids, ``keep`` cells never wrap (ids,
+    timestamps); the others (titles, prompts) wrap at word breaks."""
+
+    name: str
+    code: bool = False
+    keep: bool = False
+
+
+def table_bundle(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], *, before: str = "", after: str = ""
+) -> dict[str, str]:
+    """A table as a display bundle: HTML that stays left-aligned with unbroken ids and times
+    in every front end (JupyterLab right-aligns table cells by default), and the same table
+    as aligned plain text for the front ends that show only text."""
+    cell_style = "text-align:left;vertical-align:top;padding:2px 10px 2px 0"
+    head = "".join(
+        f'<th style="{cell_style};white-space:nowrap">{escape(c.name)}</th>' for c in columns
+    )
+    body = []
+    for row in rows:
+        cells = []
+        for column, value in zip(columns, row, strict=True):
+            shown = f"<code>{escape(value)}</code>" if column.code and value else escape(value)
+            wrap = "white-space:nowrap" if column.keep else "overflow-wrap:anywhere"
+            cells.append(f'<td style="{cell_style};{wrap}">{shown}</td>')
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    html_parts = [f"<p>{escape(before)}</p>"] if before else []
+    html_parts.append(
+        f'<table style="border-collapse:collapse;font-size:12px;margin:0">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+    if after:
+        html_parts.append(f"<p>{after}</p>")
+    plain = [before] if before else []
+    plain.append(text_table([c.name for c in columns], rows))
+    if after:
+        plain.append(_strip_tags(after))
+    return {"text/html": "".join(html_parts), "text/plain": "\n".join(plain)}
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, wide: int = 60) -> str:
+    """Rows as columns of aligned plain text; a cell longer than ``wide`` is clipped."""
+    clipped = [[_one_line(cell, wide) if cell else "" for cell in row] for row in rows]
+    lines = [list(header), *clipped] if header else clipped
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    out = []
+    for line in lines:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=True)]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def _strip_tags(text: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def format_time(value: str) -> str:
+    """An ISO timestamp as a person reads it: ``2026-03-01 14:05 UTC`` (no seconds)."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M") + (" UTC" if moment.tzinfo is not None else "")
 
 
 def progress_line(event: Any) -> str:

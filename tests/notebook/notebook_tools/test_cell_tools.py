@@ -49,6 +49,7 @@ class NotebookFrontEnd:
         self.subshell = _subshell(kernel)
         self.comm_ids: set[str] = set()
         self.requests: list[dict[str, Any]] = []
+        self.finished: list[dict[str, Any]] = []
         self.editing: str | None = None
         self._seen = 0
 
@@ -58,8 +59,11 @@ class NotebookFrontEnd:
         for msg in fresh:
             content = msg["content"]
             if msg["msg_type"] == "comm_open" and content["target_name"] == "codelia.notebook":
-                self.comm_ids.add(content["comm_id"])
                 hello = content["data"]
+                if hello["type"] == "output.finished":  # a finished widget's static form
+                    self.finished.append(hello)
+                    continue
+                self.comm_ids.add(content["comm_id"])
                 self.reply(hello["request_id"], {"client_id": "tab-1", "subshells": True})
             elif msg["msg_type"] == "comm_msg" and content["comm_id"] in self.comm_ids:
                 data = content["data"]
@@ -253,8 +257,11 @@ def test_blocking_run_reads_edits_and_sees_stale_cells(start_kernel: Any, tmp_pa
     table = next(m for m in listed.messages if m["msg_type"] == "display_data")
     html = table["content"]["data"]["text/html"]
     assert html.startswith("<p>2 agent-edited cell(s) in the live notebook:</p>")
-    assert "<td>2</td><td>new5</td><td>insert</td>" in html
-    assert "<td>3</td><td>c2</td><td>replace</td>" in html and "tidy the notebook" in html
+    assert "tidy the notebook" in html and "text-align:left" in html
+    plain = table["content"]["data"]["text/plain"].splitlines()
+    assert plain[1].split()[:4] == ["cell", "id", "action", "at"]
+    assert plain[2].split()[:3] == ["#2", "new5", "insert"]
+    assert plain[3].split()[:3] == ["#3", "c2", "replace"]
 
     outline = results[0][0]
     assert "analysis.ipynb (live, unsaved changes): 5 cells (4 code, 1 markdown)" in outline

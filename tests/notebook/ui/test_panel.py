@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import ipywidgets as widgets
+import pytest
 from PIL import Image
 
 from jupyter_codelia.agent import events as ev
@@ -286,10 +287,74 @@ def test_diff_of_result_only_for_diff_tools_with_a_diff() -> None:
 
 def test_args_summary_and_formatting() -> None:
     assert renderers.args_summary("read", {"file_path": "/x/y.py", "offset": 3}) == "/x/y.py"
-    assert renderers.args_summary("python", {"code": "\nimport os\nprint(1)"}) == "import os"
-    assert renderers.args_summary("todo_new", {"items": [1]}) == '{"items":[1]}'
+    assert renderers.args_summary("python", {"code": "\nimport os\nprint(1)"}) == (
+        "import os (+1 line)"
+    )
+    assert renderers.args_summary("todo_new", {"items": [1]}) == "items: 1 item"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "summary"),
+    [
+        (
+            "todo_new",
+            {"todos": [{"id": "1", "content": "Plot sales", "status": "pending"}, {"id": "2"}]},
+            "2 items: Plot sales",
+        ),
+        (
+            "todo_patch",
+            {"updates": [{"id": "1", "status": "completed"}, {"id": "2", "remove": True}]},
+            "1 → completed, 2 → removed",
+        ),
+        (
+            "notebook_edit",
+            {"action": "insert", "cell_id": "total-cell", "source": "mean = 1"},
+            "insert a code cell after total-cell",
+        ),
+        ("notebook_edit", {"action": "delete", "index": 3}, "delete #3"),
+        ("notebook_run", {"cell_ids": ["a1", "b2"]}, "cells a1, b2"),
+        ("kernel_history", {"last": 5}, "last 5"),
+        ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: src/a.py\n@@"}, "src/a.py"),
+        ("tool_output_cache", {"ref_id": "t-6", "offset": 10, "limit": 5}, "t-6 lines 11–15"),
+        ("tool_output_cache_line", {"ref_id": "r", "line_number": 9}, "r line 9"),
+        ("tool_output_cache_grep", {"ref_id": "r", "pattern": "FAILED"}, "FAILED in r"),
+        ("grep", {"pattern": "TODO", "path": "src"}, "TODO in src"),
+        ("mcp__x", {"a": 1, "b": "x  y", "c": {}, "e": [1]}, "a: 1, b: x y, c: {…}, e: 1 item"),
+    ],
+)  # fmt: skip
+def test_card_headers_summarise_calls_in_words_never_as_json(
+    tool: str, args: dict[str, Any], summary: str
+) -> None:
+    assert renderers.args_summary(tool, args) == summary
+    assert "{" not in summary.replace("{…}", "")
+
+
+def test_formatting() -> None:
     assert renderers.format_cost(None) == "cost unknown"
     assert renderers.format_tokens(1_500_000) == "1.50M"
+    assert renderers.format_time("2026-03-01T14:05:33.123Z") == "2026-03-01 14:05 UTC"
+    assert renderers.format_time("not a time") == "not a time"
+
+
+def test_tables_stay_left_aligned_unwrapped_and_readable_as_text() -> None:
+    """Lab right-aligns table cells: titles, ids and times lost their shape."""
+    columns = (
+        renderers.Column("session", code=True, keep=True),
+        renderers.Column("title"),
+    )
+    long_title = "Load data/revenue.csv and explain the dip"
+    bundle = renderers.table_bundle(
+        columns, [("0f9e-uuid", long_title), ("1", "x")], after="Resume with <code>X</code>."
+    )
+    html = bundle["text/html"]
+    assert html.count("text-align:left") == 6  # 2 headers + 4 cells
+    assert 'white-space:nowrap"><code>0f9e-uuid</code>' in html
+    assert bundle["text/plain"].splitlines() == [
+        "session    title",
+        f"0f9e-uuid  {long_title}",
+        "1          x",
+        "Resume with X.",
+    ]
 
 
 def test_one_endless_paragraph_is_still_chunked() -> None:
