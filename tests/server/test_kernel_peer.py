@@ -1,0 +1,88 @@
+"""The kernel peer on the server's own channel to a real kernel (pytest-jupyter's server).
+
+Unmarked coroutine tests run on the server's loop (see test_handlers.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from jupyter_codelia.server._server_channel import ServerKernelChannel, tab_connected
+from jupyter_codelia.server.kernel_peer import KernelPeer, KernelRequestError
+
+
+@contextlib.asynccontextmanager
+async def peer_on_kernel(jp_serverapp: Any, **kwargs: Any) -> AsyncIterator[KernelPeer]:
+    """A new kernel of the server and a started peer on it; both gone afterwards."""
+    manager = jp_serverapp.kernel_manager
+    kernel_id = await manager.start_kernel(kernel_name="python3")
+    try:
+        channel = await ServerKernelChannel.open(manager, kernel_id)
+        peer = KernelPeer(channel, **kwargs)
+        try:
+            await peer.start()
+            yield peer
+        finally:
+            await peer.close()
+    finally:
+        await manager.shutdown_kernel(kernel_id, now=True)
+
+
+async def _run_on_main_shell(peer: KernelPeer, code: str) -> None:
+    """Send ``code`` to the main shell without waiting (the cell a person would run)."""
+    message = peer._message("shell", "execute_request", {"code": code, "silent": False}, None)
+    await peer.channel.send(message)
+
+
+async def test_a_request_is_answered_on_a_subshell_while_a_cell_is_busy(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    async with peer_on_kernel(jp_serverapp) as peer:
+        assert peer.subshells is True
+        await _run_on_main_shell(peer, "import time; time.sleep(3)")
+        reply = await peer.request("state.get", timeout=2.5)
+        assert reply.queued is False
+        assert reply.result["protocol"] == 1
+        with pytest.raises(KernelRequestError, match=r"unknown request type 'no\.such'"):
+            await peer.request("no.such", timeout=2.5)
+        assert not tab_connected(jp_serverapp.kernel_manager, "no-such-kernel")
+
+
+async def test_without_subshells_a_request_waits_for_the_cell_and_says_so(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    async with peer_on_kernel(jp_serverapp) as peer:
+        peer.subshells = False  # as a kernel without JEP 91 subshells reports itself
+        await _run_on_main_shell(peer, "import time; time.sleep(1.5)")
+        for _ in range(100):
+            if peer.busy:
+                break
+            await asyncio.sleep(0.02)
+        reply = await peer.request("state.get", timeout=30)
+        assert reply.queued is True
+        assert (await peer.request("state.get", timeout=30)).queued is False
+
+
+async def test_the_peer_answers_the_kernels_notebook_requests_when_no_tab_does(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def answer(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        return {"cells": [], "answered_by": "server"}
+
+    async with peer_on_kernel(jp_serverapp, on_notebook_request=answer) as peer:
+        code = (
+            "__import__('jupyter_codelia.notebook.extension', fromlist=['x'])"
+            ".kernel_extension(get_ipython()).frontend.call('snapshot', {'x': 1}, timeout=20)"
+        )
+        outcome = await peer._expression(code, None, timeout=30)
+        assert outcome["status"] == "ok", outcome
+        assert "'answered_by': 'server'" in outcome["data"]["text/plain"]
+        assert [(r["action"], r["params"]) for r in asked] == [("snapshot", {"x": 1})]
