@@ -24,7 +24,9 @@ from .agent.events import AgentEvent
 
 PROTOCOL_VERSION = 1
 
-RunSource = Literal["magic", "panel"]
+RunSource = Literal["magic", "panel", "external"]
+"""Where a run came from: a ``%%codelia`` cell, the side panel, or an agent outside the kernel
+(one ``tool.call`` through the server's MCP endpoint shows as a run of its own)."""
 RunStatus = Literal["running", "awaiting_ui", "completed", "error", "cancelled"]
 
 
@@ -214,6 +216,51 @@ NotebookKernelMessage = Annotated[
 ]
 
 
+# --------------------------------------------------------------------------- outside agents
+# ``tools.list`` and ``tool.call``, sent through ``control()`` by the Jupyter server extension on
+# behalf of an agent outside the kernel (jupyter_codelia/server/mcp_endpoint.py).
+
+
+class ExternalTool(_Message):
+    """One in-kernel tool offered to agents outside the kernel."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool
+    """It changes nothing (no approval in any mode)."""
+    destructive: bool
+    """It may change or delete what exists (code, the notebook's cells)."""
+
+
+class ToolsListResult(_Message):
+    """The result of ``tools.list``."""
+
+    tools: list[ExternalTool]
+
+
+class ToolCallRequest(_Message):
+    """``tool.call``: run one in-kernel tool for ``caller`` (the outside agent, by its name)."""
+
+    type: Literal["tool.call"] = "tool.call"
+    request_id: str
+    caller: str = Field(min_length=1, max_length=200)
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallResult(_Message):
+    """The result of ``tool.call``: the tool's answer as content parts (``text`` /
+    ``image_url`` data URLs, as ``cache.parts`` gives them); ``output_ref`` names the cached
+    whole output when the answer was cut to fit."""
+
+    is_error: bool
+    content: list[dict[str, Any]]
+    output_ref: str | None = None
+    run_id: str
+    """The run this call shows as in the side panel."""
+
+
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:
     """An ``agent.event`` message around an event already in its JSON form (the hot path)."""
     return {"type": "agent.event", "run_id": run_id, "seq": seq, "event": event_json}
@@ -269,6 +316,10 @@ def typescript() -> str:
     defs: dict[str, Any] = schema.pop("$defs", {})
     notebook = TypeAdapter(NotebookKernelMessage).json_schema(ref_template="#/$defs/{model}")
     defs.update(notebook.pop("$defs", {}))
+    for model in (ToolsListResult, ToolCallRequest, ToolCallResult):
+        schema_of = model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema_of.pop("$defs", {}))
+        defs[model.__name__] = schema_of
     lines = [
         "/**",
         " * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire "

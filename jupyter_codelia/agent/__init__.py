@@ -13,7 +13,7 @@ from ._approvals import ApprovalRequest, Approvals, ConfirmResponse
 from ._budget import BudgetLimits, BudgetMeter
 from ._compaction import CompactionConfig
 from ._history import repair_history
-from ._permission_hook import ConfirmCallback
+from ._permission_hook import ConfirmCallback, PermissionHookBuilder
 from ._retry import RetryConfig
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "CompactionConfig",
     "ConfirmCallback",
     "ConfirmResponse",
+    "PermissionHookBuilder",
     "PermissionPolicy",
     "PermissionRule",
     "RetryConfig",

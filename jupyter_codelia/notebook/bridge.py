@@ -25,6 +25,7 @@ from ..errors import CodeliaError
 if TYPE_CHECKING:
     from ..wire import StoreInfo
     from .frontend import FrontendClient
+    from .run.external import ExternalCalls
     from .run.runner import NotebookAgent
 
 TARGET = "codelia"
@@ -54,6 +55,9 @@ _CONTROL_SAFE = frozenset(
         "job.stop",
         "notebook.reply",
         "panel.attach",
+        # An outside agent's calls (the server's MCP endpoint): answered while a cell is busy.
+        "tools.list",
+        "tool.call",
     }
 )
 
@@ -84,6 +88,17 @@ class Bridge:
         self.comms: list[Any] = []
         self._lock = threading.Lock()
         self._unsubscribe: Callable[[], None] | None = None
+        self._external: ExternalCalls | None = None
+
+    @property
+    def external(self) -> ExternalCalls:
+        """Outside agents' tool calls; someone can approve them while a panel is attached."""
+        with self._lock:
+            if self._external is None:
+                from .run.external import ExternalCalls
+
+                self._external = ExternalCalls(self.nb, lambda: bool(self.comms))
+            return self._external
 
     # ------------------------------------------------------------------ comms
 
@@ -380,6 +395,26 @@ class Bridge:
         return {}
 
 
+def _tools_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
+    return bridge.external.listing().dump()
+
+
+def _tool_call(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from ..wire import ToolCallRequest
+    from .run.external import UnknownToolError
+
+    try:
+        request = ToolCallRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RequestError(f"tool.call: {exc.errors(include_url=False)}") from None
+    try:
+        return bridge.external.call(request).dump()
+    except UnknownToolError as exc:
+        raise RequestError(str(exc)) from None
+
+
 def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
     from .run.job_updates import job_view
 
@@ -415,6 +450,8 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "jobs.list": _jobs_list,
     "job.stop": _job_stop,
     "notebook.reply": Bridge._notebook_reply,
+    "tools.list": _tools_list,
+    "tool.call": _tool_call,
 }
 
 

@@ -7,7 +7,7 @@ export type ActiveRun = {
   run_id: string;
   session_id?: string | null;
   prompt: string;
-  source: 'magic' | 'panel';
+  source: 'magic' | 'panel' | 'external';
 };
 
 export type AgentEventMessage = {
@@ -44,6 +44,14 @@ export type CompactionStartEvent = {
   seq?: number | null;
   type: 'compaction_start';
   timestamp?: number | null;
+};
+
+export type ExternalTool = {
+  name: string;
+  description: string;
+  input_schema: { [key: string]: unknown };
+  read_only: boolean;
+  destructive: boolean;
 };
 
 export type FinalEvent = {
@@ -199,7 +207,7 @@ export type RunStarted = {
   run_id: string;
   session_id?: string | null;
   prompt: string;
-  source: 'magic' | 'panel';
+  source: 'magic' | 'panel' | 'external';
   demo?: boolean | null;
 };
 
@@ -291,6 +299,21 @@ export type ToolCallEvent = {
   display_name?: string | null;
 };
 
+export type ToolCallRequest = {
+  type: 'tool.call';
+  request_id: string;
+  caller: string;
+  tool: string;
+  arguments?: { [key: string]: unknown } | null;
+};
+
+export type ToolCallResult = {
+  is_error: boolean;
+  content: Array<{ [key: string]: unknown }>;
+  output_ref?: string | null;
+  run_id: string;
+};
+
 export type ToolProgressEvent = {
   seq?: number | null;
   type: 'tool.progress';
@@ -310,6 +333,10 @@ export type ToolResultEvent = {
   is_error?: boolean | null;
   parts?: Array<{ [key: string]: unknown }> | null;
   output_ref?: string | null;
+};
+
+export type ToolsListResult = {
+  tools: Array<ExternalTool>;
 };
 
 export type UsageEvent = {

@@ -86,3 +86,68 @@ async def test_the_peer_answers_the_kernels_notebook_requests_when_no_tab_does(
         assert outcome["status"] == "ok", outcome
         assert "'answered_by': 'server'" in outcome["data"]["text/plain"]
         assert [(r["action"], r["params"]) for r in asked] == [("snapshot", {"x": 1})]
+
+
+async def _set_in_kernel(peer: KernelPeer, code: str) -> None:
+    outcome = await peer._expression(code, None, timeout=30)
+    assert outcome["status"] == "ok", outcome
+
+
+FULL_ACCESS = "__import__('os').environ.__setitem__('JUPYTER_CODELIA_APPROVAL_MODE', 'full-access')"
+
+
+async def test_tools_are_listed_with_their_hints_and_run_in_the_kernel(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    async with peer_on_kernel(jp_serverapp) as peer:
+        listing = (await peer.request("tools.list", timeout=30)).result
+        tools = {tool["name"]: tool for tool in listing["tools"]}
+        assert {"python", "list_variables", "notebook_edit", "job_wait"} <= set(tools)
+        assert "shell" not in tools and "write" not in tools
+        assert tools["list_variables"]["read_only"] is True
+        assert tools["python"]["destructive"] is True
+        assert tools["python"]["input_schema"]["properties"]["code"]["type"] == "string"
+
+        await _set_in_kernel(peer, "globals().__setitem__('sales', [3, 1, 2])")
+        call = {"caller": "claude-code", "tool": "list_variables", "arguments": {}}
+        result = (await peer.request("tool.call", call, timeout=30)).result
+        assert result["is_error"] is False
+        assert "sales: list" in result["content"][0]["text"]
+
+        with pytest.raises(KernelRequestError, match="no tool 'shell' in this kernel"):
+            await peer.request("tool.call", {**call, "tool": "shell"}, timeout=30)
+
+
+async def test_a_call_needing_approval_is_denied_when_nobody_can_answer(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    async with peer_on_kernel(jp_serverapp) as peer:
+        call = {"caller": "cursor", "tool": "python", "arguments": {"code": "x = 1"}}
+        result = (await peer.request("tool.call", call, timeout=30)).result
+        assert result["is_error"] is True
+        text = result["content"][0]["text"]
+        assert "no codelia side panel is open on this notebook" in text
+        outcome = await peer._expression("'x' in globals()", None, timeout=30)
+        assert outcome["data"]["text/plain"] == "False"
+
+
+async def test_python_returns_figures_as_images_and_its_namespace_changes(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    async with peer_on_kernel(jp_serverapp) as peer:
+        await _set_in_kernel(peer, FULL_ACCESS)
+        code = (
+            "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n"
+            "total = 41 + 1\nplt.plot([1, 2, 3])\nprint('drawn')"
+        )
+        call = {"caller": "codex", "tool": "python", "arguments": {"code": code}}
+        result = (await peer.request("tool.call", call, timeout=60)).result
+        assert result["is_error"] is False, result
+        kinds = [part["type"] for part in result["content"]]
+        assert "image_url" in kinds
+        assert result["content"][kinds.index("image_url")]["image_url"]["url"].startswith(
+            "data:image/png;base64,"
+        )
+        text = "\n".join(part["text"] for part in result["content"] if part["type"] == "text")
+        assert "drawn" in text
+        assert "total" in text  # the change set names the new variable

@@ -1,0 +1,331 @@
+"""The kernel's tools for agents outside it: ``tools.list`` and ``tool.call``.
+
+The Jupyter server extension relays calls of other agents (Claude Code, Cursor, Codex, Jupyter
+AI's) to the kernel through ``bridge.control()``; here they run with the very tools the
+notebook's own agent has in the kernel (the namespace, the notebook, jobs, the output cache),
+next to the person's variables, and with the same approvals:
+
+* a call the approval mode asks about is asked in the notebook's side panel, the calling agent
+  named on the card; with no side panel open nobody can answer and the call is denied, saying
+  so; an unanswered request is denied after :data:`APPROVAL_WAIT_SECONDS`;
+* "always allow" remembers the rule for that calling agent only, for the kernel's life (an
+  outside agent's approvals never widen what the notebook's own agent may do, or another's);
+* every call shows in the side panel as a run of its own (``run.started`` with source
+  ``external``, then the agent events a call makes: tool call, approval, result).
+
+Calls run on a private event loop in a worker thread, as a blocking ``%%codelia`` turn does:
+``control()`` is served on a subshell thread, or on the main thread when the kernel has no
+subshells, and neither has a loop this module may run on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..._redact import redact_secrets
+from ...agent import ConfirmResponse
+from ...agent import events as ev
+from ...wire import (
+    ExternalTool,
+    RunStarted,
+    RunStatus,
+    ToolCallRequest,
+    ToolCallResult,
+    ToolsListResult,
+    event_message,
+    status_message,
+)
+
+if TYPE_CHECKING:
+    from ...agent.permissions import PermissionPolicy
+    from ...tools import Tool
+    from .runner import NotebookAgent
+
+APPROVAL_WAIT_SECONDS = 300.0
+EXTERNAL_TOOLS = (
+    "list_variables",
+    "inspect_variable",
+    "kernel_history",
+    "python",
+    "job_list",
+    "job_output",
+    "job_wait",
+    "job_stop",
+    "notebook_read",
+    "notebook_edit",
+    "notebook_run",
+    "tool_output_cache",
+    "tool_output_cache_line",
+    "tool_output_cache_grep",
+)
+"""What outside agents get: the kernel's own tools. Files, shell and web they have themselves."""
+
+
+class UnknownToolError(LookupError):
+    """``tool.call`` named a tool the kernel does not offer."""
+
+
+def tool_hints(tool: Tool) -> tuple[bool, bool]:
+    """(read-only, destructive) of ``tool``: the one place the hints come from.
+
+    Until tools declare their risk themselves, a tool the ``minimal`` approval mode runs
+    without asking is read-only; every other one may change what exists.
+    """
+    from ...agent.permissions import PermissionPolicy
+
+    read_only = PermissionPolicy("minimal").evaluate(tool.name, None).kind == "allow"
+    return read_only, not read_only
+
+
+class ExternalCalls:
+    """Serves ``tools.list`` / ``tool.call`` for one kernel (the bridge owns one).
+
+    ``watched`` says whether someone can answer an approval now (a side panel is attached).
+    """
+
+    def __init__(self, nb: NotebookAgent, watched: Callable[[], bool]) -> None:
+        self.nb = nb
+        self.watched = watched
+        self._tools: dict[tuple[str, Path], list[Tool]] = {}
+        self._policies: dict[str, PermissionPolicy] = {}
+        self._lock = threading.Lock()
+
+    def listing(self) -> ToolsListResult:
+        tools = self._tools_for("")
+        described = []
+        for tool in tools:
+            read_only, destructive = tool_hints(tool)
+            described.append(
+                ExternalTool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.definition.parameters,
+                    read_only=read_only,
+                    destructive=destructive,
+                )
+            )
+        return ToolsListResult(tools=described)
+
+    def call(self, request: ToolCallRequest) -> ToolCallResult:
+        """Run one call to its end on a private loop in a worker thread (blocking the caller)."""
+        outcome: list[ToolCallResult | BaseException] = []
+
+        def work() -> None:
+            try:
+                outcome.append(asyncio.run(self._call(request)))
+            except BaseException as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=work, name="codelia-external-call", daemon=True)
+        worker.start()
+        worker.join()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    # ------------------------------------------------------------------ the call
+
+    async def _call(self, request: ToolCallRequest) -> ToolCallResult:
+        from ...agent import PermissionHookBuilder
+        from ...cache import ToolOutputCache
+        from ...llm.messages import FunctionCall, ToolCall
+        from ...tools import ToolContext, execute_tool_call, find_tool
+
+        tools = self._tools_for(request.caller)
+        if find_tool(tools, request.tool) is None:
+            offered = ", ".join(tool.name for tool in tools)
+            raise UnknownToolError(f"no tool {request.tool!r} in this kernel; it offers {offered}")
+        run = _ExternalRun(self.nb, request)
+        run.begin()
+        call = ToolCall(
+            id=f"external_{uuid.uuid4().hex[:12]}",
+            function=FunctionCall(name=request.tool, arguments=json.dumps(request.arguments)),
+        )
+        watched = self.watched()
+        hook = PermissionHookBuilder(
+            policy=self._policy(request.caller),
+            confirm=_wait_then_deny if watched else _nobody_to_ask,
+            approvals=self.nb.approvals,
+            host_answers=True,
+            run_id=run.run_id,
+            tools=tools,
+            emit=run.emit,
+        ).hook
+        run.emit(ev.StepStartEvent(step_id=call.id, title=request.tool, step_number=1))
+        run.emit(
+            ev.ToolCallEvent(
+                tool=request.tool,
+                args=request.arguments,
+                raw_args=call.function.arguments,
+                tool_call_id=call.id,
+            )
+        )
+        try:
+            execution = await execute_tool_call(
+                call, tools, ToolContext(emit=run.emit), can_execute_tool=hook
+            )
+        finally:
+            self.nb.approvals.deny_open("the call ended", run_id=run.run_id)
+        message = redact_secrets(execution.message)
+        processed = ToolOutputCache(self.nb.output_store()).process(message)
+        run.result(processed)
+        content = processed.content
+        parts = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else [part.dump() for part in content]
+        )
+        return ToolCallResult(
+            is_error=bool(message.is_error),
+            content=parts,
+            output_ref=processed.output_ref.id if processed.output_ref else None,
+            run_id=run.run_id,
+        )
+
+    def _policy(self, caller: str) -> PermissionPolicy:
+        """The caller's own policy: the notebook's mode, the caller's remembered rules."""
+        settings = self.nb.settings()
+        with self._lock:
+            policy = self._policies.get(caller)
+            if policy is None:
+                policy = self._policies[caller] = _caller_policy(caller, settings)
+        policy.mode = settings.approval_mode  # type: ignore[assignment]
+        return policy
+
+    def _tools_for(self, caller: str) -> list[Tool]:
+        """The offered tools, made once per caller and home (provenance names the caller)."""
+        from ...standard_tools.jobs import job_tools
+        from ...standard_tools.output_cache import output_cache_tools
+        from ..kernel_tools.namespace import kernel_tools
+        from ..notebook_tools.cell_tools import NotebookContext, notebook_tools
+
+        settings = self.nb.settings()
+        key = (caller, settings.home)
+        with self._lock:
+            cached = self._tools.get(key)
+        if cached is not None:
+            return cached
+        nb = self.nb
+        made: list[Tool] = [
+            *kernel_tools(
+                shell=nb.shell,
+                default_timeout=settings.python_timeout,
+                jobs=nb.jobs,
+                timeout_to_job=True,  # an outside agent's client gives up; a job waits for it
+                undo=nb.undo,
+            ),
+            *notebook_tools(
+                NotebookContext(nb.shell, nb.frontend, lambda: {"model": caller or "outside"})
+            ),
+            *job_tools(nb.jobs),
+            *output_cache_tools(nb.output_store()),
+        ]
+        by_name = {tool.name: tool for tool in made}
+        offered = [by_name[name] for name in EXTERNAL_TOOLS if name in by_name]
+        with self._lock:
+            self._tools[key] = offered
+        return offered
+
+
+def _caller_policy(caller: str, settings: Any) -> PermissionPolicy:
+    from ...agent.permissions import PermissionPolicy
+
+    class CallerPolicy(PermissionPolicy):
+        """Names the calling agent on every approval card."""
+
+        def confirm_text(self, tool_name: str, args: dict[str, Any] | None) -> tuple[str, str]:
+            title, message = super().confirm_text(tool_name, args)
+            return (
+                f"{caller} (an agent outside this notebook): {title}",
+                f"{caller} asks to run {tool_name} in this kernel.\n{message}",
+            )
+
+    root = Path(settings.root).expanduser() if settings.root else Path.cwd()
+    # No config file: what "always allow" remembers holds for this caller, in this kernel.
+    return CallerPolicy(settings.approval_mode, sandbox_root=root)
+
+
+async def _nobody_to_ask(event: ev.PermissionRequestEvent) -> ConfirmResponse:
+    return ConfirmResponse(
+        decision="deny",
+        reason=(
+            f"{event.tool} needs the person's approval, and nobody can give it: no codelia side "
+            "panel is open on this notebook. Ask them to open it (or to allow the call in its "
+            "approval mode) and call again."
+        ),
+    )
+
+
+async def _wait_then_deny(event: ev.PermissionRequestEvent) -> ConfirmResponse:
+    await asyncio.sleep(APPROVAL_WAIT_SECONDS)
+    return ConfirmResponse(
+        decision="deny",
+        reason=f"nobody answered the approval in the side panel within {APPROVAL_WAIT_SECONDS:g} s",
+    )
+
+
+class _ExternalRun:
+    """The side panel's view of one outside call: a run with its own events."""
+
+    def __init__(self, nb: NotebookAgent, request: ToolCallRequest) -> None:
+        self.nb = nb
+        self.request = request
+        self.run_id = str(uuid.uuid4())
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+
+    def begin(self) -> None:
+        started = RunStarted(
+            run_id=self.run_id,
+            session_id=None,
+            prompt=redact_secrets(f"{self.request.caller} calls {self.request.tool}"),
+            source="external",
+        )
+        self.nb.broadcast(started.dump())
+        self.nb.broadcast(status_message(self.run_id, "running"))
+
+    def emit(self, event: Any) -> None:
+        """Number and send one event (thread-safe: tools emit from their own threads)."""
+        with self._lock:
+            seq = next(self._seq)
+        event = redact_secrets(event).model_copy(update={"seq": seq})
+        self.nb.broadcast(event_message(self.run_id, seq, ev.event_to_json(event)))
+
+    def result(self, message: Any) -> None:
+        from ...llm.messages import has_non_text_part, text_projection
+
+        content = message.content
+        parts = (
+            [part.dump() for part in content]
+            if isinstance(content, list) and has_non_text_part(content)
+            else None
+        )
+        self.emit(
+            ev.ToolResultEvent(
+                tool=self.request.tool,
+                result=text_projection(content),
+                tool_call_id=message.tool_call_id,
+                is_error=message.is_error,
+                parts=parts,
+                output_ref=message.output_ref.id if message.output_ref else None,
+            )
+        )
+        self.emit(
+            ev.StepCompleteEvent(
+                step_id=message.tool_call_id,
+                status="error" if message.is_error else "completed",
+                duration_ms=round((time.monotonic() - self._started) * 1000),
+            )
+        )
+        status: RunStatus = "error" if message.is_error else "completed"
+        self.nb.broadcast(status_message(self.run_id, status))
