@@ -158,6 +158,11 @@ class KernelPeer:
         await self.channel.close()
 
     @property
+    def closed(self) -> bool:
+        """Whether the link is gone: a new peer is needed to reach the kernel again."""
+        return self._closed is not None
+
+    @property
     def busy(self) -> bool:
         """Whether the kernel's main shell runs something other than this peer's requests."""
         return bool(self._busy - self._own)

@@ -1,0 +1,429 @@
+"""Our in-kernel tools for every agent: an MCP server at ``/codelia/mcp`` (streamable HTTP).
+
+Claude Code, Cursor, Codex or Jupyter AI's agents connect with the Jupyter server's own token
+(``Authorization: token …``); the handler is a Jupyter API handler, so a request without a valid
+token is refused (403) and a cookie-only request needs the XSRF token like any other Jupyter
+API call. The MCP protocol is the official SDK's (a low-level ``Server`` behind its
+``StreamableHTTPSessionManager``), bridged into Tornado by :class:`McpHandler`.
+
+Every kernel tool takes a ``notebook_path``: the server's session manager maps it to the
+notebook's kernel, and a :class:`~.kernel_peer.KernelPeer` per kernel carries the call there
+(``tool.call``, served by the kernel's own tools, approvals and side-panel cards). There is no
+shared "current notebook": two agents, or one agent on two notebooks, never race for one. The
+``notebooks`` tool lists open notebooks and their kernels.
+
+A ``python`` call (or ``notebook_run``, ``job_wait``) waits at most :attr:`Relay.call_seconds`
+(below the usual client timeouts): code still running then goes on as a background job, whose
+id the result names, to be picked up with ``job_wait`` / ``job_output``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+import tornado.iostream
+import tornado.web
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+
+from .._redact import redact_secrets
+from ._server_channel import ServerKernelChannel, tab_connected
+from .kernel_peer import KernelPeer, PeerError
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+log = logging.getLogger("jupyter_codelia.server.mcp")
+
+SERVER_NAME = "jupyter-codelia"
+CALL_SECONDS = 50.0
+"""How long one call may keep its HTTP request open: clients give up after about a minute."""
+LIST_SECONDS = 30.0
+_MARGIN_SECONDS = 30.0
+# The argument of each tool that says how long it waits; capped at call_seconds.
+_WAIT_ARGUMENTS = {"python": "timeout_seconds", "notebook_run": "wait_seconds"}
+_WAIT_ARGUMENTS_CAPPED = {"job_wait": "timeout_seconds"}
+NOTEBOOK_PATH = {
+    "type": "string",
+    "description": "The notebook's path relative to the Jupyter server's root, as the "
+    "notebooks tool lists it (e.g. 'analysis/sales.ipynb'). Its kernel runs the call.",
+}
+NOTEBOOKS_DESCRIPTION = (
+    "List the notebooks open on this Jupyter server: path, kernel, its state, and whether a "
+    "JupyterLab tab shows it. Every other tool takes one of these paths as notebook_path."
+)
+
+
+class NotebookNotFoundError(PeerError):
+    """No running kernel belongs to the notebook path a call named."""
+
+
+class Relay:
+    """One per Jupyter server: notebook paths to kernels, and a kernel peer per kernel."""
+
+    def __init__(self, serverapp: Any) -> None:
+        self.serverapp = serverapp
+        self.call_seconds = CALL_SECONDS
+        self._peers: dict[str, KernelPeer] = {}
+        self._peer_lock = asyncio.Lock()
+        self._listing: list[dict[str, Any]] | None = None
+
+    # ------------------------------------------------------------------ notebooks
+
+    async def notebooks(self) -> list[dict[str, Any]]:
+        """The open notebooks (sessions of type notebook) with their kernels."""
+        sessions = await self.serverapp.session_manager.list_sessions()
+        rows = []
+        for session in sessions:
+            kernel = session.get("kernel") or {}
+            if session.get("type", "notebook") != "notebook" or not kernel.get("id"):
+                continue
+            rows.append(
+                {
+                    "notebook_path": session.get("path"),
+                    "kernel_id": kernel["id"],
+                    "kernel_name": kernel.get("name"),
+                    "execution_state": kernel.get("execution_state"),
+                    "tab_open": tab_connected(self.serverapp.kernel_manager, kernel["id"]),
+                }
+            )
+        return rows
+
+    async def kernel_of(self, notebook_path: str) -> str:
+        wanted = notebook_path.strip().lstrip("/")
+        rows = await self.notebooks()
+        for row in rows:
+            if str(row["notebook_path"]).lstrip("/") == wanted:
+                return str(row["kernel_id"])
+        known = ", ".join(repr(row["notebook_path"]) for row in rows) or "none"
+        raise NotebookNotFoundError(
+            f"no running kernel for the notebook {notebook_path!r} (open notebooks: {known}); "
+            "open it in JupyterLab, or start its kernel, and call again"
+        )
+
+    # ------------------------------------------------------------------ kernels
+
+    async def peer(self, kernel_id: str) -> KernelPeer:
+        async with self._peer_lock:
+            peer = self._peers.get(kernel_id)
+            if peer is not None and not peer.closed:
+                return peer
+            manager = self.serverapp.kernel_manager
+            channel = await ServerKernelChannel.open(manager, kernel_id)
+            peer = KernelPeer(
+                channel,
+                on_notebook_request=self._no_tab_answerer(kernel_id),
+                has_tab=lambda: tab_connected(manager, kernel_id),
+            )
+            self._peers[kernel_id] = peer
+        await peer.start()
+        return peer
+
+    def _no_tab_answerer(
+        self, kernel_id: str
+    ) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None:
+        """The server-side answerer of the kernel's notebook requests when no tab is open."""
+        import importlib
+        import importlib.util
+
+        # Written alongside (the no-tab edits); until it is installed the kernel says no tab.
+        name = f"{__package__}.notebook_without_tab"
+        if importlib.util.find_spec(name) is None:
+            return None
+        module: Any = importlib.import_module(name)
+        answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+        answer = module.NotebookWithoutTab(self.serverapp, kernel_id).answer
+        return answer
+
+    async def close(self) -> None:
+        peers, self._peers = list(self._peers.values()), {}
+        for peer in peers:
+            with contextlib.suppress(Exception):
+                await peer.close()
+
+    async def listing(self) -> list[dict[str, Any]]:
+        """The kernel tools' descriptions, from the first notebook kernel that gives them."""
+        if self._listing is not None:
+            return self._listing
+        for row in await self.notebooks():
+            try:
+                peer = await self.peer(str(row["kernel_id"]))
+                reply = await peer.request("tools.list", timeout=LIST_SECONDS)
+            except PeerError as exc:
+                log.info("no tool listing from the kernel of %s: %s", row["notebook_path"], exc)
+                continue
+            self._listing = list(reply.result.get("tools") or [])
+            return self._listing
+        return []
+
+    async def call(self, caller: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run tool ``name`` in the kernel of ``arguments["notebook_path"]``; its result and
+        whether it waited for a busy main shell (``queued``)."""
+        arguments = dict(arguments)
+        path = arguments.pop("notebook_path", None)
+        if not isinstance(path, str) or not path.strip():
+            raise NotebookNotFoundError(
+                f"{name} needs notebook_path (the notebooks tool lists the open notebooks)"
+            )
+        peer = await self.peer(await self.kernel_of(path))
+        self._cap_waits(name, arguments)
+        request = {"caller": caller, "tool": name, "arguments": arguments}
+        reply = await peer.request(
+            "tool.call", request, timeout=self.call_seconds + _MARGIN_SECONDS
+        )
+        return {**reply.result, "queued": reply.queued}
+
+    def _cap_waits(self, name: str, arguments: dict[str, Any]) -> None:
+        key = _WAIT_ARGUMENTS.get(name) or _WAIT_ARGUMENTS_CAPPED.get(name)
+        if key is None or arguments.get("background"):
+            return
+        asked = arguments.get(key)
+        limit = self.call_seconds
+        if isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked > 0:
+            arguments[key] = min(float(asked), limit)
+        elif name in _WAIT_ARGUMENTS:
+            arguments[key] = limit
+
+
+# ---------------------------------------------------------------------- the MCP server
+
+
+def tool_annotations(tool: dict[str, Any]) -> dict[str, Any]:
+    """The MCP annotations of a kernel tool, from what the kernel declares for it."""
+    return {
+        "readOnlyHint": bool(tool.get("read_only")),
+        "destructiveHint": bool(tool.get("destructive")),
+        "openWorldHint": False,
+    }
+
+
+def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
+    """The MCP tools: the kernel's, each with ``notebook_path`` first, and ``notebooks``."""
+    import mcp_types as types
+
+    tools = [
+        types.Tool(
+            name="notebooks",
+            description=NOTEBOOKS_DESCRIPTION,
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+        )
+    ]
+    for tool in listing:
+        schema = dict(tool.get("input_schema") or {"type": "object"})
+        schema["properties"] = {"notebook_path": NOTEBOOK_PATH, **(schema.get("properties") or {})}
+        schema["required"] = ["notebook_path", *(schema.get("required") or [])]
+        tools.append(
+            types.Tool(
+                name=str(tool["name"]),
+                description=str(tool.get("description") or ""),
+                input_schema=schema,
+                annotations=types.ToolAnnotations(**tool_annotations(tool)),
+            )
+        )
+    return tools
+
+
+def mcp_content(parts: list[dict[str, Any]]) -> list[Any]:
+    """Content parts of a kernel result as MCP content blocks (images stay images)."""
+    import mcp_types as types
+
+    blocks: list[Any] = []
+    for part in parts:
+        if part.get("type") == "text":
+            blocks.append(types.TextContent(text=str(part.get("text", ""))))
+            continue
+        url = str((part.get("image_url") or {}).get("url", ""))
+        if part.get("type") == "image_url" and url.startswith("data:") and ";base64," in url:
+            mime, data = url[len("data:") :].split(";base64,", 1)
+            blocks.append(types.ImageContent(data=data, mime_type=mime))
+        else:
+            blocks.append(types.TextContent(text=json.dumps(part)))
+    return blocks
+
+
+def build_server(relay: Relay) -> Server[Any]:
+    """The MCP server whose tools run in the notebooks' kernels through ``relay``."""
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=mcp_tools(await relay.listing()))
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        if params.name == "notebooks":
+            rows = await relay.notebooks()
+            return types.CallToolResult(
+                content=[types.TextContent(text=json.dumps(rows, indent=1))],
+                structured_content={"notebooks": rows},
+            )
+        try:
+            result = await relay.call(caller_name(ctx), params.name, arguments)
+        except PeerError as exc:
+            text = redact_secrets(str(exc))
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        content = mcp_content(list(result.get("content") or []))
+        if result.get("queued"):
+            note = "(This kernel has no subshells: the call waited for the running cell to end.)"
+            content.append(types.TextContent(text=note))
+        return types.CallToolResult(content=content, is_error=bool(result.get("is_error")))
+
+    return Server(
+        SERVER_NAME,
+        instructions=(
+            "Tools that run inside the Jupyter kernels of this server's notebooks, next to the "
+            "person's live variables. Call notebooks first; pass its notebook_path to every "
+            "other tool. Calls that change things may need the person's approval in the "
+            "notebook's codelia side panel."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def caller_name(ctx: Any) -> str:
+    """The calling agent's name, as its MCP client introduced itself."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return str(name)[:200] if name else "an MCP client"
+
+
+class McpService:
+    """The SDK's session manager, run for the server's life (started on the first request)."""
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._started: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+
+    async def manager(self) -> StreamableHTTPSessionManager:
+        if self._started is None:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+            self._started, self._stop = asyncio.Event(), asyncio.Event()
+            self._manager = StreamableHTTPSessionManager(
+                app=build_server(self.relay), json_response=True
+            )
+            self._task = asyncio.ensure_future(_serve(self._manager, self._started, self._stop))
+        await self._started.wait()
+        assert self._manager is not None
+        return self._manager
+
+    async def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        await self.relay.close()
+
+
+async def _serve(
+    manager: StreamableHTTPSessionManager, started: asyncio.Event, stop: asyncio.Event
+) -> None:
+    async with manager.run():
+        started.set()
+        await stop.wait()
+
+
+class McpHandler(APIHandler):
+    """``/codelia/mcp``: the MCP streamable HTTP endpoint, behind Jupyter's authentication.
+
+    Each request is handed to the SDK as an ASGI call; its answer (JSON, or an SSE stream that
+    is flushed as it comes) is written back through Tornado.
+    """
+
+    def initialize(self, service: McpService) -> None:
+        self.service = service
+        self._gone = asyncio.Event()
+
+    def on_connection_close(self) -> None:
+        self._gone.set()
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        await self._serve()
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        await self._serve()
+
+    @tornado.web.authenticated
+    async def delete(self) -> None:
+        await self._serve()
+
+    async def _serve(self) -> None:
+        manager = await self.service.manager()
+        request = self.request
+        host, _, port = (request.host or "127.0.0.1").partition(":")
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": request.method,
+            "scheme": request.protocol,
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "root_path": "",
+            "query_string": (request.query or "").encode("latin-1"),
+            "headers": [
+                (key.lower().encode("latin-1"), value.encode("latin-1"))
+                for key, value in request.headers.get_all()
+            ],
+            "client": (request.remote_ip or "127.0.0.1", 0),
+            "server": (host, int(port) if port.isdigit() else 80),
+        }
+        body_sent = False
+        content_type = "application/json"
+
+        async def receive() -> dict[str, Any]:
+            nonlocal body_sent
+            if not body_sent:
+                body_sent = True
+                return {"type": "http.request", "body": request.body or b"", "more_body": False}
+            await self._gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            nonlocal content_type
+            if message["type"] == "http.response.start":
+                self.set_status(message["status"])
+                self.clear_header("Content-Type")
+                for raw_key, raw_value in message.get("headers") or []:
+                    key, value = raw_key.decode("latin-1"), raw_value.decode("latin-1")
+                    if key.lower() == "content-type":
+                        content_type = value
+                    elif key.lower() != "content-length":
+                        self.add_header(key, value)
+            elif message["type"] == "http.response.body":
+                if message.get("body"):
+                    self.write(message["body"])
+                if message.get("more_body") and not self._gone.is_set():
+                    self.set_header("Content-Type", content_type)
+                    with contextlib.suppress(tornado.iostream.StreamClosedError):
+                        await self.flush()
+
+        await manager.handle_request(scope, receive, send)
+        if not self._finished:
+            self.finish(set_content_type=content_type)
+
+
+def setup_mcp(web_app: Any, serverapp: Any) -> McpService:
+    """Mount ``/codelia/mcp`` on the server; the service is closed with the extension."""
+    relay = Relay(serverapp)
+    service = McpService(relay)
+    web_app.settings["codelia_relay"] = relay
+    path = url_path_join(web_app.settings.get("base_url", "/"), "codelia", "mcp")
+    web_app.add_handlers(".*$", [(path, McpHandler, {"service": service})])
+    return service

@@ -1,0 +1,202 @@
+"""``/codelia/mcp`` with the official MCP SDK client as the outside agent, against a real Jupyter
+server (pytest-jupyter's, on loopback) and real kernels.
+
+Unmarked coroutine tests run on the server's loop (see test_handlers.py), so the SDK client and
+the server share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+MCP_TOOLS = {
+    "notebooks",
+    "list_variables",
+    "inspect_variable",
+    "kernel_history",
+    "python",
+    "job_list",
+    "job_output",
+    "job_wait",
+    "job_stop",
+    "notebook_read",
+    "notebook_edit",
+    "notebook_run",
+    "tool_output_cache",
+    "tool_output_cache_line",
+    "tool_output_cache_grep",
+}
+
+
+@pytest.fixture
+def full_access(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels started from now on run every call without asking (they inherit this)."""
+    monkeypatch.setenv("JUPYTER_CODELIA_APPROVAL_MODE", "full-access")
+
+
+def mcp_url(jp_http_port: int, jp_base_url: str) -> str:
+    return f"http://127.0.0.1:{jp_http_port}{jp_base_url}codelia/mcp"
+
+
+async def open_notebook(jp_fetch: Any, jp_root_dir: Path, name: str) -> str:
+    """A notebook file and a session (its kernel) for it, as JupyterLab makes one."""
+    notebook = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (jp_root_dir / name).write_text(json.dumps(notebook))
+    body = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
+    response = await jp_fetch("api", "sessions", method="POST", body=json.dumps(body))
+    return str(json.loads(response.body)["kernel"]["id"])
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, token: str, name: str = "claude-code") -> AsyncIterator[Any]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp_types import Implementation
+
+    http = create_mcp_http_client(headers={"Authorization": f"token {token}"})
+    try:
+        async with (
+            streamable_http_client(url, http_client=http) as (read, write, *_),
+            ClientSession(read, write, client_info=Implementation(name=name, version="1")) as s,
+        ):
+            await s.initialize()
+            yield s
+    finally:
+        await http.aclose()
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def test_a_missing_or_wrong_token_is_refused(
+    jp_serverapp: Any, jp_fetch: Any, jp_http_port: int, jp_base_url: str
+) -> None:
+    # jp_fetch: pytest-jupyter serves the app only for tests that ask for its client.
+    url = mcp_url(jp_http_port, jp_base_url)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient() as http:
+        missing = await http.post(url, json=body, headers=headers)
+        wrong = await http.post(
+            url, json=body, headers={**headers, "Authorization": "token not-the-token"}
+        )
+        # A browser's cookie without the XSRF token is no way in either.
+        cookie = await http.post(url, json=body, headers={**headers, "Cookie": "_xsrf=x"})
+    assert missing.status_code in (401, 403)
+    assert wrong.status_code in (401, 403)
+    assert cookie.status_code in (401, 403)
+
+
+async def test_an_outside_agent_lists_and_calls_each_tool(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+    full_access: None,
+) -> None:
+    await open_notebook(jp_fetch, jp_root_dir, "sales.ipynb")
+    token = jp_serverapp.identity_provider.token
+    async with mcp_client(mcp_url(jp_http_port, jp_base_url), token) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert set(tools) == MCP_TOOLS
+        assert tools["list_variables"].annotations.read_only_hint is True
+        assert tools["python"].annotations.destructive_hint is True
+        assert tools["python"].input_schema["required"][0] == "notebook_path"
+
+        listed = await session.call_tool("notebooks", {})
+        (row,) = listed.structured_content["notebooks"]
+        assert row["notebook_path"] == "sales.ipynb"
+        assert row["tab_open"] is False
+
+        nb = {"notebook_path": "sales.ipynb"}
+        ran = await session.call_tool(
+            "python", {**nb, "code": "import pandas as pd\nsales = pd.DataFrame({'x': [1, 2]})"}
+        )
+        assert not ran.is_error, text_of(ran)
+        assert "sales" in text_of(ran)
+
+        variables = await session.call_tool("list_variables", nb)
+        assert "sales: pandas.DataFrame" in text_of(variables)
+        inspected = await session.call_tool("inspect_variable", {**nb, "name": "sales"})
+        assert "x" in text_of(inspected)
+        history = await session.call_tool("kernel_history", nb)
+        assert not history.is_error, text_of(history)
+        jobs = await session.call_tool("job_list", nb)
+        assert not jobs.is_error, text_of(jobs)
+
+        # Without a tab the notebook tools read the saved file or say why they cannot act.
+        read = await session.call_tool("notebook_read", nb)
+        assert read.content, read
+        edit = await session.call_tool(
+            "notebook_edit", {**nb, "action": "insert", "index": 0, "source": "print(1)"}
+        )
+        assert edit.content, edit
+
+        cached = await session.call_tool("tool_output_cache", {**nb, "ref_id": "no-such-ref"})
+        assert "no-such-ref" in text_of(cached)
+
+        unknown = await session.call_tool("list_variables", {"notebook_path": "other.ipynb"})
+        assert unknown.is_error
+        assert "no running kernel for the notebook 'other.ipynb'" in text_of(unknown)
+
+
+async def test_a_python_call_outliving_the_client_becomes_a_job(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+    full_access: None,
+) -> None:
+    await open_notebook(jp_fetch, jp_root_dir, "long.ipynb")
+    jp_serverapp.web_app.settings["codelia_relay"].call_seconds = 2.0
+    token = jp_serverapp.identity_provider.token
+    nb = {"notebook_path": "long.ipynb"}
+    async with mcp_client(mcp_url(jp_http_port, jp_base_url), token) as session:
+        code = "import time\nfor step in range(3):\n    time.sleep(1.5)\nprint('trained')"
+        first = await session.call_tool("python", {**nb, "code": code, "timeout_seconds": 600})
+        text = text_of(first)
+        job = re.search(r"job-\d+", text)
+        assert job is not None, text
+        waited = await session.call_tool(
+            "job_wait", {**nb, "job_id": job.group(0), "timeout_seconds": 30}
+        )
+        # The wait is capped below the client's timeout too: wait again until it ends.
+        for _ in range(20):
+            if "trained" in text_of(waited):
+                break
+            waited = await session.call_tool("job_wait", {**nb, "job_id": job.group(0)})
+        assert "trained" in text_of(waited)
+
+
+async def test_a_call_needing_approval_is_denied_with_nobody_watching(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+) -> None:
+    await open_notebook(jp_fetch, jp_root_dir, "quiet.ipynb")
+    token = jp_serverapp.identity_provider.token
+    async with mcp_client(mcp_url(jp_http_port, jp_base_url), token, name="cursor") as session:
+        denied = await session.call_tool(
+            "python", {"notebook_path": "quiet.ipynb", "code": "secret_plan = 1"}
+        )
+        assert denied.is_error
+        assert "no codelia side panel is open on this notebook" in text_of(denied)
+        variables = await session.call_tool("list_variables", {"notebook_path": "quiet.ipynb"})
+        assert "secret_plan" not in text_of(variables)
