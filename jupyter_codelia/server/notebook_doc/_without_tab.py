@@ -19,6 +19,7 @@ backends:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
@@ -301,14 +302,14 @@ class NotebookWithoutTab:
         cls, serverapp: Any, path: str, *, run_cells: RunCells | None = None
     ) -> NotebookWithoutTab:
         """The instance for ``path`` on this server, through jupyter-collaboration when it is
-        installed and enabled."""
+        installed and enabled (4.4 or later: ``get_document(create=True)`` opens a room no tab
+        opened; with an older one the file is edited and its rooms reload it from disk)."""
         settings = getattr(getattr(serverapp, "web_app", None), "settings", {}) or {}
-        return cls(
-            serverapp.contents_manager,
-            path,
-            ydoc_extension=settings.get("jupyter_server_ydoc"),
-            run_cells=run_cells,
-        )
+        extension = settings.get("jupyter_server_ydoc")
+        getter = getattr(extension, "get_document", None)
+        if getter is None or "create" not in inspect.signature(getter).parameters:
+            extension = None
+        return cls(serverapp.contents_manager, path, ydoc_extension=extension, run_cells=run_cells)
 
     @property
     def backend(self) -> Literal["ydoc", "contents"]:
