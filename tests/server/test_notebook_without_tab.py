@@ -383,16 +383,29 @@ async def test_a_notebook_that_is_not_utf8_is_a_clear_refusal(
     reply = await refused(doc_for("latin.ipynb"), "snapshot")
     assert reply.error_kind == "unreadable"
     assert "UTF-8" in str(reply.error) and "Nothing was changed" in str(reply.error)
+    assert str(jp_root_dir) not in str(reply.error)
 
 
-async def test_a_file_that_is_not_json_is_a_clear_refusal(doc_for: Any, jp_root_dir: Path) -> None:
-    (jp_root_dir / "broken.ipynb").write_text('{"cells": [')
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"cells": [', "Unreadable Notebook"),
+        ("[" * 100_000 + "]" * 100_000, "Unreadable Notebook"),
+        ('{"cells": [1, "x"], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "Unreadable"),
+    ],
+    ids=["truncated", "nested-100k", "cells-not-objects"],
+)
+async def test_a_file_that_is_not_a_notebook_is_a_clear_refusal(
+    doc_for: Any, jp_root_dir: Path, text: str, says: str
+) -> None:
+    (jp_root_dir / "broken.ipynb").write_text(text)
     doc = doc_for("broken.ipynb")
     for action, params in (("snapshot", {}), ("edit", {"op": "insert", "source": "x"})):
         reply = await refused(doc, action, **params)
         assert reply.error_kind == "unreadable", reply.error
-        assert "Unreadable Notebook" in str(reply.error)
-    assert (jp_root_dir / "broken.ipynb").read_text() == '{"cells": ['
+        assert says in str(reply.error)
+        assert str(jp_root_dir) not in str(reply.error), "the server's own directory is not said"
+    assert (jp_root_dir / "broken.ipynb").read_text() == text
 
 
 async def test_a_huge_notebook_is_refused_before_it_is_read(

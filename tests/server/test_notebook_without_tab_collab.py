@@ -30,6 +30,8 @@ SAVE_DELAY = 0.1
 
 @pytest.fixture
 def jp_server_config(jp_root_dir: Path) -> dict[str, Any]:
+    from jupyter_server_ydoc.stores import TempFileYStore
+
     return {
         "ServerApp": {
             "jpserver_extensions": {
@@ -44,7 +46,13 @@ def jp_server_config(jp_root_dir: Path) -> dict[str, Any]:
             "db_path": str(jp_root_dir / ".fid_test.db"),
             "db_journal_mode": "OFF",
         },
-        "YDocExtension": {"document_save_delay": SAVE_DELAY, "session_store_path": None},
+        # A room opened by get_document() builds its store without the config, so an SQLite
+        # store would land in the working directory: a temporary file store instead.
+        "YDocExtension": {
+            "document_save_delay": SAVE_DELAY,
+            "ystore_class": TempFileYStore,
+            "session_store_path": str(jp_root_dir.parent / "collaboration_sessions.json"),
+        },
     }
 
 

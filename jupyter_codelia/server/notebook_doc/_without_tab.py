@@ -149,7 +149,7 @@ class _ContentsBackend:
             status = _http_status(exc)
             if status is None:
                 raise
-            reason = str(getattr(exc, "log_message", None) or exc)
+            reason = self._without_root(str(getattr(exc, "log_message", None) or exc))
             if status == 404:
                 raise NotebookNotFoundError(
                     f"no notebook {self._path!r} under the server's root ({reason})"
@@ -161,6 +161,14 @@ class _ContentsBackend:
         if not isinstance(model, dict):
             raise NotebookUnreadableError(f"the contents manager gave no model for {self._path!r}")
         return model
+
+    def _without_root(self, message: str) -> str:
+        """The contents manager's message without the server's own directory (the caller may
+        be an outside agent: it knows the notebook by its path under the root)."""
+        root = getattr(self._cm, "root_dir", None)
+        if isinstance(root, str) and root:
+            message = message.replace(root.rstrip("/") + "/", "")
+        return message
 
     async def load(self) -> tuple[dict[str, Any], ListCells]:
         """The file's model (with its hash) and its cells, after the size check."""
@@ -217,7 +225,7 @@ class _ContentsBackend:
             status = _http_status(exc)
             if status is None:
                 raise
-            reason = getattr(exc, "log_message", None) or exc
+            reason = self._without_root(str(getattr(exc, "log_message", None) or exc))
             raise NotebookUnreadableError(f"cannot write {self._path!r}: {reason}") from None
 
 
@@ -316,14 +324,19 @@ class NotebookWithoutTab:
         return self._backend.name
 
     async def answer(self, request: NotebookRequest) -> NotebookReply:
-        """The reply a tab would send to ``request``; never raises for a refusal: it becomes
-        ``ok=False`` with the reason in ``error`` and its kind in ``error_kind``."""
+        """The reply a tab would send to ``request``; never raises (as a tab's answer never
+        throws): a refusal is ``ok=False`` with the reason in ``error`` and its kind in
+        ``error_kind``; an unforeseen failure (a contents manager's own error) is ``ok=False``
+        without a kind."""
         try:
             result = await self._serve(request)
         except NotebookDocError as exc:
             return NotebookReply(
                 reply_to=request.request_id, ok=False, error=str(exc), error_kind=exc.kind
             )
+        except Exception as exc:
+            error = f"the server could not answer {request.action} for {self.path!r}: {exc!r}"
+            return NotebookReply(reply_to=request.request_id, ok=False, error=error)
         return NotebookReply(reply_to=request.request_id, ok=True, result=result)
 
     async def _serve(self, request: NotebookRequest) -> dict[str, Any]:
