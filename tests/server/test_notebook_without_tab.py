@@ -389,9 +389,9 @@ async def test_a_notebook_that_is_not_utf8_is_a_clear_refusal(
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ('{"cells": [', "Unreadable Notebook"),
-        ("[" * 100_000 + "]" * 100_000, "Unreadable Notebook"),
-        ('{"cells": [1, "x"], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "Unreadable"),
+        ('{"cells": [', "not JSON"),
+        ("[" * 100_000 + "]" * 100_000, "not JSON"),
+        ('{"cells": [1, "x"], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "cells"),
     ],
     ids=["truncated", "nested-100k", "cells-not-objects"],
 )
@@ -400,10 +400,14 @@ async def test_a_file_that_is_not_a_notebook_is_a_clear_refusal(
 ) -> None:
     (jp_root_dir / "broken.ipynb").write_text(text)
     doc = doc_for("broken.ipynb")
+    # A snapshot reads the JSON itself, an edit through the server's notebook reader.
     for action, params in (("snapshot", {}), ("edit", {"op": "insert", "source": "x"})):
         reply = await refused(doc, action, **params)
         assert reply.error_kind == "unreadable", reply.error
-        assert says in str(reply.error)
+        error = str(reply.error)
+        assert error.startswith("cannot read 'broken.ipynb' as a notebook: "), error
+        assert error.endswith("Nothing was changed; fix or re-save the file in JupyterLab.")
+        assert says in error or action == "edit"
         assert str(jp_root_dir) not in str(reply.error), "the server's own directory is not said"
     assert (jp_root_dir / "broken.ipynb").read_text() == text
 
@@ -467,3 +471,20 @@ async def test_ping_and_a_bad_revert(doc_for: Any, jp_root_dir: Path) -> None:
     assert await ok(doc, "ping") == {}
     assert (await refused(doc, "revert")).error_kind == "invalid"
     assert (await refused(doc, "revert", edit_id="never-made")).error_kind == "refused"
+
+
+async def test_an_nbformat_3_notebook_is_read_through_the_servers_converter(
+    doc_for: Any, jp_root_dir: Path
+) -> None:
+    v3 = {
+        "nbformat": 3,
+        "nbformat_minor": 0,
+        "metadata": {"name": "old"},
+        "worksheets": [
+            {"cells": [{"cell_type": "code", "input": "1 + 1", "language": "python",
+                        "outputs": [], "metadata": {}}]}
+        ],
+    }  # fmt: skip
+    (jp_root_dir / "v3.ipynb").write_text(json.dumps(v3))
+    snapshot = await ok(doc_for("v3.ipynb"), "snapshot")
+    assert [(c["cell_type"], c["source"]) for c in snapshot["cells"]] == [("code", "1 + 1")]

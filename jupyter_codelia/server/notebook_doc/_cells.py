@@ -63,7 +63,11 @@ class Cells(Protocol):
         ...
 
     def to_json(self, index: int) -> dict[str, Any]:
-        """The nbformat cell (``source`` one string)."""
+        """A copy of the nbformat cell (``source`` one string): kept, so never shared."""
+        ...
+
+    def peek(self, index: int) -> dict[str, Any]:
+        """The nbformat cell to read now, maybe shared with the document: never change it."""
         ...
 
     def source(self, index: int) -> str: ...
@@ -140,11 +144,33 @@ def parse_params(model: type[_P], params: dict[str, Any], action: str) -> _P:
 # ---------------------------------------------------------------------- views
 
 
+def _rejoined(output: dict[str, Any]) -> dict[str, Any]:
+    """An output with its multi-line strings joined, as nbformat's reader and the live model
+    give them (a file stores them as lists of lines); JSON data stays as it is."""
+    text = output.get("text")
+    data = output.get("data")
+    if not isinstance(text, list) and not isinstance(data, dict):
+        return output
+    rejoined = dict(output)
+    if isinstance(text, list):
+        rejoined["text"] = joined(text)
+    if isinstance(data, dict):
+        rejoined["data"] = {
+            mime: value if _is_json(mime) or not isinstance(value, list) else joined(value)
+            for mime, value in data.items()
+        }
+    return rejoined
+
+
+def _is_json(mime: str) -> bool:
+    return mime == "application/json" or mime.endswith("+json")
+
+
 def cell_view(
     cells: Cells, index: int, with_outputs: bool, *, with_index: bool = False
 ) -> dict[str, Any]:
     """One cell as the kernel reads it (``cellView`` of notebookactions.ts)."""
-    cell = cells.to_json(index)
+    cell = cells.peek(index)
     view: dict[str, Any] = {
         "id": cells.cell_id(index),
         "cell_type": cell.get("cell_type", "code"),
@@ -158,9 +184,9 @@ def cell_view(
         {"codelia": {k: v for k, v in provenance.items() if k != "review"}} if provenance else {}
     )
     if view["cell_type"] == "code":
-        raw_outputs = cell.get("outputs")
+        raw = cell.get("outputs")
         outputs = (
-            [o for o in raw_outputs if isinstance(o, dict)] if isinstance(raw_outputs, list) else []
+            [_rejoined(o) for o in raw if isinstance(o, dict)] if isinstance(raw, list) else []
         )
         count = cell.get("execution_count")
         view["execution_count"] = count if isinstance(count, int) else None
@@ -349,6 +375,9 @@ class ListCells:
 
     def find(self, cell_id: str) -> int:
         return scan_for(self, self._aliases.get(cell_id, cell_id))
+
+    def peek(self, index: int) -> dict[str, Any]:
+        return self._cells[index]
 
     def to_json(self, index: int) -> dict[str, Any]:
         # A copy: a record's ``before`` must not follow later changes to the cell.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
@@ -142,9 +143,9 @@ class _ContentsBackend:
         self._new_id = new_id
         self._lock = asyncio.Lock()
 
-    async def _get(self, **kwargs: Any) -> dict[str, Any]:
+    async def _get(self, kind: str = "notebook", **kwargs: Any) -> dict[str, Any]:
         try:
-            model = await _maybe_await(self._cm.get(self._path, type="notebook", **kwargs))
+            model = await _maybe_await(self._cm.get(self._path, type=kind, **kwargs))
         except Exception as exc:
             status = _http_status(exc)
             if status is None:
@@ -170,8 +171,7 @@ class _ContentsBackend:
             message = message.replace(root.rstrip("/") + "/", "")
         return message
 
-    async def load(self) -> tuple[dict[str, Any], ListCells]:
-        """The file's model (with its hash) and its cells, after the size check."""
+    async def _check_size(self) -> None:
         stat = await self._get(content=False)
         size = stat.get("size")
         if isinstance(size, int) and size > self._max_bytes:
@@ -180,6 +180,12 @@ class _ContentsBackend:
                 f"{self._max_bytes / 1e6:.0f} MB read without a tab; open it in JupyterLab "
                 "to let the agent work on it"
             )
+
+    async def load(self) -> tuple[dict[str, Any], ListCells]:
+        """The file's model (with its hash) and its cells, after the size check, read as the
+        server reads a notebook it will save: converted to nbformat 4, validated, trust marked
+        (so a trusted notebook stays signed when the edit keeps it trustworthy)."""
+        await self._check_size()
         model = await self._get(content=True, require_hash=True)
         content = model.get("content")
         if not isinstance(content, dict):
@@ -187,11 +193,34 @@ class _ContentsBackend:
         try:
             return model, ListCells(content, self._new_id)
         except InvalidNotebookRequestError as exc:
-            raise NotebookUnreadableError(f"{self._path!r}: {exc}") from None
+            raise NotebookUnreadableError(
+                f"cannot read {self._path!r} as a notebook: {exc}. Nothing was changed; fix or "
+                "re-save the file in JupyterLab."
+            ) from None
 
     async def read(self, use: Callable[[Cells, bool], _T]) -> _T:
-        _model, cells = await self.load()
-        return use(cells, False)
+        # A read writes nothing: the file's JSON as it is, without the validation and trust
+        # check that cost most of a notebook read (several times over for large ones).
+        await self._check_size()
+        model = await self._get("file", content=True, format="text")
+        try:
+            content = json.loads(str(model.get("content")))
+        except (ValueError, RecursionError) as exc:
+            raise NotebookUnreadableError(
+                f"cannot read {self._path!r} as a notebook: it is not JSON ({exc}). Nothing "
+                "was changed; fix or re-save the file in JupyterLab."
+            ) from None
+        if not isinstance(content, dict) or content.get("nbformat") != 4:
+            # Older formats (nbformat 3 worksheets) are converted by the server's reader.
+            _model, cells = await self.load()
+            return use(cells, False)
+        try:
+            return use(ListCells(content, self._new_id), False)
+        except InvalidNotebookRequestError as exc:
+            raise NotebookUnreadableError(
+                f"cannot read {self._path!r} as a notebook: {exc}. Nothing was changed; fix or "
+                "re-save the file in JupyterLab."
+            ) from None
 
     async def change(self, use: Callable[[Cells], _T]) -> _T:
         async with self._lock:  # this server's own writes never race each other
@@ -405,7 +434,7 @@ def _cells_to_run(cells: Cells, cell_ids: list[str]) -> list[CellToRun]:
         raise NotebookNotFoundError(
             f"no cell with id {', '.join(missing)}; call notebook_read() for the ids"
         )
-    found = [(cell_id, cells.to_json(cells.find(cell_id))) for cell_id in cell_ids]
+    found = [(cell_id, cells.peek(cells.find(cell_id))) for cell_id in cell_ids]
     return [
         CellToRun(cell_id=cell_id, code=_cells.joined(cell.get("source")))
         for cell_id, cell in found
@@ -423,7 +452,7 @@ def _write_outputs(
         index = cells.find(cell_id)
         if index < 0:
             continue  # deleted while it ran, as a tab leaves it out
-        is_code = cells.to_json(index).get("cell_type") == "code"
+        is_code = cells.peek(index).get("cell_type") == "code"
         result = results.get(cell_id)
         if result is not None:
             cells.set_outputs(index, result.outputs, result.execution_count)

@@ -53,6 +53,9 @@ class YCells:
         cell["source"] = joined(cell.get("source"))
         return cell
 
+    def peek(self, index: int) -> dict[str, Any]:
+        return self.to_json(index)  # already a fresh dict
+
     def source(self, index: int) -> str:
         return str(self._cells[index]["source"])
 
