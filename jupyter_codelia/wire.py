@@ -215,6 +215,33 @@ NotebookKernelMessage = Annotated[
     NotebookHello | NotebookRequest | OutputFinished, Field(discriminator="type")
 ]
 
+# Why a notebook request was refused, for callers that must tell cases apart (the error text is
+# for people and models). A tab's replies carry none; the server's answer with no tab open does.
+NotebookErrorKind = Literal[
+    "invalid",  # the request itself is wrong (unknown op, missing field, bad path)
+    "not_found",  # no such notebook file, or no cell with that id
+    "cell_changed",  # the cell's source is not the one the edit expected
+    "file_changed",  # the file changed on disk between read and write: nothing was written
+    "unreadable",  # not UTF-8, not JSON, not a notebook
+    "too_large",  # past the size the server reads without a tab
+    "needs_tab",  # only a front end can do this (run without a kernel relay)
+    "refused",  # a revert that cannot be done safely
+]
+
+
+class NotebookReply(_Message):
+    """The answer to one :class:`NotebookRequest`: ``result`` when ``ok``, else ``error``.
+
+    Tabs build it in TypeScript (``notebookcomm.ts``); the server builds it when no tab of the
+    notebook is open (``jupyter_codelia/server/notebook_doc``)."""
+
+    type: Literal["notebook.reply"] = "notebook.reply"
+    reply_to: str
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    error_kind: NotebookErrorKind | None = None
+
 
 # --------------------------------------------------------------------------- outside agents
 # ``tools.list`` and ``tool.call``, sent through ``control()`` by the Jupyter server extension on

@@ -1,0 +1,47 @@
+"""The kernel's notebook requests answered by the server for a notebook no tab has open.
+
+``NotebookWithoutTab.for_server(serverapp, path)`` then ``await doc.answer(request)``: the
+``notebook.reply`` a JupyterLab tab would send, edited through jupyter-collaboration's shared
+document when it is installed, through the file with compare-and-swap otherwise.
+"""
+
+from __future__ import annotations
+
+from ._cells import REVIEW_SOURCE_LIMIT, source_hash
+from ._errors import (
+    CellChangedError,
+    InvalidNotebookRequestError,
+    NeedsTabError,
+    NotebookDocError,
+    NotebookFileChangedError,
+    NotebookNotFoundError,
+    NotebookTooLargeError,
+    NotebookUnreadableError,
+    RevertRefusedError,
+)
+from ._without_tab import (
+    DEFAULT_MAX_BYTES,
+    CellRunResult,
+    CellToRun,
+    NotebookWithoutTab,
+    RunCells,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "REVIEW_SOURCE_LIMIT",
+    "CellChangedError",
+    "CellRunResult",
+    "CellToRun",
+    "InvalidNotebookRequestError",
+    "NeedsTabError",
+    "NotebookDocError",
+    "NotebookFileChangedError",
+    "NotebookNotFoundError",
+    "NotebookTooLargeError",
+    "NotebookUnreadableError",
+    "NotebookWithoutTab",
+    "RevertRefusedError",
+    "RunCells",
+    "source_hash",
+]
