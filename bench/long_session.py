@@ -4,7 +4,9 @@ Each run is a small exchange with a scripted model (one short ``python`` call, t
 executed cell by cell with nbclient as a front end would. It prints, from the same run:
 
 * kernel RSS after the first run (imports paid), after run 60 and after run 150, and the growth
-  (target: at most 30 MB over the 150 runs);
+  per run from the first run's end over 60 and over 150 runs (target: at most 0.25 MB a run);
+* the same for a bare ``Agent`` (a session store, the standard tools and a plain ``python``
+  tool) driven by code in a plain kernel, and the ratio: what the notebook layer adds;
 * live ipywidgets in the kernel after the last run (target: at most 10);
 * the saved notebook's size, with the widget state a front end saves (the models still open)
   and with every model ever opened (nbclient's own store), target: at most 1 MB;
@@ -13,6 +15,9 @@ executed cell by cell with nbclient as a front end would. It prints, from the sa
 * the first run after ``%load_ext`` (with a 3 s pause, as a person typing) against a warm run
   (target: at most 1.5x);
 * the agent's history (messages and JSON size) after runs 60 and 150.
+
+RSS is the kernel's own (psutil in the kernel): the scripted model server runs in this process
+and keeps no requests.
 
     python bench/long_session.py [--runs 150]
     python bench/long_session.py --first-run [--repeat 5]   # only first vs warm, ~10 s a kernel
@@ -38,17 +43,55 @@ from nbclient import NotebookClient
 from jupyter_codelia.testing import RecordedRequest, ScriptedAnthropicServer, reply, text, tool_use
 
 MB = 1024 * 1024
-PROBE = (
-    "import gc as _gc, json as _json, psutil as _ps, ipywidgets as _w\n"
-    "_gc.collect()\n"
+RSS_PER_RUN_TARGET_MB = 0.25
+NOTEBOOK_AGENT = (
     "from jupyter_codelia.notebook import notebook_agent as _notebook_agent\n"
     "_agent = _notebook_agent(get_ipython()).agent\n"
-    "_hist = list(_agent.history) if _agent is not None else []\n"
-    "print(_json.dumps({'rss': _ps.Process().memory_info().rss,\n"
-    "    'widgets': len(_w.widgets.widget._instances), 'history': len(_hist),\n"
-    "    'history_bytes': sum(len(m.model_dump_json()) for m in _hist)}))\n"
-    "del _hist, _agent, _notebook_agent"
+    "del _notebook_agent\n"
 )
+BARE_AGENT = "_agent = globals().get('_bare')\n"
+
+
+def probe(find_agent: str) -> str:
+    """A cell printing the kernel's RSS, its live widgets and the agent's history as JSON."""
+    return (
+        "import gc as _gc, json as _json, psutil as _ps, ipywidgets as _w\n"
+        "_gc.collect()\n"
+        + find_agent
+        + "_hist = list(_agent.history) if _agent is not None else []\n"
+        "print(_json.dumps({'rss': _ps.Process().memory_info().rss,\n"
+        "    'widgets': len(_w.widgets.widget._instances), 'history': len(_hist),\n"
+        "    'history_bytes': sum(len(m.model_dump_json()) for m in _hist)}))\n"
+        "del _hist, _agent"
+    )
+
+
+PROBE = probe(NOTEBOOK_AGENT)
+
+BARE_SETUP = """\
+import contextlib, io, os
+from jupyter_codelia.agent import Agent
+from jupyter_codelia.llm.anthropic.chat import AnthropicChat
+from jupyter_codelia.session import SessionStore, default_home
+from jupyter_codelia.standard_tools import standard_tools
+from jupyter_codelia.tools import tool
+
+@tool
+def python(code: str) -> str:
+    \"\"\"Run Python code in the kernel's namespace; returns what it printed.\"\"\"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, globals())
+    return printed.getvalue()
+
+_bare = Agent(
+    AnthropicChat(),
+    standard_tools(os.getcwd(), approval_mode="full-access", extra=[python]),
+    session_store=SessionStore(default_home()),
+)
+"""
+"""The baseline: the agent layer alone, driven by code in a plain kernel (no magics, no panel),
+with a ``python`` tool so the history is the same as the notebook's."""
 
 
 CPU_CLOCK = (
@@ -114,23 +157,28 @@ class Session:
     every_bytes: int
 
 
+def kernel_env(home: Path, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(
+        JUPYTER_CODELIA_HOME=str(home),
+        ANTHROPIC_API_KEY="bench-key",
+        ANTHROPIC_BASE_URL=url,
+        MPLBACKEND="Agg",
+        JUPYTER_CODELIA_APPROVAL_MODE="full-access",  # configured once, as people do
+    )
+    return env
+
+
 def run_session(runs: int) -> Session:
     """``runs`` ``%%codelia`` runs in a fresh kernel after ``%load_ext`` and a 3 s pause."""
     checkpoints = {1, 60, runs}
     with (
         tempfile.TemporaryDirectory(prefix="codelia-long-") as tmp,
-        ScriptedAnthropicServer(answer) as server,
+        ScriptedAnthropicServer(answer, keep_requests=False) as server,
     ):
         home = Path(tmp) / "home"
         home.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(
-            JUPYTER_CODELIA_HOME=str(home),
-            ANTHROPIC_API_KEY="bench-key",
-            ANTHROPIC_BASE_URL=server.url,
-            MPLBACKEND="Agg",
-            JUPYTER_CODELIA_APPROVAL_MODE="full-access",  # configured once, as people do
-        )
+        env = kernel_env(home, server.url)
         cells = [nbformat.v4.new_code_cell(PROBE)]  # a fresh kernel
         cells.append(nbformat.v4.new_code_cell("%load_ext jupyter_codelia"))
         cells.append(nbformat.v4.new_code_cell(CPU_CLOCK + "time.sleep(3)  # a person typing"))
@@ -163,6 +211,34 @@ def run_session(runs: int) -> Session:
     # The clock starts with the cell after the one that registers it: cell i is entry i - 3.
     cpu = [per_cell[index - 3] for index in run_cells]
     return Session(probes, times, cpu, live_bytes, every_bytes)
+
+
+def run_bare(runs: int) -> dict[int, dict[str, int]]:
+    """The same runs on a bare ``Agent`` in a plain kernel: probes by run number."""
+    bare_probe = probe(BARE_AGENT)
+    with (
+        tempfile.TemporaryDirectory(prefix="codelia-bare-") as tmp,
+        ScriptedAnthropicServer(answer, keep_requests=False) as server,
+    ):
+        home = Path(tmp) / "home"
+        home.mkdir()
+        cells = [nbformat.v4.new_code_cell(BARE_SETUP)]
+        probe_cells: dict[int, int] = {}
+        for i in range(1, runs + 1):
+            cells.append(nbformat.v4.new_code_cell(f"await _bare.run('run {i}: compute 1 + 1')"))
+            if i in {1, 60, runs}:
+                probe_cells[i] = len(cells)
+                cells.append(nbformat.v4.new_code_cell(bare_probe))
+        nb = nbformat.v4.new_notebook(cells=cells)
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute(
+            env=kernel_env(home, server.url), cwd=tmp
+        )
+    return {i: probe_of(nb.cells[index]) for i, index in probe_cells.items()}
+
+
+def growth_per_run(probes: dict[int, dict[str, int]], upto: int) -> float:
+    """MB of kernel RSS per run from the first run's end to run ``upto``."""
+    return (probes[upto]["rss"] - probes[1]["rss"]) / MB / max(upto - 1, 1)
 
 
 def first_run_only(repeat: int) -> None:
@@ -203,9 +279,16 @@ def main() -> None:
     print(f"{runs} runs (one python call each, scripted model, nbclient headless)")
     print(f"kernel RSS: fresh {rss[0]:.0f} MB, after run 1 {rss[1]:.0f} MB, ", end="")
     print(f"after run 60 {rss.get(60, float('nan')):.0f} MB, after run {runs} {rss[runs]:.0f} MB")
-    growth = rss[runs] - rss[1]
-    print(f"RSS growth runs 1..{runs}: {growth:.1f} MB ({growth / max(runs - 1, 1):.2f} MB/run)")
-    print("  target <= 30 MB")
+    bare = run_bare(runs)
+    spans = sorted({min(60, runs), runs})
+    for upto in spans:
+        mine, theirs = growth_per_run(probes, upto), growth_per_run(bare, upto)
+        print(f"RSS growth per run, runs 1..{upto}: {mine:.3f} MB/run ", end="")
+        print(f"(target <= {RSS_PER_RUN_TARGET_MB} MB/run); ", end="")
+        print(f"bare Agent {theirs:.3f} MB/run; ", end="")
+        print(f"ratio {mine / theirs:.2f}x" if theirs > 0 else "ratio n/a (bare did not grow)")
+    print(f"bare Agent kernel RSS: after run 1 {bare[1]['rss'] / MB:.0f} MB, ", end="")
+    print(f"after run {runs} {bare[runs]['rss'] / MB:.0f} MB")
     print(f"live ipywidgets after run {runs}: {probes[runs]['widgets']} (target <= 10)")
     print(f"saved notebook, front-end widget state (open models): {live_bytes / MB:.2f} MB")
     print(f"saved notebook, every model ever opened (nbclient store): {every_bytes / MB:.2f} MB")

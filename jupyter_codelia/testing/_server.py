@@ -183,6 +183,9 @@ class ScriptedServer(abc.ABC):
     one per model request; a path to a JSON script file; or a function ``request -> turn``.
     When a list runs out the server answers HTTP 500 saying so. A :class:`Recorded` turn is
     replayed byte for byte, so it must be a recording of the API the server speaks.
+
+    ``keep_requests=False``: :attr:`requests` stays empty (a script function still sees each
+    request), so a long benchmark's server does not grow with every request it answered.
     """
 
     model_paths: tuple[str, ...] = ("/v1/messages",)
@@ -200,7 +203,14 @@ class ScriptedServer(abc.ABC):
         """The body fields a request to ``path`` must have."""
         return self.required_fields if path in self.model_paths else ("model", "messages")
 
-    def __init__(self, script: Script = (), *, port: int = 0, require_auth: bool = True) -> None:
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        port: int = 0,
+        require_auth: bool = True,
+        keep_requests: bool = True,
+    ) -> None:
         self._function: ScriptFunction | None = None
         self._turns: list[ScriptTurn] = []
         if isinstance(script, (str, Path)):
@@ -217,6 +227,8 @@ class ScriptedServer(abc.ABC):
         self._port = port
         self.require_auth = require_auth
         self.requests: list[RecordedRequest] = []
+        self.keep_requests = keep_requests
+        self._received = 0  # model requests so far (kept or not)
         self.errors: list[str] = []  # problems with the script, also sent as 500 bodies
         self._lock = threading.Lock()
         self._next_turn = 0
@@ -560,7 +572,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
-        self.send_header("request-id", f"req_scripted_{len(self.server_ref.requests)}")
+        self.send_header("request-id", f"req_scripted_{self.server_ref._received}")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
@@ -603,7 +615,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, server.error_body("invalid_request_error", bad_json))
             return
         request = RecordedRequest(
-            index=len(server.requests),
+            index=server._received,
             method="POST",
             path=path,
             headers=redact_headers(self.headers.items()),
@@ -622,8 +634,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, answer)
             return
         with server._lock:
-            request.index = len(server.requests)
-            server.requests.append(request)
+            request.index = server._received
+            server._received += 1
+            if server.keep_requests:
+                server.requests.append(request)
         if server.on_request is not None:
             try:
                 server.on_request(request)

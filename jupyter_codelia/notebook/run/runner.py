@@ -5,11 +5,11 @@ the :class:`~jupyter_codelia.agent.Approvals` its agents' requests wait in (ever
 there, the first answer wins) and the listeners (the comm bridge) that receive every event as a
 JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 
-* **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on a private event loop in
-  a worker thread while the cell's thread draws the panel and asks approvals through the
-  kernel's input prompt. The kernel interrupt (■) arrives as KeyboardInterrupt in the cell's
-  thread; it cancels the run, waits until history is repaired and the session saved, then
-  re-raises so Run All stops.
+* **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on the kernel's private turn
+  loop (``_loop``, a thread of its own) while the cell's thread draws the panel and asks
+  approvals through the kernel's input prompt. The kernel interrupt (■) arrives as
+  KeyboardInterrupt in the cell's thread; it cancels the run, waits until history is repaired
+  and the session saved, then re-raises so Run All stops.
 * **background** (:meth:`NotebookAgent.start_background`): the turn is a task on the kernel's
   own event loop and the cell gets a :class:`RunHandle` at once; the panel's buttons work.
 """
@@ -24,6 +24,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable
+from concurrent import futures
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,6 +37,7 @@ from ...standard_tools.jobs import JobRegistry
 from ...wire import RunStarted, status_message
 from ..config import ConfigError, Settings, tool_output_dir
 from ..kernel_tools.undo import NamespaceUndo
+from ._loop import TurnLoop
 from ._sink import Envelope, Listener, LiveRun, RunSink, tick_forever
 from .results import FinalStatus, RunHandle, RunInterrupted, RunNotFinishedError, RunResult
 
@@ -93,6 +95,7 @@ class NotebookAgent:
         # so an unchanged notebook adds nothing and the cached prompt prefix stays valid.
         self._outlines: dict[str, str] = {}
         self._mcp: Any = None
+        self._turn_loop = TurnLoop()  # where blocking turns run (see _loop)
 
     # ------------------------------------------------------------------ configuration
 
@@ -527,18 +530,17 @@ class NotebookAgent:
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
         outcome: list[Any] = []
 
-        def work() -> None:
+        async def work() -> None:
             try:
-                outcome.append(asyncio.run(self._drive(agent, prompt, run, inbox.put)))
+                outcome.append(await self._drive(agent, prompt, run, inbox.put))
             except BaseException as exc:
                 outcome.append(("error", "", describe_exc(exc)))
             finally:
                 inbox.put(_DONE)
 
-        worker = threading.Thread(target=work, name="codelia-run", daemon=True)
         interrupted = False
         try:
-            worker.start()
+            worker = self._turn_loop.submit(work())
             while True:
                 try:
                     item = inbox.get(timeout=self.flush_interval)
@@ -560,9 +562,9 @@ class NotebookAgent:
                     interrupted = True
                     run.cancel("interrupted")
         finally:
-            while worker.is_alive():
+            while not worker.done():
                 try:
-                    worker.join(0.1)
+                    futures.wait([worker], 0.1)
                 except KeyboardInterrupt:
                     interrupted = True
                     run.cancel("interrupted")
