@@ -24,20 +24,18 @@ Measured (2 cores shared with three other busy sessions, load average 2.5-4, ``-
 * read: 0.68x best-of, 0.61-0.68x median (ours 129-132 ms, tail | head 188-191 ms); peak RSS
   growth 9.6-9.8 MB, plus 11 MB for importing numpy. Before numpy counted the newlines
   (``bytes.count`` counts one byte with a scalar loop): 1.87-1.94x (ours 346-362 ms).
-* apply_patch: 1.20-1.25x best-of wall clock (ours 17-19 ms, GNU patch 15 ms), 1.36-1.50x CPU
-  time. Before (same machine, asyncio.run per call): 1.89-2.03x best-of, 2.12-2.19x median,
-  2.2-2.6x CPU; with the old code on one loop too: 1.42-1.52x best-of, 1.66-2.02x CPU. What
-  went: per-line lists per chunk (kept as joined strings, with 3x fewer young-generation GC
-  passes), the eager blocks and line views of the diff when its hunks are read off the
-  chunks, three copies of the file (decode, slices, encode: the fast path works on the bytes
-  and writes views of them with ``writev``; 3,400 page faults per call before, none after),
-  and a loop with a worker thread made per call by this bench. Left: the parse and the
-  per-chunk Python work (~4 ms), ``find``/``count`` over the file (~2 ms), the journal
-  (~0.7 ms: directory, record, lock), the re-check read (~0.3 ms) and the cache copy of the
-  diff (~2.5 ms). A call creates 7 files (journal directory and record, the temp file, 4 for
-  the cache copy) where GNU patch creates 1: an hour later the shared disk took 0.7 ms per
-  file creation instead of 0.08 ms, and the same code measured 1.45-1.76x best-of (main:
-  2.08x best-of, 2.54x median).
+* apply_patch (load average 5-8, ``--repeat 9``): 1.52-1.75x best-of, 1.57-1.70x median wall
+  clock (ours 23 ms best-of at load 5, GNU patch 15 ms; wall times triple at load 8), 1.75-1.94x
+  median CPU time (ours 20-24 ms, GNU patch 10-13 ms). Before the re-check of the source read it
+  in blocks: 1.76x best-of, 1.99x median wall, 2.23-2.31x CPU (the second whole copy of the file
+  was a fresh allocation in the worker thread, ~1,800 page faults per call; now none). Left, per
+  call (CPU): matching ~4 ms (``find`` and newline ``count`` over the file ~2.8 ms, the rest
+  Python per chunk), parsing ~2.2 ms, assembling the pieces and hunks ~1.6 ms, joining each
+  chunk's old lines ~1.3 ms, the write ~3 ms (2.3 ms of it the kernel copying 3.5 MB), the diff's
+  cache copy ~3 ms (four file creations; 9 ms of wall on this disk), the young-generation
+  garbage collector ~0.7 ms (a full collection, ~20 ms, about every 12 calls). Wall clock also
+  pays the unlink of the replaced file (~3 ms: ext4 frees its blocks; GNU patch pays the same in
+  its rename) and the hop to the worker thread that keeps the kernel's loop responsive.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import overload
 
 from ..diff import Block, merge_blocks
 from ._lines import Buffer, DiffMaterial, UpdateResult
-from ._parse import Chunk
+from ._parse import Chunk, ChunkShape
 
 
 class TextLines(Sequence[str]):
@@ -111,8 +111,8 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", errors="surrogatepass")
 
 
-Found = tuple[int, int, Chunk, int, int]
-"""Where a chunk matched: (line, old line count, chunk, start offset, end offset)."""
+Found = tuple[int, int, Chunk, int, int, ChunkShape]
+"""Where a chunk matched: (line, old line count, chunk, start offset, end offset, its shape)."""
 _NEWLINE = ord("\n")
 
 
@@ -191,32 +191,34 @@ def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
     the result's ``pieces``.
 
     Every matched line is followed by a newline here (changes touching a last line without one
-    go to the line algorithm), so regions and insertions are whole ``line\\n`` units.
+    go to the line algorithm), so regions and insertions are whole ``line\\n`` units. The
+    common chunk (not EOF-anchored, found at the first candidate) is handled inline with the
+    cursor in locals: a big patch has thousands of chunks, and a method call or property per
+    chunk and step is most of the Python time.
     """
     if not before or b"\r" in before:
         return None
     cursor = _Cursor(before)
     text, size = before, len(before)
+    find, count = text.find, text.count
     found: list[Found] = []
     append = found.append
+    line = offset = 0  # the cursor, kept in locals; ``cursor`` is synced for its methods
     try:
         for chunk in chunks:
             if chunk.anchor is not None:
-                line, _, end = cursor.find(_encode(chunk.anchor), 1, False)
-                cursor.advance(line + 1, end)
-            count = chunk.shape[0]
-            if not count:
+                cursor.line, cursor.offset = line, offset
+                at, _, end = cursor.find(_encode(chunk.anchor), 1, False)
+                line, offset = at + 1, end + 1 if end < size else size
+            shape = chunk.shape
+            old_count = shape[0]
+            if not old_count:
                 if chunk.eof or chunk.anchor is None:
-                    at, offset = cursor.line_count, size
-                else:
-                    at, offset = cursor.line, cursor.offset
-                append((at, 0, chunk, offset, offset))
-                cursor.line, cursor.offset = at, offset
+                    line, offset = cursor.line_count, size
+                append((line, 0, chunk, offset, offset, shape))
                 continue
-            # The common case inline: not EOF-anchored, found at the first candidate.
-            joined = _encode(chunk.old_text)
-            offset = cursor.offset
-            start = text.find(joined, offset) if joined and not chunk.eof else -1
+            joined = chunk.old_text.encode("utf-8", "surrogatepass")
+            start = find(joined, offset) if joined and not chunk.eof else -1
             end = start + len(joined)
             if (
                 start >= 0
@@ -224,16 +226,17 @@ def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
                 and end < size
                 and text[end] == _NEWLINE
             ):
-                line = cursor.line + text.count(b"\n", offset, start)
+                at = line + count(b"\n", offset, start)
             else:
-                line, start, end = cursor.find(joined, count, chunk.eof)
-            append((line, count, chunk, start, end))
-            cursor.line = line + count
-            cursor.offset = end + 1 if end < size else size
+                cursor.line, cursor.offset = line, offset
+                at, start, end = cursor.find(joined, old_count, chunk.eof)
+            append((at, old_count, chunk, start, end, shape))
+            line, offset = at + old_count, end + 1 if end < size else size
     except _NoExactMatchError:
         return None
+    cursor.line, cursor.offset = line, offset
     if not cursor.had_newline and any(
-        end == size or start == size for _, _, _, start, end in found
+        end == size or start == size for _, _, _, start, end, _ in found
     ):
         return None  # the last line has no newline: leave that bookkeeping to the line algorithm
     return _assemble(cursor, found)
@@ -241,10 +244,10 @@ def apply_exact(before: bytes, chunks: Sequence[Chunk]) -> UpdateResult | None:
 
 def _replacement(found: Found) -> tuple[int, bytes]:
     """(offset where the original resumes, the bytes put in place of ``start`` .. it)."""
-    _, count, chunk, start, end = found
-    if not chunk.shape[1]:
+    _, count, chunk, start, end, shape = found
+    if not shape[1]:
         return (end + 1, b"") if count else (start, b"")
-    new = _encode(chunk.new_text)
+    new = chunk.new_text.encode("utf-8", "surrogatepass")
     return (end, new) if count else (start, new + b"\n")
 
 
@@ -254,16 +257,16 @@ def _assemble(cursor: _Cursor, found: list[Found]) -> UpdateResult:
     text = cursor.text
     view = memoryview(text)  # slices of a view are not copies
     pieces: list[Buffer] = []
+    add = pieces.append
     position = 0
     delta = 0  # new line number - old line number
     for match in found:
-        _, count, chunk, start, _ = match
         cut, insert = _replacement(match)
-        pieces.append(view[position:start])
-        pieces.append(insert)
+        add(view[position : match[3]])
+        add(insert)
         position = cut
-        delta += chunk.shape[1] - count
-    pieces.append(view[position:])
+        delta += match[5][1] - match[1]
+    add(view[position:])
     if cursor.had_newline and sum(map(len, pieces)) == 1 and b"".join(pieces) == b"\n":
         pieces = []  # the line algorithm's "empty result" rule
     # Every line before the cursor ends with a newline, so only the rest needs counting.
@@ -289,7 +292,7 @@ def _diff_material(
     position = 0
     delta = 0
     for match in found:
-        line, count, chunk, start, _ = match
+        line, count, chunk, start, _, _ = match
         new = chunk.new
         new_line = line + delta
         if count == 0:
@@ -328,8 +331,8 @@ def _hunks_from_chunks(found: list[Found], context: int = 3) -> str | None:
     out: list[str] = []
     previous_end = -1 - 2 * context  # old line just past the previous chunk's change
     delta = 0  # new line number - old line number
-    for line, _, chunk, _, _ in found:
-        run = chunk.shape[2]
+    for line, _, chunk, _, _, shape in found:
+        run = shape[2]
         if run is None:
             return None
         at, removed, added = run

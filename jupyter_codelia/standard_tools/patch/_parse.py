@@ -90,14 +90,18 @@ class Chunk:
         self.lines: list[str] = lines if lines is not None else []
         self.eof = eof
         self._marks = marks  # the first character of every line, when the parser has it
-        self._forget()
-
-    def _forget(self) -> None:
-        """Drop everything computed from the lines (they changed)."""
+        # What ``_forget`` resets, set here without the call: the parser makes thousands.
         self._old_text: str | None = None
         self._new_text: str | None = None
         self._changes: list[tuple[int, int, int, int]] | None = None
         self._shape: ChunkShape | None = None
+
+    def _forget(self) -> None:
+        """Drop everything computed from the lines (they changed)."""
+        self._old_text = None
+        self._new_text = None
+        self._changes = None
+        self._shape = None
 
     def __repr__(self) -> str:
         return f"Chunk(anchor={self.anchor!r}, lines={self.lines!r}, eof={self.eof!r})"
@@ -357,20 +361,24 @@ def _parse_chunks(
     body is an empty context line whose leading space was lost; empty lines that end a body
     only separate it from what follows.
     """
-    while index < last and not markers.header(index):
+    kinds, spaced = markers.kind, markers.spaced  # read directly: this loop runs per chunk
+    chunks = section.chunks
+    while index < last and kinds.get(index) not in _HEADERS:
         line = lines[index]
-        if not line.strip():
-            index += 1
-            continue
         if line.startswith("@@"):
             anchor: str | None = line[2:].lstrip() or None
             index += 1
-        elif not section.chunks and line[:1] in _BODY_MARKS and markers.of(index) is None:
+        elif not line.strip():
+            index += 1
+            continue
+        elif not chunks and line[:1] in _BODY_MARKS and index not in kinds:
             anchor = None
         else:
             raise PatchParseError(f"expected '@@' chunk header (line {index + 1})")
         other = _NOT_BODY.search(marks, index, last)
-        stop = markers.next_in_body(index, other.start() if other else last)
+        stop = other.start() if other else last
+        if spaced:
+            stop = markers.next_in_body(index, stop)
         end = stop
         while end > index and not lines[end - 1]:
             end -= 1
@@ -378,14 +386,15 @@ def _parse_chunks(
         if "\0" in body_marks:
             body = [body_line or " " for body_line in body]
             body_marks = body_marks.replace("\0", " ")
-        chunk = Chunk(anchor, body, marks=body_marks)
-        section.chunks.append(chunk)
+        chunk = Chunk(anchor, body, False, body_marks)
+        chunks.append(chunk)
         index = stop
         if index < last:
-            if markers.of(index) == END_OF_FILE:
+            kind = kinds.get(index)
+            if kind == END_OF_FILE:
                 chunk.eof = True
                 index += 1
-            elif not (lines[index].startswith("@@") or markers.header(index)):
+            elif not (kind in _HEADERS or lines[index].startswith("@@")):
                 raise PatchParseError(
                     f"invalid change marker '{lines[index][:1]}' (line {index + 1})"
                 )

@@ -365,13 +365,36 @@ def _revalidate(item: Planned, source: Entry) -> None:
         raise PatchConflictError(
             f"{item.path} was removed while the patch was being applied"
         ) from None
-    with os.fdopen(fd, "rb") as handle:
-        now = identity_of(handle.fileno(), handle.read())
-    wanted = item.identity
-    if (now.device, now.inode) != (wanted.device, wanted.inode) or now.content != wanted.content:
+    try:
+        info = os.fstat(fd)
+        wanted = item.identity
+        same = (info.st_dev, info.st_ino) == (wanted.device, wanted.inode)
+        same = same and _same_content(fd, wanted.content)
+    finally:
+        os.close(fd)
+    if not same:
         raise PatchConflictError(
             f"{item.path} changed while the patch was being applied; read it again and retry"
         )
+
+
+_COMPARE_BLOCK = 1 << 18
+
+
+def _same_content(fd: int, content: bytes) -> bool:
+    """Whether the file at ``fd`` holds exactly ``content``, read in blocks into one reused
+    buffer: a second whole copy of a big file is a fresh allocation the kernel must fault in
+    page by page, which cost more than the comparison."""
+    buffer = bytearray(min(len(content) + 1, _COMPARE_BLOCK))
+    view = memoryview(buffer)
+    position = 0
+    while True:
+        got = os.readv(fd, [buffer])
+        if not got:
+            return position == len(content)
+        if not content.startswith(view[:got], position):
+            return False
+        position += got
 
 
 def _open_through(entry: Entry) -> int:
