@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..._redact import redact_secrets
 from ...agent import ConfirmResponse
 from ...agent import events as ev
+from ...errors import CodeliaError
 from ...wire import (
     ExternalTool,
     RunStarted,
@@ -69,7 +70,7 @@ EXTERNAL_TOOLS = (
 """What outside agents get: the kernel's own tools. Files, shell and web they have themselves."""
 
 
-class UnknownToolError(LookupError):
+class UnknownToolError(CodeliaError, LookupError):
     """``tool.call`` named a tool the kernel does not offer."""
 
 
