@@ -61,6 +61,24 @@ NOTEBOOKS_DESCRIPTION = (
 )
 
 
+class RelayUnavailableError(PeerError):
+    """The jupyter_codelia server extension is not loaded in this Jupyter server."""
+
+
+_current: list[Relay] = []
+"""The relay of the Jupyter server in this process (set when the extension loads)."""
+
+
+def current_relay() -> Relay:
+    """This process's relay, for tools registered elsewhere (Jupyter AI's MCP server)."""
+    if not _current:
+        raise RelayUnavailableError(
+            "the jupyter_codelia server extension is not loaded in this Jupyter server "
+            "(jupyter server extension enable jupyter_codelia, then restart it)"
+        )
+    return _current[-1]
+
+
 class NotebookNotFoundError(PeerError):
     """No running kernel belongs to the notebook path a call named."""
 
@@ -424,6 +442,7 @@ def setup_mcp(web_app: Any, serverapp: Any) -> McpService:
     relay = Relay(serverapp)
     service = McpService(relay)
     web_app.settings["codelia_relay"] = relay
+    _current[:] = [relay]
     path = url_path_join(web_app.settings.get("base_url", "/"), "codelia", "mcp")
     web_app.add_handlers(".*$", [(path, McpHandler, {"service": service})])
     return service
