@@ -50,7 +50,8 @@ class KernelChannel(Protocol):
     """A two-way message link to one kernel; what a transport must provide.
 
     Messages are Jupyter messages in the kernel websocket's JSON form: a dict with ``channel``
-    (``"shell"``, ``"control"``, ``"iopub"`` or ``"stdin"``), ``header``, ``parent_header``,
+    (``"shell"``, ``"control"``, ``"iopub"`` or ``"stdin"``), ``msg_id``, ``msg_type``,
+    ``header``, ``parent_header``,
     ``metadata`` and ``content`` (``buffers`` never used here). The peer builds complete headers
     (``msg_id``, ``msg_type``, ``session``, ``date`` as ISO text, and ``subshell_id`` when a
     request goes to a subshell); the channel signs and carries them unchanged.
@@ -270,6 +271,9 @@ class KernelPeer:
             header["subshell_id"] = subshell
         return {
             "channel": channel,
+            # Also at the top, as the kernel websocket's JSON messages carry them.
+            "msg_id": header["msg_id"],
+            "msg_type": msg_type,
             "header": header,
             "parent_header": {},
             "metadata": {},
