@@ -133,6 +133,7 @@ class KernelPeer:
         self._closed: BaseException | None = None
         self._start_lock = asyncio.Lock()
         self._started = False
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
 
     # ------------------------------------------------------------------ life
 
@@ -167,6 +168,12 @@ class KernelPeer:
     def busy(self) -> bool:
         """Whether the kernel's main shell runs something other than this peer's requests."""
         return bool(self._busy - self._own)
+
+    def listen(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener`` with every iopub message (the side panel's agent events arrive
+        as ``comm_msg``s there); returns the function that stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     # ------------------------------------------------------------------ requests
 
@@ -312,6 +319,11 @@ class KernelPeer:
             return
         if channel != "iopub":
             return
+        for listener in list(self._listeners):
+            try:
+                listener(message)
+            except Exception:  # one listener's failure must not stop the reading
+                log.exception("a kernel peer listener failed")
         msg_type = message.get("header", {}).get("msg_type")
         content = message.get("content") or {}
         if msg_type == "status" and not parent.get("subshell_id"):
