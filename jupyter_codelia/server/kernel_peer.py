@@ -88,6 +88,16 @@ class KernelRequestError(PeerError):
     """The kernel answered the request with ``ok: false``; the message is the kernel's."""
 
 
+@dataclass
+class Execution:
+    """Code the peer runs on the kernel's main shell, as a person's cell runs: its iopub
+    messages (outputs, in order) as they come, and ``done`` once the kernel is idle again."""
+
+    messages: list[dict[str, Any]]
+    done: asyncio.Event
+    reply: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class PeerReply:
     """One answered request: its result, and whether it waited for a busy main shell."""
@@ -134,6 +144,7 @@ class KernelPeer:
         self._start_lock = asyncio.Lock()
         self._started = False
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._executions: dict[str, Execution] = {}
 
     # ------------------------------------------------------------------ life
 
@@ -200,6 +211,39 @@ class KernelPeer:
             raise KernelRequestError(str(envelope.get("error") or "the kernel refused"))
         result = envelope.get("result")
         return PeerReply(result if isinstance(result, dict) else {}, queued=queued)
+
+    async def execute(self, code: str) -> Execution:
+        """Start ``code`` on the main shell, counted and kept in the history like a cell the
+        person runs; the :class:`Execution` fills as the kernel works."""
+        await self.start()
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "allow_stdin": False,
+            "stop_on_error": True,
+            "user_expressions": {},
+        }
+        message = self._message("shell", "execute_request", content, None)
+        msg_id = message["header"]["msg_id"]
+        execution = Execution(messages=[], done=asyncio.Event())
+        self._executions[msg_id] = execution
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = future
+
+        def replied(answer: asyncio.Future[dict[str, Any]]) -> None:
+            self._waiting.pop(msg_id, None)
+            if not answer.cancelled() and answer.exception() is None:
+                execution.reply = answer.result().get("content") or {}
+
+        future.add_done_callback(replied)
+        await self.channel.send(message)
+        return execution
+
+    async def interrupt(self) -> None:
+        """Interrupt what the main shell runs (an ``interrupt_request`` on control)."""
+        await self.start()
+        await self._ask("control", "interrupt_request", {}, KERNEL_INFO_SECONDS)
 
     async def _expression(
         self, code: str, subshell: str | None, timeout: float | None = None
@@ -304,6 +348,9 @@ class KernelPeer:
 
     def _fail_waiting(self, error: BaseException) -> None:
         self._closed = error
+        for execution in self._executions.values():
+            execution.done.set()
+        self._executions.clear()
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
@@ -326,6 +373,13 @@ class KernelPeer:
                 log.exception("a kernel peer listener failed")
         msg_type = message.get("header", {}).get("msg_type")
         content = message.get("content") or {}
+        execution = self._executions.get(str(parent.get("msg_id")))
+        if execution is not None:
+            if msg_type == "status" and content.get("execution_state") == "idle":
+                del self._executions[str(parent.get("msg_id"))]
+                execution.done.set()
+            elif msg_type != "status":
+                execution.messages.append(message)
         if msg_type == "status" and not parent.get("subshell_id"):
             # The main shell's state (subshell requests carry their subshell's id).
             parent_id = str(parent.get("msg_id"))

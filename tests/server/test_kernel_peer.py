@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -227,3 +228,52 @@ async def test_an_approval_is_asked_in_the_side_panel_naming_the_caller_and_reme
         assert "not now" in denied["content"][0]["text"]
         outcome = await peer._expression("answer", None, timeout=30)
         assert outcome["data"]["text/plain"] == "43"
+
+
+@dataclasses.dataclass
+class CellResult:
+    cell_id: str
+    status: str
+    execution_count: int | None = None
+    outputs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Cell:
+    cell_id: str
+    code: str
+
+
+async def test_cells_run_on_the_main_shell_with_their_outputs_and_a_long_one_is_awaited_again(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    from jupyter_codelia.server._cell_runs import CellRuns
+
+    async with peer_on_kernel(jp_serverapp) as peer:
+        runs = CellRuns(peer, CellResult)
+        cells = [
+            Cell("c0", "print('from the kernel')\n42"),
+            Cell("c1", "1 / 0"),
+            Cell("c2", "never = 1"),
+        ]
+        first, second = await runs(cells, wait_seconds=30, interrupt=False)
+        assert first.status == "done"
+        assert [o["output_type"] for o in first.outputs] == ["stream", "execute_result"]
+        assert first.outputs[0]["text"] == "from the kernel\n"
+        assert first.outputs[1]["data"]["text/plain"] == "42"
+        assert second.status == "error"
+        assert second.outputs[0]["ename"] == "ZeroDivisionError"
+        assert second.execution_count == first.execution_count + 1
+
+        slow = [
+            Cell("s0", "import time\nprint('started', flush=True)\ntime.sleep(2)\n'end'"),
+            Cell("s1", "after = 1"),
+        ]
+        running, queued = await runs(slow, wait_seconds=0.5, interrupt=False)
+        assert (running.status, queued.status) == ("running", "running")
+        ended, after = await runs(slow, wait_seconds=30, interrupt=False)
+        assert ended.status == "done"
+        assert [o["output_type"] for o in ended.outputs] == ["stream", "execute_result"]
+        assert after.status == "done"
+        outcome = await peer._expression("In[-3:]", None, timeout=30)
+        assert outcome["data"]["text/plain"].count("time.sleep(2)") == 1  # run once
