@@ -58,7 +58,10 @@ class ServerKernelChannel:
         name = message["channel"]
         if name not in ("shell", "control"):
             raise ValueError(f"cannot send on the {name!r} channel")
-        getattr(self._client, f"{name}_channel").send(message)
+        try:
+            getattr(self._client, f"{name}_channel").send(message)
+        except Exception as exc:  # a closed socket or websocket: the kernel is out of reach
+            raise ChannelClosedError(f"cannot reach the kernel: {exc}") from exc
 
     async def receive(self) -> dict[str, Any]:
         message = await self._inbox.get()

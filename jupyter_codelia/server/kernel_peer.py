@@ -50,7 +50,8 @@ class KernelChannel(Protocol):
     """A two-way message link to one kernel; what a transport must provide.
 
     Messages are Jupyter messages in the kernel websocket's JSON form: a dict with ``channel``
-    (``"shell"``, ``"control"``, ``"iopub"`` or ``"stdin"``), ``header``, ``parent_header``,
+    (``"shell"``, ``"control"``, ``"iopub"`` or ``"stdin"``), ``msg_id``, ``msg_type``,
+    ``header``, ``parent_header``,
     ``metadata`` and ``content`` (``buffers`` never used here). The peer builds complete headers
     (``msg_id``, ``msg_type``, ``session``, ``date`` as ISO text, and ``subshell_id`` when a
     request goes to a subshell); the channel signs and carries them unchanged.
@@ -85,6 +86,16 @@ class PeerTimeoutError(PeerError):
 
 class KernelRequestError(PeerError):
     """The kernel answered the request with ``ok: false``; the message is the kernel's."""
+
+
+@dataclass
+class Execution:
+    """Code the peer runs on the kernel's main shell, as a person's cell runs: its iopub
+    messages (outputs, in order) as they come, and ``done`` once the kernel is idle again."""
+
+    messages: list[dict[str, Any]]
+    done: asyncio.Event
+    reply: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,8 @@ class KernelPeer:
         self._closed: BaseException | None = None
         self._start_lock = asyncio.Lock()
         self._started = False
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._executions: dict[str, Execution] = {}
 
     # ------------------------------------------------------------------ life
 
@@ -167,6 +180,12 @@ class KernelPeer:
         """Whether the kernel's main shell runs something other than this peer's requests."""
         return bool(self._busy - self._own)
 
+    def listen(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener`` with every iopub message (the side panel's agent events arrive
+        as ``comm_msg``s there); returns the function that stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
     # ------------------------------------------------------------------ requests
 
     async def request(
@@ -192,6 +211,39 @@ class KernelPeer:
             raise KernelRequestError(str(envelope.get("error") or "the kernel refused"))
         result = envelope.get("result")
         return PeerReply(result if isinstance(result, dict) else {}, queued=queued)
+
+    async def execute(self, code: str) -> Execution:
+        """Start ``code`` on the main shell, counted and kept in the history like a cell the
+        person runs; the :class:`Execution` fills as the kernel works."""
+        await self.start()
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "allow_stdin": False,
+            "stop_on_error": True,
+            "user_expressions": {},
+        }
+        message = self._message("shell", "execute_request", content, None)
+        msg_id = message["header"]["msg_id"]
+        execution = Execution(messages=[], done=asyncio.Event())
+        self._executions[msg_id] = execution
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = future
+
+        def replied(answer: asyncio.Future[dict[str, Any]]) -> None:
+            self._waiting.pop(msg_id, None)
+            if not answer.cancelled() and answer.exception() is None:
+                execution.reply = answer.result().get("content") or {}
+
+        future.add_done_callback(replied)
+        await self.channel.send(message)
+        return execution
+
+    async def interrupt(self) -> None:
+        """Interrupt what the main shell runs (an ``interrupt_request`` on control)."""
+        await self.start()
+        await self._ask("control", "interrupt_request", {}, KERNEL_INFO_SECONDS)
 
     async def _expression(
         self, code: str, subshell: str | None, timeout: float | None = None
@@ -270,6 +322,9 @@ class KernelPeer:
             header["subshell_id"] = subshell
         return {
             "channel": channel,
+            # Also at the top, as the kernel websocket's JSON messages carry them.
+            "msg_id": header["msg_id"],
+            "msg_type": msg_type,
             "header": header,
             "parent_header": {},
             "metadata": {},
@@ -293,6 +348,9 @@ class KernelPeer:
 
     def _fail_waiting(self, error: BaseException) -> None:
         self._closed = error
+        for execution in self._executions.values():
+            execution.done.set()
+        self._executions.clear()
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(error)
@@ -308,8 +366,20 @@ class KernelPeer:
             return
         if channel != "iopub":
             return
+        for listener in list(self._listeners):
+            try:
+                listener(message)
+            except Exception:  # one listener's failure must not stop the reading
+                log.exception("a kernel peer listener failed")
         msg_type = message.get("header", {}).get("msg_type")
         content = message.get("content") or {}
+        execution = self._executions.get(str(parent.get("msg_id")))
+        if execution is not None:
+            if msg_type == "status" and content.get("execution_state") == "idle":
+                del self._executions[str(parent.get("msg_id"))]
+                execution.done.set()
+            elif msg_type != "status":
+                execution.messages.append(message)
         if msg_type == "status" and not parent.get("subshell_id"):
             # The main shell's state (subshell requests carry their subshell's id).
             parent_id = str(parent.get("msg_id"))

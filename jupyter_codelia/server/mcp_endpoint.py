@@ -61,6 +61,24 @@ NOTEBOOKS_DESCRIPTION = (
 )
 
 
+class RelayUnavailableError(PeerError):
+    """The jupyter_codelia server extension is not loaded in this Jupyter server."""
+
+
+_current: list[Relay] = []
+"""The relay of the Jupyter server in this process (set when the extension loads)."""
+
+
+def current_relay() -> Relay:
+    """This process's relay, for tools registered elsewhere (Jupyter AI's MCP server)."""
+    if not _current:
+        raise RelayUnavailableError(
+            "the jupyter_codelia server extension is not loaded in this Jupyter server "
+            "(jupyter server extension enable jupyter_codelia, then restart it)"
+        )
+    return _current[-1]
+
+
 class NotebookNotFoundError(PeerError):
     """No running kernel belongs to the notebook path a call named."""
 
@@ -117,29 +135,31 @@ class Relay:
                 return peer
             manager = self.serverapp.kernel_manager
             channel = await ServerKernelChannel.open(manager, kernel_id)
-            peer = KernelPeer(
-                channel,
-                on_notebook_request=self._no_tab_answerer(kernel_id),
-                has_tab=lambda: tab_connected(manager, kernel_id),
-            )
+            peer = KernelPeer(channel, has_tab=lambda: tab_connected(manager, kernel_id))
+            peer.on_notebook_request = self._no_tab_answerer(peer, kernel_id)
             self._peers[kernel_id] = peer
         await peer.start()
         return peer
 
     def _no_tab_answerer(
-        self, kernel_id: str
+        self, peer: KernelPeer, kernel_id: str
     ) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None:
-        """The server-side answerer of the kernel's notebook requests when no tab is open."""
+        """The server-side answerer of the kernel's notebook requests when no tab is open,
+        running cells through ``peer``."""
         import importlib
         import importlib.util
+
+        from ._cell_runs import CellRuns
 
         # Written alongside (the no-tab edits); until it is installed the kernel says no tab.
         name = f"{__package__}.notebook_without_tab"
         if importlib.util.find_spec(name) is None:
             return None
         module: Any = importlib.import_module(name)
-        answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-        answer = module.NotebookWithoutTab(self.serverapp, kernel_id).answer
+        documents: Any = importlib.import_module(f"{__package__}.notebook_doc")
+        run_cells = CellRuns(peer, documents.CellRunResult)
+        answerer = module.NotebookWithoutTab(self.serverapp, kernel_id, run_cells=run_cells)
+        answer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] = answerer.answer
         return answer
 
     async def close(self) -> None:
@@ -424,6 +444,7 @@ def setup_mcp(web_app: Any, serverapp: Any) -> McpService:
     relay = Relay(serverapp)
     service = McpService(relay)
     web_app.settings["codelia_relay"] = relay
+    _current[:] = [relay]
     path = url_path_join(web_app.settings.get("base_url", "/"), "codelia", "mcp")
     web_app.add_handlers(".*$", [(path, McpHandler, {"service": service})])
     return service

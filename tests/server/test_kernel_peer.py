@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -151,3 +153,127 @@ async def test_python_returns_figures_as_images_and_its_namespace_changes(
         text = "\n".join(part["text"] for part in result["content"] if part["type"] == "text")
         assert "drawn" in text
         assert "total" in text  # the change set names the new variable
+
+
+class SidePanel:
+    """A side panel's end of the ``codelia`` comm, opened through the peer's own channel: it
+    collects the kernel's messages on the comm, as the labextension's connection does."""
+
+    def __init__(self, peer: KernelPeer) -> None:
+        self.peer = peer
+        self.comm_id = uuid.uuid4().hex
+        self.messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        peer.listen(self._on_iopub)
+
+    def _on_iopub(self, message: dict[str, Any]) -> None:
+        content = message.get("content") or {}
+        if message["header"]["msg_type"] == "comm_msg" and content.get("comm_id") == self.comm_id:
+            self.messages.put_nowait(content["data"])
+
+    async def open(self) -> None:
+        await _set_in_kernel(
+            self.peer, '__import__("jupyter_codelia").load_ipython_extension(get_ipython())'
+        )
+        content = {"comm_id": self.comm_id, "target_name": "codelia", "data": {}}
+        await self.peer.channel.send(self.peer._message("shell", "comm_open", content, None))
+        assert (await self.next("hello"))["type"] == "hello"
+
+    async def next(self, kind: str, **fields: Any) -> dict[str, Any]:
+        while True:
+            data = await asyncio.wait_for(self.messages.get(), 30)
+            event = data.get("event") or {}
+            matches = all(event.get(k, data.get(k)) == v for k, v in fields.items())
+            if kind in (data.get("type"), event.get("type")) and matches:
+                return data
+
+
+async def test_an_approval_is_asked_in_the_side_panel_naming_the_caller_and_remembered_per_caller(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    async with peer_on_kernel(jp_serverapp) as peer:
+        panel = SidePanel(peer)
+        await panel.open()
+
+        async def call(caller: str, code: str) -> dict[str, Any]:
+            request = {"caller": caller, "tool": "python", "arguments": {"code": code}}
+            return (await peer.request("tool.call", request, timeout=60)).result
+
+        first = asyncio.ensure_future(call("claude-code", "answer = 42"))
+        started = await panel.next("run.started")
+        assert started["source"] == "external"
+        assert started["prompt"] == "claude-code calls python"
+        asked = (await panel.next("permission.request"))["event"]
+        assert asked["title"].startswith("claude-code (an agent outside this notebook)")
+        respond = {"permission_request_id": asked["request_id"], "decision": "allow_remember"}
+        await peer.request("permission.respond", respond, timeout=10)
+        result = await first
+        assert result["is_error"] is False, result
+        assert (await panel.next("tool_result"))["event"]["tool"] == "python"
+
+        # Remembered for claude-code: its next call runs without asking.
+        again = await call("claude-code", "answer += 1")
+        assert again["is_error"] is False
+        # Not for another agent: cursor is asked, and a denial with a reason reaches it.
+        other = asyncio.ensure_future(call("cursor", "answer = 0"))
+        asked = (await panel.next("permission.request", tool="python"))["event"]
+        assert asked["title"].startswith("cursor ")
+        deny = {
+            "permission_request_id": asked["request_id"],
+            "decision": "deny",
+            "reason": "not now",
+        }
+        await peer.request("permission.respond", deny, timeout=10)
+        denied = await other
+        assert denied["is_error"] is True
+        assert "not now" in denied["content"][0]["text"]
+        outcome = await peer._expression("answer", None, timeout=30)
+        assert outcome["data"]["text/plain"] == "43"
+
+
+@dataclasses.dataclass
+class CellResult:
+    cell_id: str
+    status: str
+    execution_count: int | None = None
+    outputs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Cell:
+    cell_id: str
+    code: str
+
+
+async def test_cells_run_on_the_main_shell_with_their_outputs_and_a_long_one_is_awaited_again(
+    jp_serverapp: Any, codelia_home: Any
+) -> None:
+    from jupyter_codelia.server._cell_runs import CellRuns
+
+    async with peer_on_kernel(jp_serverapp) as peer:
+        runs = CellRuns(peer, CellResult)
+        cells = [
+            Cell("c0", "print('from the kernel')\n42"),
+            Cell("c1", "1 / 0"),
+            Cell("c2", "never = 1"),
+        ]
+        first, second = await runs(cells, wait_seconds=30, interrupt=False)
+        assert first.status == "done"
+        assert [o["output_type"] for o in first.outputs] == ["stream", "execute_result"]
+        assert first.outputs[0]["text"] == "from the kernel\n"
+        assert first.outputs[1]["data"]["text/plain"] == "42"
+        assert second.status == "error"
+        assert second.outputs[0]["ename"] == "ZeroDivisionError"
+        assert second.execution_count == first.execution_count + 1
+
+        slow = [
+            Cell("s0", "import time\nprint('started', flush=True)\ntime.sleep(2)\n'end'"),
+            Cell("s1", "after = 1"),
+        ]
+        running, queued = await runs(slow, wait_seconds=0.5, interrupt=False)
+        assert (running.status, queued.status) == ("running", "running")
+        ended, after = await runs(slow, wait_seconds=30, interrupt=False)
+        assert ended.status == "done"
+        assert [o["output_type"] for o in ended.outputs] == ["stream", "execute_result"]
+        assert after.status == "done"
+        outcome = await peer._expression("In[-3:]", None, timeout=30)
+        assert outcome["data"]["text/plain"].count("time.sleep(2)") == 1  # run once

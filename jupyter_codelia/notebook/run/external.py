@@ -13,9 +13,9 @@ next to the person's variables, and with the same approvals:
 * every call shows in the side panel as a run of its own (``run.started`` with source
   ``external``, then the agent events a call makes: tool call, approval, result).
 
-Calls run on a private event loop in a worker thread, as a blocking ``%%codelia`` turn does:
-``control()`` is served on a subshell thread, or on the main thread when the kernel has no
-subshells, and neither has a loop this module may run on.
+Calls run on a private event loop in a thread of their own, as a blocking ``%%codelia`` turn
+does: ``control()`` is served on a subshell thread, or on the main thread when the kernel has
+no subshells, and neither has a loop this module may run on.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,9 @@ from ...wire import (
 
 if TYPE_CHECKING:
     from ...agent.permissions import PermissionPolicy
+    from ...cache import ToolOutputCache
     from ...tools import Tool
+    from ..config import Settings
     from .runner import NotebookAgent
 
 APPROVAL_WAIT_SECONDS = 300.0
@@ -95,12 +98,13 @@ class ExternalCalls:
     def __init__(self, nb: NotebookAgent, watched: Callable[[], bool]) -> None:
         self.nb = nb
         self.watched = watched
-        self._tools: dict[tuple[str, Path], list[Tool]] = {}
+        self._kits: dict[tuple[str, Path, float], _Kit] = {}
         self._policies: dict[str, PermissionPolicy] = {}
         self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def listing(self) -> ToolsListResult:
-        tools = self._tools_for("")
+        tools = self._kit("", self.nb.settings()).tools
         described = []
         for tool in tools:
             read_only, destructive = tool_hints(tool)
@@ -116,32 +120,33 @@ class ExternalCalls:
         return ToolsListResult(tools=described)
 
     def call(self, request: ToolCallRequest) -> ToolCallResult:
-        """Run one call to its end on a private loop in a worker thread (blocking the caller)."""
-        outcome: list[ToolCallResult | BaseException] = []
+        """Run one call to its end on this kernel's outside-call loop (blocking the caller).
 
-        def work() -> None:
-            try:
-                outcome.append(asyncio.run(self._call(request)))
-            except BaseException as exc:
-                outcome.append(exc)
+        One loop thread serves every caller: tools await (python runs its code on a thread of
+        its own), so concurrent calls from several subshells interleave there."""
+        return asyncio.run_coroutine_threadsafe(self._call(request), self._running_loop()).result()
 
-        worker = threading.Thread(target=work, name="codelia-external-call", daemon=True)
-        worker.start()
-        worker.join()
-        result = outcome[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="codelia-external-calls", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
 
     # ------------------------------------------------------------------ the call
 
     async def _call(self, request: ToolCallRequest) -> ToolCallResult:
         from ...agent import PermissionHookBuilder
-        from ...cache import ToolOutputCache
         from ...llm.messages import FunctionCall, ToolCall
         from ...tools import ToolContext, execute_tool_call, find_tool
 
-        tools = self._tools_for(request.caller)
+        settings = self.nb.settings()
+        kit = self._kit(request.caller, settings)
+        tools = kit.tools
         if find_tool(tools, request.tool) is None:
             offered = ", ".join(tool.name for tool in tools)
             raise UnknownToolError(f"no tool {request.tool!r} in this kernel; it offers {offered}")
@@ -153,7 +158,7 @@ class ExternalCalls:
         )
         watched = self.watched()
         hook = PermissionHookBuilder(
-            policy=self._policy(request.caller),
+            policy=self._policy(request.caller, settings),
             confirm=_wait_then_deny if watched else _nobody_to_ask,
             approvals=self.nb.approvals,
             host_answers=True,
@@ -177,7 +182,7 @@ class ExternalCalls:
         finally:
             self.nb.approvals.deny_open("the call ended", run_id=run.run_id)
         message = redact_secrets(execution.message)
-        processed = ToolOutputCache(self.nb.output_store()).process(message)
+        processed = kit.output_cache.process(message)
         run.result(processed)
         content = processed.content
         parts = (
@@ -192,9 +197,8 @@ class ExternalCalls:
             run_id=run.run_id,
         )
 
-    def _policy(self, caller: str) -> PermissionPolicy:
+    def _policy(self, caller: str, settings: Settings) -> PermissionPolicy:
         """The caller's own policy: the notebook's mode, the caller's remembered rules."""
-        settings = self.nb.settings()
         with self._lock:
             policy = self._policies.get(caller)
             if policy is None:
@@ -202,20 +206,22 @@ class ExternalCalls:
         policy.mode = settings.approval_mode  # type: ignore[assignment]
         return policy
 
-    def _tools_for(self, caller: str) -> list[Tool]:
-        """The offered tools, made once per caller and home (provenance names the caller)."""
+    def _kit(self, caller: str, settings: Settings) -> _Kit:
+        """The offered tools and the output cache, made once per caller and configuration
+        (provenance names the caller)."""
+        from ...cache import ToolOutputCache
         from ...standard_tools.jobs import job_tools
         from ...standard_tools.output_cache import output_cache_tools
         from ..kernel_tools.namespace import kernel_tools
         from ..notebook_tools.cell_tools import NotebookContext, notebook_tools
 
-        settings = self.nb.settings()
-        key = (caller, settings.home)
+        key = (caller, settings.home, settings.python_timeout)
         with self._lock:
-            cached = self._tools.get(key)
+            cached = self._kits.get(key)
         if cached is not None:
             return cached
         nb = self.nb
+        store = nb.output_store()
         made: list[Tool] = [
             *kernel_tools(
                 shell=nb.shell,
@@ -228,16 +234,25 @@ class ExternalCalls:
                 NotebookContext(nb.shell, nb.frontend, lambda: {"model": caller or "outside"})
             ),
             *job_tools(nb.jobs),
-            *output_cache_tools(nb.output_store()),
+            *output_cache_tools(store),
         ]
         by_name = {tool.name: tool for tool in made}
-        offered = [by_name[name] for name in EXTERNAL_TOOLS if name in by_name]
+        kit = _Kit(
+            tools=[by_name[name] for name in EXTERNAL_TOOLS if name in by_name],
+            output_cache=ToolOutputCache(store),
+        )
         with self._lock:
-            self._tools[key] = offered
-        return offered
+            self._kits[key] = kit
+        return kit
 
 
-def _caller_policy(caller: str, settings: Any) -> PermissionPolicy:
+@dataclass(frozen=True)
+class _Kit:
+    tools: list[Tool]
+    output_cache: ToolOutputCache
+
+
+def _caller_policy(caller: str, settings: Settings) -> PermissionPolicy:
     from ...agent.permissions import PermissionPolicy
 
     class CallerPolicy(PermissionPolicy):
@@ -252,7 +267,7 @@ def _caller_policy(caller: str, settings: Any) -> PermissionPolicy:
 
     root = Path(settings.root).expanduser() if settings.root else Path.cwd()
     # No config file: what "always allow" remembers holds for this caller, in this kernel.
-    return CallerPolicy(settings.approval_mode, sandbox_root=root)
+    return CallerPolicy(settings.approval_mode, sandbox_root=root)  # type: ignore[arg-type]
 
 
 async def _nobody_to_ask(event: ev.PermissionRequestEvent) -> ConfirmResponse:
