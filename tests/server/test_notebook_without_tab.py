@@ -488,3 +488,17 @@ async def test_an_nbformat_3_notebook_is_read_through_the_servers_converter(
     (jp_root_dir / "v3.ipynb").write_text(json.dumps(v3))
     snapshot = await ok(doc_for("v3.ipynb"), "snapshot")
     assert [(c["cell_type"], c["source"]) for c in snapshot["cells"]] == [("code", "1 + 1")]
+
+
+async def test_the_edits_kept_for_revert_are_bounded(
+    doc_for: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_codelia.server.notebook_doc import _without_tab
+
+    monkeypatch.setattr(_without_tab, "MAX_EDIT_RECORDS", 2)
+    write_notebook(jp_root_dir, "k.ipynb", [])
+    doc = doc_for("k.ipynb")
+    edits = [await ok(doc, "edit", op="insert", source=str(n)) for n in range(3)]
+    assert [r.edit_id for r in doc.edits] == [e["edit_id"] for e in edits[1:]]
+    assert (await refused(doc, "revert", edit_id=edits[0]["edit_id"])).error_kind == "refused"
+    await ok(doc, "revert", edit_id=edits[1]["edit_id"])

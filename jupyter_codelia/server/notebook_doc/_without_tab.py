@@ -44,6 +44,9 @@ from ._errors import (
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Reads of a file that changed under a write before the write is refused (contents backend).
 WRITE_ATTEMPTS = 3
+# Edits kept for ``revert`` by id (the server lives long; each keeps the cell it replaced).
+# Older ones are still undone from the cell's review metadata in a tab.
+MAX_EDIT_RECORDS = 500
 
 _T = TypeVar("_T")
 
@@ -399,6 +402,7 @@ class NotebookWithoutTab:
             lambda cells: _cells.apply_edit(cells, edit, edit_id, new_cell_id)
         )
         self.edits.append(record)
+        del self.edits[:-MAX_EDIT_RECORDS]
         return result
 
     async def revert(self, edit_id: str) -> None:
