@@ -502,3 +502,57 @@ async def test_the_edits_kept_for_revert_are_bounded(
     assert [r.edit_id for r in doc.edits] == [e["edit_id"] for e in edits[1:]]
     assert (await refused(doc, "revert", edit_id=edits[0]["edit_id"])).error_kind == "refused"
     await ok(doc, "revert", edit_id=edits[1]["edit_id"])
+
+
+async def test_run_through_a_real_kernel_writes_its_outputs(
+    jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    """The relay's part played by a kernel the server started: the hook executes the code and
+    turns the IOPub messages into nbformat outputs; the notebook gets them."""
+    path = write_notebook(jp_root_dir, "real.ipynb", ["print('from the kernel')\n6 * 7", "1 / 0"])
+    manager = jp_serverapp.kernel_manager
+    kernel_id = await manager.start_kernel(kernel_name="python3")
+    client = manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+
+        async def run_one(cell: CellToRun) -> CellRunResult:
+            outputs: list[dict[str, Any]] = []
+
+            def collect(msg: dict[str, Any]) -> None:
+                if msg["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+                    outputs.append(nbformat.v4.output_from_msg(msg))
+
+            reply = await client.execute_interactive(cell.code, timeout=60, output_hook=collect)
+            content = reply["content"]
+            return CellRunResult(
+                cell_id=cell.cell_id,
+                status="done" if content["status"] == "ok" else "error",
+                execution_count=content.get("execution_count"),
+                outputs=outputs,
+            )
+
+        async def run_cells(
+            cells: list[CellToRun], wait_seconds: float, interrupt: bool
+        ) -> list[CellRunResult]:
+            results: list[CellRunResult] = []
+            for cell in cells:
+                results.append(await run_one(cell))
+                if results[-1].status != "done":
+                    break
+            return results
+
+        doc = NotebookWithoutTab.for_server(jp_serverapp, "real.ipynb", run_cells=run_cells)
+        result = await ok(doc, "run", cell_ids=["c0", "c1"])
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(kernel_id, now=True)
+
+    assert [c["status"] for c in result["cells"]] == ["done", "error"]
+    first, second = on_disk(path)
+    assert [o["output_type"] for o in first["outputs"]] == ["stream", "execute_result"]
+    assert first["outputs"][0]["text"] == "from the kernel\n"
+    assert first["outputs"][1]["data"]["text/plain"] == "42"
+    assert first["execution_count"] == 1 and second["execution_count"] == 2
+    assert second["outputs"][0]["ename"] == "ZeroDivisionError"
