@@ -426,6 +426,10 @@ async def test_a_huge_notebook_is_refused_before_it_is_read(
     assert path.stat().st_size > 2_000_000
 
 
+def test_a_path_has_one_spelling(jp_serverapp: Any) -> None:
+    assert NotebookWithoutTab.for_server(jp_serverapp, "/./work/./a.ipynb").path == "work/a.ipynb"
+
+
 @pytest.mark.parametrize(
     "path",
     ["../outside.ipynb", "a/../../outside.ipynb", "", "notes.txt", "a//b.ipynb", "x\x00.ipynb"],

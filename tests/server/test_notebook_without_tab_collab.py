@@ -178,10 +178,13 @@ async def test_run_outputs_are_written_into_the_shared_document(
     from jupyter_codelia.server.notebook_doc import CellRunResult, CellToRun
 
     write_notebook(jp_root_dir, "c.ipynb", ["print('hi')"])
+    states: list[str] = []
 
     async def run_cells(
         cells: list[CellToRun], wait_seconds: float, interrupt: bool
     ) -> list[CellRunResult]:
+        live = await shared(collaboration, "c.ipynb")
+        states.append(live.ycells[0]["execution_state"])
         stream = {"output_type": "stream", "name": "stdout", "text": "hi\n"}
         return [CellRunResult(cell_id=c.cell_id, status="done", execution_count=7, outputs=[stream])
                 for c in cells]  # fmt: skip
@@ -189,8 +192,10 @@ async def test_run_outputs_are_written_into_the_shared_document(
     doc = NotebookWithoutTab.for_server(jp_serverapp, "c.ipynb", run_cells=run_cells)
     result = await ok(doc, "run", cell_ids=["c0"])
     assert result["cells"][0]["status"] == "done"
-    cell = (await shared(collaboration, "c.ipynb")).get()["cells"][0]
+    live = await shared(collaboration, "c.ipynb")
+    cell = live.get()["cells"][0]
     assert cell["execution_count"] == 7 and cell["outputs"][0]["text"] == "hi\n"
+    assert states == ["running"] and live.ycells[0]["execution_state"] == "idle"
 
 
 async def test_a_broken_file_is_refused_before_a_room_loads_it(

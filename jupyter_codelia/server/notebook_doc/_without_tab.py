@@ -106,7 +106,10 @@ class _Backend(Protocol):
 
 
 def api_path(path: object) -> str:
-    """``path`` as a contents-API path under the server's root, or a clear refusal."""
+    """``path`` as a contents-API path under the server's root, or a clear refusal.
+
+    One spelling per file (``./a.ipynb`` is ``a.ipynb``): the collaboration server keeps one
+    room per path it is given, and two rooms of one file would diverge."""
     if not isinstance(path, str) or not path.strip("/"):
         raise InvalidNotebookRequestError(
             "the notebook path is empty: give it relative to the root"
@@ -120,7 +123,7 @@ def api_path(path: object) -> str:
         )
     if not clean.endswith(".ipynb"):
         raise InvalidNotebookRequestError(f"{path!r} is not a notebook (.ipynb) path")
-    return clean
+    return "/".join(part for part in clean.split("/") if part != ".")
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -343,12 +346,15 @@ class NotebookWithoutTab:
     ) -> NotebookWithoutTab:
         """The instance for ``path`` on this server, through jupyter-collaboration when it is
         installed and enabled (4.4 or later: ``get_document(create=True)`` opens a room no tab
-        opened; with an older one the file is edited and its rooms reload it from disk)."""
+        opened; with an older one, or with ``disable_rtc``, the file is edited and rooms
+        reload it from disk)."""
         settings = getattr(getattr(serverapp, "web_app", None), "settings", {}) or {}
         extension = settings.get("jupyter_server_ydoc")
         getter = getattr(extension, "get_document", None)
         if getter is None or "create" not in inspect.signature(getter).parameters:
             extension = None
+        elif getattr(extension, "disable_rtc", False):
+            extension = None  # tabs do not use its rooms: the file is the document
         return cls(serverapp.contents_manager, path, ydoc_extension=extension, run_cells=run_cells)
 
     @property
@@ -427,9 +433,26 @@ class NotebookWithoutTab:
                 "running cells with no tab open needs the server's kernel relay; open the "
                 "notebook in JupyterLab, or use the python tool to run the code"
             )
-        results = await self._run_cells(to_run, run.wait_seconds, run.interrupt)
+        # Collaborators see the cells running, as in a tab (a file holds no such state).
+        shows_running = self._backend.name == "ydoc"
+        ids = [cell.cell_id for cell in to_run]
+        if shows_running:
+            await self._backend.change(lambda cells: _mark_running(cells, ids, True))
+        try:
+            results = await self._run_cells(to_run, run.wait_seconds, run.interrupt)
+        except BaseException:
+            if shows_running:
+                await self._backend.change(lambda cells: _mark_running(cells, ids, False))
+            raise
         by_id = {result.cell_id: result for result in results}
         return await self._backend.change(lambda cells: _write_outputs(cells, run.cell_ids, by_id))
+
+
+def _mark_running(cells: Cells, cell_ids: list[str], running: bool) -> None:
+    for cell_id in cell_ids:
+        index = cells.find(cell_id)
+        if index >= 0:
+            cells.set_running(index, running)
 
 
 def _cells_to_run(cells: Cells, cell_ids: list[str]) -> list[CellToRun]:
@@ -458,6 +481,8 @@ def _write_outputs(
             continue  # deleted while it ran, as a tab leaves it out
         is_code = cells.peek(index).get("cell_type") == "code"
         result = results.get(cell_id)
+        # A cell still going stays shown running until a later ``run`` names it again.
+        cells.set_running(index, result is not None and result.status == "running")
         if result is not None:
             cells.set_outputs(index, result.outputs, result.execution_count)
             status: str = result.status
