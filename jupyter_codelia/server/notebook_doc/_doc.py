@@ -2,7 +2,7 @@
 
 The kernel's ``notebook_read`` / ``notebook_edit`` / ``notebook_run`` send ``notebook.request``s
 that a JupyterLab tab answers from its live model. Called by an outside agent through the
-server's relay with no tab open, nobody would answer: :class:`NotebookWithoutTab` answers in the
+server's relay with no tab open, nobody would answer: :class:`NotebookDoc` answers in the
 tab's place, with the same result shapes and the same compare-and-swap, through one of two
 backends:
 
@@ -301,7 +301,7 @@ class _YDocBackend:
             return use(YCells(document))
 
 
-class NotebookWithoutTab:
+class NotebookDoc:
     """Answers the kernel's notebook requests for one notebook that no tab has open.
 
     :param contents_manager: the server's ``contents_manager`` (sync or async).
@@ -343,7 +343,7 @@ class NotebookWithoutTab:
     @classmethod
     def for_server(
         cls, serverapp: Any, path: str, *, run_cells: RunCells | None = None
-    ) -> NotebookWithoutTab:
+    ) -> NotebookDoc:
         """The instance for ``path`` on this server, through jupyter-collaboration when it is
         installed and enabled (4.4 or later: ``get_document(create=True)`` opens a room no tab
         opened; with an older one, or with ``disable_rtc``, the file is edited and rooms
@@ -367,7 +367,7 @@ class NotebookWithoutTab:
         ``error_kind``; an unforeseen failure (a contents manager's own error) is ``ok=False``
         without a kind."""
         try:
-            result = await self._serve(request)
+            result = await self.serve(request)
         except NotebookDocError as exc:
             return NotebookReply(
                 reply_to=request.request_id, ok=False, error=str(exc), error_kind=exc.kind
@@ -377,7 +377,8 @@ class NotebookWithoutTab:
             return NotebookReply(reply_to=request.request_id, ok=False, error=error)
         return NotebookReply(reply_to=request.request_id, ok=True, result=result)
 
-    async def _serve(self, request: NotebookRequest) -> dict[str, Any]:
+    async def serve(self, request: NotebookRequest) -> dict[str, Any]:
+        """The result of ``request``; a refusal raises its :class:`NotebookDocError`."""
         params = request.params
         if request.action == "ping":
             return {}
