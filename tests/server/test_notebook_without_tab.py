@@ -19,7 +19,7 @@ from jupyter_codelia.server.notebook_doc import (
     REVIEW_SOURCE_LIMIT,
     CellRunResult,
     CellToRun,
-    NotebookWithoutTab,
+    NotebookDoc,
     source_hash,
 )
 from jupyter_codelia.wire import NotebookReply, NotebookRequest
@@ -40,21 +40,21 @@ def on_disk(path: Path) -> list[dict[str, Any]]:
     return list(nbformat.read(path, as_version=4)["cells"])
 
 
-async def ask(doc: NotebookWithoutTab, action: str, **params: Any) -> NotebookReply:
+async def ask(doc: NotebookDoc, action: str, **params: Any) -> NotebookReply:
     request = NotebookRequest(request_id="q", client_id="", action=action, params=params)  # type: ignore[arg-type]
     reply = await doc.answer(request)
     assert reply.reply_to == "q"
     return reply
 
 
-async def ok(doc: NotebookWithoutTab, action: str, **params: Any) -> dict[str, Any]:
+async def ok(doc: NotebookDoc, action: str, **params: Any) -> dict[str, Any]:
     reply = await ask(doc, action, **params)
     assert reply.ok, reply.error
     assert reply.result is not None
     return reply.result
 
 
-async def refused(doc: NotebookWithoutTab, action: str, **params: Any) -> NotebookReply:
+async def refused(doc: NotebookDoc, action: str, **params: Any) -> NotebookReply:
     reply = await ask(doc, action, **params)
     assert not reply.ok and reply.result is None and reply.error
     dumped = reply.dump()
@@ -64,8 +64,8 @@ async def refused(doc: NotebookWithoutTab, action: str, **params: Any) -> Notebo
 
 @pytest.fixture
 def doc_for(jp_serverapp: Any, jp_root_dir: Path) -> Any:
-    def make(name: str, **kwargs: Any) -> NotebookWithoutTab:
-        doc = NotebookWithoutTab.for_server(jp_serverapp, name, **kwargs)
+    def make(name: str, **kwargs: Any) -> NotebookDoc:
+        doc = NotebookDoc.for_server(jp_serverapp, name, **kwargs)
         assert doc.backend == "contents", "jupyter-collaboration is not enabled here"
         return doc
 
@@ -299,7 +299,7 @@ def racing_manager(root: Path, writes: int) -> Any:
 
 async def test_a_save_landing_between_read_and_write_is_kept(jp_root_dir: Path) -> None:
     path = write_notebook(jp_root_dir, "e.ipynb", ["agent's", "person's"])
-    doc = NotebookWithoutTab(racing_manager(jp_root_dir, writes=1), "e.ipynb")
+    doc = NotebookDoc(racing_manager(jp_root_dir, writes=1), "e.ipynb")
     await ok(doc, "edit", op="replace", cell_id="c0", expected_source="agent's", source="done")
     # Read again after the other save, re-checked, then written on top of it.
     assert [c["source"] for c in on_disk(path)] == ["done", "person saved 1"]
@@ -307,7 +307,7 @@ async def test_a_save_landing_between_read_and_write_is_kept(jp_root_dir: Path) 
 
 async def test_a_file_that_keeps_changing_is_never_overwritten(jp_root_dir: Path) -> None:
     path = write_notebook(jp_root_dir, "f.ipynb", ["agent's", "person's"])
-    doc = NotebookWithoutTab(racing_manager(jp_root_dir, writes=100), "f.ipynb")
+    doc = NotebookDoc(racing_manager(jp_root_dir, writes=100), "f.ipynb")
     reply = await refused(
         doc, "edit", op="replace", cell_id="c0", expected_source="agent's", source="lost?"
     )
@@ -416,7 +416,7 @@ async def test_a_huge_notebook_is_refused_before_it_is_read(
     jp_serverapp: Any, jp_root_dir: Path
 ) -> None:
     path = write_notebook(jp_root_dir, "big.ipynb", ["x" * 2_000_000])
-    doc = NotebookWithoutTab(jp_serverapp.contents_manager, "big.ipynb", max_bytes=1_000_000)
+    doc = NotebookDoc(jp_serverapp.contents_manager, "big.ipynb", max_bytes=1_000_000)
     reply = await refused(doc, "snapshot")
     assert reply.error_kind == "too_large"
     assert reply.error == (
@@ -424,6 +424,10 @@ async def test_a_huge_notebook_is_refused_before_it_is_read(
         "to let the agent work on it"
     )
     assert path.stat().st_size > 2_000_000
+
+
+def test_a_path_has_one_spelling(jp_serverapp: Any) -> None:
+    assert NotebookDoc.for_server(jp_serverapp, "/./work/./a.ipynb").path == "work/a.ipynb"
 
 
 @pytest.mark.parametrize(
@@ -434,7 +438,7 @@ def test_paths_outside_the_root_or_not_notebooks_are_refused(jp_serverapp: Any, 
     from jupyter_codelia.server.notebook_doc import InvalidNotebookRequestError
 
     with pytest.raises(InvalidNotebookRequestError) as caught:
-        NotebookWithoutTab.for_server(jp_serverapp, path)
+        NotebookDoc.for_server(jp_serverapp, path)
     assert caught.value.kind == "invalid"
 
 
@@ -488,3 +492,111 @@ async def test_an_nbformat_3_notebook_is_read_through_the_servers_converter(
     (jp_root_dir / "v3.ipynb").write_text(json.dumps(v3))
     snapshot = await ok(doc_for("v3.ipynb"), "snapshot")
     assert [(c["cell_type"], c["source"]) for c in snapshot["cells"]] == [("code", "1 + 1")]
+
+
+async def test_the_edits_kept_for_revert_are_bounded(
+    doc_for: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_codelia.server.notebook_doc import _doc
+
+    monkeypatch.setattr(_doc, "MAX_EDIT_RECORDS", 2)
+    write_notebook(jp_root_dir, "k.ipynb", [])
+    doc = doc_for("k.ipynb")
+    edits = [await ok(doc, "edit", op="insert", source=str(n)) for n in range(3)]
+    assert [r.edit_id for r in doc.edits] == [e["edit_id"] for e in edits[1:]]
+    assert (await refused(doc, "revert", edit_id=edits[0]["edit_id"])).error_kind == "refused"
+    await ok(doc, "revert", edit_id=edits[1]["edit_id"])
+
+
+async def test_run_through_a_real_kernel_writes_its_outputs(
+    jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    """The relay's part played by a kernel the server started: the hook executes the code and
+    turns the IOPub messages into nbformat outputs; the notebook gets them."""
+    path = write_notebook(jp_root_dir, "real.ipynb", ["print('from the kernel')\n6 * 7", "1 / 0"])
+    manager = jp_serverapp.kernel_manager
+    kernel_id = await manager.start_kernel(kernel_name="python3")
+    client = manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+
+        async def run_one(cell: CellToRun) -> CellRunResult:
+            outputs: list[dict[str, Any]] = []
+
+            def collect(msg: dict[str, Any]) -> None:
+                if msg["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+                    outputs.append(nbformat.v4.output_from_msg(msg))
+
+            reply = await client.execute_interactive(cell.code, timeout=60, output_hook=collect)
+            content = reply["content"]
+            return CellRunResult(
+                cell_id=cell.cell_id,
+                status="done" if content["status"] == "ok" else "error",
+                execution_count=content.get("execution_count"),
+                outputs=outputs,
+            )
+
+        async def run_cells(
+            cells: list[CellToRun], wait_seconds: float, interrupt: bool
+        ) -> list[CellRunResult]:
+            results: list[CellRunResult] = []
+            for cell in cells:
+                results.append(await run_one(cell))
+                if results[-1].status != "done":
+                    break
+            return results
+
+        doc = NotebookDoc.for_server(jp_serverapp, "real.ipynb", run_cells=run_cells)
+        result = await ok(doc, "run", cell_ids=["c0", "c1"])
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(kernel_id, now=True)
+
+    assert [c["status"] for c in result["cells"]] == ["done", "error"]
+    first, second = on_disk(path)
+    assert [o["output_type"] for o in first["outputs"]] == ["stream", "execute_result"]
+    assert first["outputs"][0]["text"] == "from the kernel\n"
+    assert first["outputs"][1]["data"]["text/plain"] == "42"
+    assert first["execution_count"] == 1 and second["execution_count"] == 2
+    assert second["outputs"][0]["ename"] == "ZeroDivisionError"
+
+
+async def test_a_kernels_requests_are_answered_for_its_sessions_notebook(
+    jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    from jupyter_codelia.server.notebook_doc import CellChangedError, NotebookNotFoundError
+    from jupyter_codelia.server.notebook_without_tab import NotebookWithoutTab
+
+    path = write_notebook(jp_root_dir, "work/session.ipynb", ["a = 1"])
+    sessions = jp_serverapp.session_manager
+    session = await sessions.create_session(
+        path="work/session.ipynb", name="session.ipynb", type="notebook", kernel_name="python3"
+    )
+    kernel_id = session["kernel"]["id"]
+    try:
+        answer = NotebookWithoutTab(jp_serverapp, kernel_id).answer
+
+        def request(action: str, **params: Any) -> dict[str, Any]:
+            message = NotebookRequest(
+                request_id="r",
+                client_id="server-1",
+                action=action,
+                params=params,  # type: ignore[arg-type]
+            )
+            return message.dump()
+
+        snapshot = await answer(request("snapshot"))
+        assert snapshot["path"] == "work/session.ipynb"
+        edit = await answer(
+            request("edit", op="replace", cell_id="c0", expected_source="a = 1", source="a = 2")
+        )
+        assert on_disk(path)[0]["source"] == "a = 2"
+        await answer(request("revert", edit_id=edit["edit_id"]))
+        assert on_disk(path)[0]["source"] == "a = 1"
+        with pytest.raises(CellChangedError):
+            await answer(request("edit", op="delete", cell_id="c0", expected_source="stale"))
+        with pytest.raises(NotebookNotFoundError, match="belongs to no notebook session"):
+            await NotebookWithoutTab(jp_serverapp, "no-such-kernel").answer(request("snapshot"))
+    finally:
+        await sessions.delete_session(session["id"])

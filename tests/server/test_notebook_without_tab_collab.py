@@ -21,7 +21,7 @@ import pytest
 if os.environ.get("CODELIA_REQUIRE_COLLAB") != "1":
     pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration is not installed")
 
-from jupyter_codelia.server.notebook_doc import NotebookWithoutTab, source_hash
+from jupyter_codelia.server.notebook_doc import NotebookDoc, source_hash
 from jupyter_codelia.wire import NotebookReply, NotebookRequest
 
 PROVENANCE = {"session_id": "s1", "run_id": "r1", "tool_call_id": "t1", "model": "m", "at": "x"}
@@ -68,12 +68,12 @@ def write_notebook(root: Path, name: str, sources: list[str]) -> Path:
     return path
 
 
-async def ask(doc: NotebookWithoutTab, action: str, **params: Any) -> NotebookReply:
+async def ask(doc: NotebookDoc, action: str, **params: Any) -> NotebookReply:
     request = NotebookRequest(request_id="q", client_id="", action=action, params=params)  # type: ignore[arg-type]
     return await doc.answer(request)
 
 
-async def ok(doc: NotebookWithoutTab, action: str, **params: Any) -> dict[str, Any]:
+async def ok(doc: NotebookDoc, action: str, **params: Any) -> dict[str, Any]:
     reply = await ask(doc, action, **params)
     assert reply.ok, reply.error
     assert reply.result is not None
@@ -103,7 +103,7 @@ async def test_an_edit_goes_through_the_shared_document_with_its_origin(
     jp_serverapp: Any, jp_root_dir: Path, collaboration: Any
 ) -> None:
     path = write_notebook(jp_root_dir, "a.ipynb", ["x = 1", "y = 2"])
-    doc = NotebookWithoutTab.for_server(jp_serverapp, "a.ipynb")
+    doc = NotebookDoc.for_server(jp_serverapp, "a.ipynb")
     assert doc.backend == "ydoc"
     snapshot = await ok(doc, "snapshot")  # no room yet: this opens it
     assert [c["id"] for c in snapshot["cells"]] == ["c0", "c1"]
@@ -148,7 +148,7 @@ async def test_a_collaborators_unsaved_change_is_read_and_wins(
     jp_serverapp: Any, jp_root_dir: Path, collaboration: Any
 ) -> None:
     path = write_notebook(jp_root_dir, "b.ipynb", ["theirs = 0"])
-    doc = NotebookWithoutTab.for_server(jp_serverapp, "b.ipynb")
+    doc = NotebookDoc.for_server(jp_serverapp, "b.ipynb")
     live = await shared(collaboration, "b.ipynb")
     seen = await ok(doc, "snapshot")
     # Someone in the room types into the cell (a tab without jupyter-codelia, or a
@@ -178,19 +178,24 @@ async def test_run_outputs_are_written_into_the_shared_document(
     from jupyter_codelia.server.notebook_doc import CellRunResult, CellToRun
 
     write_notebook(jp_root_dir, "c.ipynb", ["print('hi')"])
+    states: list[str] = []
 
     async def run_cells(
         cells: list[CellToRun], wait_seconds: float, interrupt: bool
     ) -> list[CellRunResult]:
+        live = await shared(collaboration, "c.ipynb")
+        states.append(live.ycells[0]["execution_state"])
         stream = {"output_type": "stream", "name": "stdout", "text": "hi\n"}
         return [CellRunResult(cell_id=c.cell_id, status="done", execution_count=7, outputs=[stream])
                 for c in cells]  # fmt: skip
 
-    doc = NotebookWithoutTab.for_server(jp_serverapp, "c.ipynb", run_cells=run_cells)
+    doc = NotebookDoc.for_server(jp_serverapp, "c.ipynb", run_cells=run_cells)
     result = await ok(doc, "run", cell_ids=["c0"])
     assert result["cells"][0]["status"] == "done"
-    cell = (await shared(collaboration, "c.ipynb")).get()["cells"][0]
+    live = await shared(collaboration, "c.ipynb")
+    cell = live.get()["cells"][0]
     assert cell["execution_count"] == 7 and cell["outputs"][0]["text"] == "hi\n"
+    assert states == ["running"] and live.ycells[0]["execution_state"] == "idle"
 
 
 async def test_a_broken_file_is_refused_before_a_room_loads_it(
@@ -198,7 +203,7 @@ async def test_a_broken_file_is_refused_before_a_room_loads_it(
 ) -> None:
     (jp_root_dir / "broken.ipynb").write_text("{not json")
     for name, kind in (("broken.ipynb", "unreadable"), ("missing.ipynb", "not_found")):
-        doc = NotebookWithoutTab.for_server(jp_serverapp, name)
+        doc = NotebookDoc.for_server(jp_serverapp, name)
         reply = await ask(doc, "edit", op="insert", source="x")
         assert not reply.ok and reply.error_kind == kind, reply.error
     assert (jp_root_dir / "broken.ipynb").read_text() == "{not json"

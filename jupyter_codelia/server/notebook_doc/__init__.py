@@ -1,6 +1,6 @@
 """The kernel's notebook requests answered by the server for a notebook no tab has open.
 
-``NotebookWithoutTab.for_server(serverapp, path)`` then ``await doc.answer(request)``: the
+``NotebookDoc.for_server(serverapp, path)`` then ``await doc.answer(request)``: the
 ``notebook.reply`` a JupyterLab tab would send, edited through jupyter-collaboration's shared
 document when it is installed, through the file with compare-and-swap otherwise.
 """
@@ -8,6 +8,13 @@ document when it is installed, through the file with compare-and-swap otherwise.
 from __future__ import annotations
 
 from ._cells import REVIEW_SOURCE_LIMIT, source_hash
+from ._doc import (
+    DEFAULT_MAX_BYTES,
+    CellRunResult,
+    CellToRun,
+    NotebookDoc,
+    RunCells,
+)
 from ._errors import (
     CellChangedError,
     InvalidNotebookRequestError,
@@ -19,13 +26,6 @@ from ._errors import (
     NotebookUnreadableError,
     RevertRefusedError,
 )
-from ._without_tab import (
-    DEFAULT_MAX_BYTES,
-    CellRunResult,
-    CellToRun,
-    NotebookWithoutTab,
-    RunCells,
-)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -35,12 +35,12 @@ __all__ = [
     "CellToRun",
     "InvalidNotebookRequestError",
     "NeedsTabError",
+    "NotebookDoc",
     "NotebookDocError",
     "NotebookFileChangedError",
     "NotebookNotFoundError",
     "NotebookTooLargeError",
     "NotebookUnreadableError",
-    "NotebookWithoutTab",
     "RevertRefusedError",
     "RunCells",
     "source_hash",

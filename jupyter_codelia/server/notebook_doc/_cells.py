@@ -94,6 +94,10 @@ class Cells(Protocol):
         self, index: int, outputs: list[dict[str, Any]], execution_count: int | None
     ) -> None: ...
 
+    def set_running(self, index: int, running: bool) -> None:
+        """Show the code cell as running (or not) to whoever has the document open."""
+        ...
+
 
 def scan_for(cells: Cells, cell_id: str) -> int:
     return next((i for i in range(len(cells)) if cells.cell_id(i) == cell_id), -1)
@@ -423,6 +427,9 @@ class ListCells:
     ) -> None:
         self._cells[index]["outputs"] = outputs
         self._cells[index]["execution_count"] = execution_count
+
+    def set_running(self, index: int, running: bool) -> None:
+        pass  # a file holds no running state
 
     def ensure_ids(self) -> None:
         """Give every cell an id and mark the notebook nbformat 4.5, where ids are valid."""

@@ -113,3 +113,8 @@ class YCells:
             youtputs.append(Map(output))
         ycell["outputs"] = Array(youtputs)
         ycell["execution_count"] = execution_count
+
+    def set_running(self, index: int, running: bool) -> None:
+        ycell = self._cells[index]
+        if ycell.get("cell_type") == "code":
+            ycell["execution_state"] = "running" if running else "idle"

@@ -2,7 +2,7 @@
 
 The kernel's ``notebook_read`` / ``notebook_edit`` / ``notebook_run`` send ``notebook.request``s
 that a JupyterLab tab answers from its live model. Called by an outside agent through the
-server's relay with no tab open, nobody would answer: :class:`NotebookWithoutTab` answers in the
+server's relay with no tab open, nobody would answer: :class:`NotebookDoc` answers in the
 tab's place, with the same result shapes and the same compare-and-swap, through one of two
 backends:
 
@@ -44,6 +44,9 @@ from ._errors import (
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Reads of a file that changed under a write before the write is refused (contents backend).
 WRITE_ATTEMPTS = 3
+# Edits kept for ``revert`` by id (the server lives long; each keeps the cell it replaced).
+# Older ones are still undone from the cell's review metadata in a tab.
+MAX_EDIT_RECORDS = 500
 
 _T = TypeVar("_T")
 
@@ -103,7 +106,10 @@ class _Backend(Protocol):
 
 
 def api_path(path: object) -> str:
-    """``path`` as a contents-API path under the server's root, or a clear refusal."""
+    """``path`` as a contents-API path under the server's root, or a clear refusal.
+
+    One spelling per file (``./a.ipynb`` is ``a.ipynb``): the collaboration server keeps one
+    room per path it is given, and two rooms of one file would diverge."""
     if not isinstance(path, str) or not path.strip("/"):
         raise InvalidNotebookRequestError(
             "the notebook path is empty: give it relative to the root"
@@ -117,7 +123,7 @@ def api_path(path: object) -> str:
         )
     if not clean.endswith(".ipynb"):
         raise InvalidNotebookRequestError(f"{path!r} is not a notebook (.ipynb) path")
-    return clean
+    return "/".join(part for part in clean.split("/") if part != ".")
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -295,7 +301,7 @@ class _YDocBackend:
             return use(YCells(document))
 
 
-class NotebookWithoutTab:
+class NotebookDoc:
     """Answers the kernel's notebook requests for one notebook that no tab has open.
 
     :param contents_manager: the server's ``contents_manager`` (sync or async).
@@ -337,15 +343,18 @@ class NotebookWithoutTab:
     @classmethod
     def for_server(
         cls, serverapp: Any, path: str, *, run_cells: RunCells | None = None
-    ) -> NotebookWithoutTab:
+    ) -> NotebookDoc:
         """The instance for ``path`` on this server, through jupyter-collaboration when it is
         installed and enabled (4.4 or later: ``get_document(create=True)`` opens a room no tab
-        opened; with an older one the file is edited and its rooms reload it from disk)."""
+        opened; with an older one, or with ``disable_rtc``, the file is edited and rooms
+        reload it from disk)."""
         settings = getattr(getattr(serverapp, "web_app", None), "settings", {}) or {}
         extension = settings.get("jupyter_server_ydoc")
         getter = getattr(extension, "get_document", None)
         if getter is None or "create" not in inspect.signature(getter).parameters:
             extension = None
+        elif getattr(extension, "disable_rtc", False):
+            extension = None  # tabs do not use its rooms: the file is the document
         return cls(serverapp.contents_manager, path, ydoc_extension=extension, run_cells=run_cells)
 
     @property
@@ -358,7 +367,7 @@ class NotebookWithoutTab:
         ``error_kind``; an unforeseen failure (a contents manager's own error) is ``ok=False``
         without a kind."""
         try:
-            result = await self._serve(request)
+            result = await self.serve(request)
         except NotebookDocError as exc:
             return NotebookReply(
                 reply_to=request.request_id, ok=False, error=str(exc), error_kind=exc.kind
@@ -368,7 +377,8 @@ class NotebookWithoutTab:
             return NotebookReply(reply_to=request.request_id, ok=False, error=error)
         return NotebookReply(reply_to=request.request_id, ok=True, result=result)
 
-    async def _serve(self, request: NotebookRequest) -> dict[str, Any]:
+    async def serve(self, request: NotebookRequest) -> dict[str, Any]:
+        """The result of ``request``; a refusal raises its :class:`NotebookDocError`."""
         params = request.params
         if request.action == "ping":
             return {}
@@ -399,6 +409,7 @@ class NotebookWithoutTab:
             lambda cells: _cells.apply_edit(cells, edit, edit_id, new_cell_id)
         )
         self.edits.append(record)
+        del self.edits[:-MAX_EDIT_RECORDS]
         return result
 
     async def revert(self, edit_id: str) -> None:
@@ -423,9 +434,26 @@ class NotebookWithoutTab:
                 "running cells with no tab open needs the server's kernel relay; open the "
                 "notebook in JupyterLab, or use the python tool to run the code"
             )
-        results = await self._run_cells(to_run, run.wait_seconds, run.interrupt)
+        # Collaborators see the cells running, as in a tab (a file holds no such state).
+        shows_running = self._backend.name == "ydoc"
+        ids = [cell.cell_id for cell in to_run]
+        if shows_running:
+            await self._backend.change(lambda cells: _mark_running(cells, ids, True))
+        try:
+            results = await self._run_cells(to_run, run.wait_seconds, run.interrupt)
+        except BaseException:
+            if shows_running:
+                await self._backend.change(lambda cells: _mark_running(cells, ids, False))
+            raise
         by_id = {result.cell_id: result for result in results}
         return await self._backend.change(lambda cells: _write_outputs(cells, run.cell_ids, by_id))
+
+
+def _mark_running(cells: Cells, cell_ids: list[str], running: bool) -> None:
+    for cell_id in cell_ids:
+        index = cells.find(cell_id)
+        if index >= 0:
+            cells.set_running(index, running)
 
 
 def _cells_to_run(cells: Cells, cell_ids: list[str]) -> list[CellToRun]:
@@ -454,6 +482,8 @@ def _write_outputs(
             continue  # deleted while it ran, as a tab leaves it out
         is_code = cells.peek(index).get("cell_type") == "code"
         result = results.get(cell_id)
+        # A cell still going stays shown running until a later ``run`` names it again.
+        cells.set_running(index, result is not None and result.status == "running")
         if result is not None:
             cells.set_outputs(index, result.outputs, result.execution_count)
             status: str = result.status
