@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import collections
 import ctypes
 import inspect
 import io
@@ -36,6 +37,11 @@ _GRACE_SECONDS = 2.0
 SNIPPET_FILENAME_PREFIX = "<codelia-python-"
 """The file name of every snippet's code objects (tracebacks, a stuck job's line)."""
 _counter = itertools.count(1)
+KEPT_SNIPPET_SOURCES = 200
+"""Snippets whose source stays in ``linecache`` (for tracebacks through functions they
+defined, shown later); older ones are dropped, so a long session does not keep every one."""
+_snippet_sources: collections.deque[str] = collections.deque()
+_snippet_lock = threading.Lock()
 # The attribute a thread started by a capturing thread carries: that thread's capture.
 _INHERITED = "_codelia_capture"
 
@@ -377,10 +383,18 @@ def _format_error(exc: BaseException, filename: str) -> str:
     return "".join(lines).rstrip("\n")
 
 
+def _register_source(filename: str, code: str) -> None:
+    """Let tracebacks show the offending lines: the newest ``KEPT_SNIPPET_SOURCES`` snippets."""
+    with _snippet_lock:
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        _snippet_sources.append(filename)
+        while len(_snippet_sources) > KEPT_SNIPPET_SOURCES:
+            linecache.cache.pop(_snippet_sources.popleft(), None)
+
+
 def _run(code: str, namespace: dict[str, Any], shell: Any, capture: Capture) -> None:
     filename = f"{SNIPPET_FILENAME_PREFIX}{next(_counter)}>"
-    # Registering the source lets tracebacks show the offending lines.
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    _register_source(filename, code)
     with _routed(capture, shell):
         try:
             body, last = _compile(code, filename)

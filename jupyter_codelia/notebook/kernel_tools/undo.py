@@ -64,7 +64,8 @@ INLINE_COPY_BYTES = 1024 * 1024
 cost more); bigger ones on the worker thread, so the loop is never held up for long."""
 """Copying before a call may take ``COPY_SECONDS``, at most this share of the call's timeout."""
 KEPT_RUNS = 3
-"""Runs whose records (and so old values and copies) are kept for undo."""
+"""Runs whose records (and so old values and copies) are kept for undo; all are dropped when
+the session ends (``%codelia --new``, ``--resume``)."""
 
 _MISSING: Any = object()
 ChangeKind = Literal["added", "rebound", "deleted", "mutated"]
@@ -180,6 +181,13 @@ class NamespaceUndo:
             gone = self._runs.pop(0)
             for key in [k for k, r in self._records.items() if r.run_id == gone]:
                 del self._records[key]
+
+    def clear(self) -> None:
+        """Forget every record (and so the old values and copies they keep): the session whose
+        runs they undo has ended."""
+        self._records.clear()
+        self._runs.clear()
+        self.run_id = None
 
     # ------------------------------------------------------------------ recording
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from IPython.core.error import UsageError
 
+from .results import RunHandle, RunInterrupted, RunResult
+
 if TYPE_CHECKING:
     from .runner import NotebookAgent
 
@@ -26,7 +28,32 @@ def run_with_panel(
     The panel is live widgets where the cell's front end renders them, else static output
     (nbclient, papermill: see ``ui/_viewer``); call this on the cell's own thread. With
     ``display_id`` (an output this cell shows) the panel replaces that output.
+
+    A failed or interrupted blocking run is raised from here, where none of the run's objects
+    are local: IPython keeps the last error's traceback (``%debug``), and with it every frame
+    it passed through.
     """
+    try:
+        result = _run_in_cell(nb, agent, prompt, model, background, display_id)
+    except RunInterrupted as exc:
+        interrupted = exc
+    else:
+        if isinstance(result, RunResult) and result.status == "error":
+            # Fail the cell (so Run All stops) without a traceback; the panel shows the error
+            # too and the result stays available as notebook_agent(get_ipython()).last_result.
+            raise UsageError(f"codelia run failed: {result.error}")
+        return result
+    raise interrupted.with_traceback(None)
+
+
+def _run_in_cell(
+    nb: NotebookAgent,
+    agent: Any,
+    prompt: str,
+    model: str,
+    background: bool,
+    display_id: str | None,
+) -> RunResult | RunHandle:
     from ..notebook_tools.cell_tools import revert_edit
     from ..ui._kit import kit_for
     from ..ui._viewer import renders_widgets
@@ -73,10 +100,6 @@ def run_with_panel(
     finally:
         unsubscribe()
         job_cards.turn_ended(cell_running=True)
-    if result.status == "error":
-        # Fail the cell (so Run All stops) without a traceback; the panel shows the error too
-        # and the result stays available as notebook_agent(get_ipython()).last_result.
-        raise UsageError(f"codelia run failed: {result.error}")
     result.panel_shown = True  # the panel above is the cell's output: no Out line repeating it
     return result
 

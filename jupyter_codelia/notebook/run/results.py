@@ -98,23 +98,19 @@ class RunHandle:
     """A background run: awaitable (``await handle``), with ``.result()``, ``.cancel()``."""
 
     def __init__(self, run: LiveRun, task: asyncio.Task[RunResult]) -> None:
-        self._run = run
+        # Not the run itself: IPython keeps a cell's value (Out, _), and the run's state must
+        # go when the run ends; its ids and its cancel signal are all a handle needs.
+        self.run_id = run.run_id
+        self.session_id = run.session_id
+        self._signal = run.signal
         self._task = task
-
-    @property
-    def run_id(self) -> str:
-        return self._run.run_id
-
-    @property
-    def session_id(self) -> str:
-        return self._run.session_id
 
     def done(self) -> bool:
         return self._task.done()
 
     def cancel(self) -> None:
         """Stop the run (history is repaired and the session saved)."""
-        self._run.cancel("stopped by the user")
+        self._signal.cancel("stopped by the user")
 
     def add_done_callback(self, callback: Callable[[RunHandle], None]) -> None:
         """Call ``callback(handle)`` on the kernel's loop once the run has finished."""
@@ -138,7 +134,7 @@ class RunHandle:
             if self._task.cancelled() or self._task.exception() is not None:
                 return "error"
             return self._task.result().status
-        return "stopping" if self._run.signal.is_set() else "running"
+        return "stopping" if self._signal.is_set() else "running"
 
     def __repr__(self) -> str:
         return f"<RunHandle {self.run_id} session={self.session_id} {self.status}>"

@@ -170,7 +170,16 @@ class NotebookAgent:
         _configure_budget(agent, settings)
         self.agent = agent
         self._agent_key = key if llm is None else None
+        if current is not None and current.session_id != agent.session_id:
+            self._session_ended(current)
         return agent
+
+    def _session_ended(self, agent: Agent) -> None:
+        """Another session took over from ``agent``'s: what was kept for its runs goes."""
+        self.undo.clear()
+        self._outlines.pop(agent.session_id, None)
+        if self.last_agent is agent:
+            self.last_agent = None
 
     def prebuild(self) -> None:
         """Build the first turn's agent ahead of time (on the warm-up thread after %load_ext).

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
+
+MAX_BYTES = 64 * 1024 * 1024
+"""The final bundles kept for the tabs (newest first; each is one finished output's HTML)."""
+MAX_OPEN = 20
+"""Finished live widgets kept open for front ends without jupyter-codelia."""
 
 
 class FinalOutputs:
@@ -23,13 +28,19 @@ class FinalOutputs:
     The notebook tabs replace a finished widget's output with its bundle when told (``announce``,
     wired by the kernel extension to the tabs' client), and ask :meth:`states` for the widget
     outputs of a notebook they open. The newest bundles are kept, within ``max_bytes``.
+
+    A finished widget may stay open for front ends without jupyter-codelia (they keep showing
+    the widget, whose content is its final form): the newest ``max_open`` stay, older ones are
+    closed (their ``close`` is called), so a long session does not keep every one in the kernel.
     """
 
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = MAX_BYTES, max_open: int = MAX_OPEN) -> None:
         self.max_bytes = max_bytes
+        self.max_open = max_open
         self.announce: Callable[[str, dict[str, Any]], None] | None = None
         self._bundles: OrderedDict[str, tuple[dict[str, Any], int]] = OrderedDict()
         self._live: set[str] = set()
+        self._open: deque[Callable[[], None]] = deque()
         self._size = 0
         self._lock = threading.Lock()
 
@@ -37,8 +48,12 @@ class FinalOutputs:
         with self._lock:
             self._live.add(model_id)
 
-    def finished(self, model_id: str, bundle: dict[str, Any]) -> None:
-        """``model_id`` shows ``bundle`` for good: keep it, and tell the notebook tabs."""
+    def finished(
+        self, model_id: str, bundle: dict[str, Any], close: Callable[[], None] | None = None
+    ) -> None:
+        """``model_id`` shows ``bundle`` for good: keep it, and tell the notebook tabs.
+        ``close``: the widget stays open, and this closes it once it is not among the newest
+        ``max_open``."""
         size = sum(len(str(value)) for value in bundle.values())
         with self._lock:
             self._live.discard(model_id)
@@ -48,8 +63,18 @@ class FinalOutputs:
             while self._size > self.max_bytes and self._bundles:
                 _, (_, dropped) = self._bundles.popitem(last=False)
                 self._size -= dropped
+            if close is not None:
+                self._open.append(close)
         if self.announce is not None:
             self.announce(model_id, bundle)
+        self.close_over_budget()
+
+    def close_over_budget(self) -> None:
+        """Close the finished widgets beyond the newest ``max_open``."""
+        with self._lock:
+            over = [self._open.popleft() for _ in range(len(self._open) - self.max_open)]
+        for close in over:
+            close()
 
     def states(self, model_ids: Iterable[str]) -> dict[str, Any]:
         """What a tab should show for each widget output it found: ``{"live": true}`` (leave

@@ -9,6 +9,7 @@ the last of their jobs ended they become that static output for good (``_static`
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -96,8 +97,11 @@ class JobCards:
         bundle = self.static_bundle()
         _static.display_static_later(self.display_id, bundle)
         if self.kit.live:
-            # The front ends swap it in; the widgets stay for those without jupyter-codelia.
-            FINALS.finished(self.box.model_id, bundle)
+            # The front ends swap it in; the widgets stay for those without jupyter-codelia
+            # (within the finals' budget of open widgets).
+            FINALS.finished(
+                self.box.model_id, bundle, functools.partial(_static.close_tree, self.box)
+            )
         else:
             _static.close_tree(self.box)
 
@@ -122,7 +126,8 @@ class JobCards:
             unsubscribe, self._unsubscribe = self._unsubscribe, None
         if unsubscribe is not None:
             unsubscribe()
-        watch(self)  # jobs that already ended: the next round makes the cards static
+        if not self.empty:
+            watch(self)  # jobs that already ended: the next round makes the cards static
 
     def refresh(self) -> bool:
         """Update every card; whether any job is still running (the last end makes them
@@ -219,16 +224,7 @@ class _Ticker:
     def _loop(self) -> None:
         while True:
             time.sleep(REFRESH_SECONDS)
-            alive = False
-            for cards in list(self._cards):
-                try:
-                    running = cards.refresh()
-                except Exception:  # a closed widget must not end the refreshing of the others
-                    running = False
-                if not running:
-                    with self._lock:
-                        self._cards.discard(cards)
-                alive = alive or running
+            alive = self._round()
             with self._lock:
                 # A few rounds after the last job ended, so its end is drawn, then sleep until
                 # the next watch().
@@ -237,8 +233,20 @@ class _Ticker:
                     self._running = False
                     return
 
-
-_ticker = _Ticker()
+    def _round(self) -> bool:
+        """Refresh every watched set once; whether any still has a running job. (A method of
+        its own: the sleep between rounds holds no set that finished.)"""
+        alive = False
+        for cards in list(self._cards):
+            try:
+                running = cards.refresh()
+            except Exception:  # a closed widget must not end the refreshing of the others
+                running = False
+            if not running:
+                with self._lock:
+                    self._cards.discard(cards)
+            alive = alive or running
+        return alive
 
 
 _ticker = _Ticker()

@@ -19,6 +19,7 @@ The panel never touches the agent: Stop and approval clicks go to the callbacks 
 from __future__ import annotations
 
 import base64
+import functools
 import queue
 import threading
 import time
@@ -337,8 +338,12 @@ class RunPanel:
         if self._frame is not None:
             self._frame.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
         if self._kit.live:
-            root = self._frame if self._frame is not None else self.widget
-            FINALS.finished(root.model_id, bundle)
+            frame, self._frame = self._frame, None
+            root = frame if frame is not None else self.widget
+            # A background run's frame stays open (within the finals' budget) for front ends
+            # without jupyter-codelia: it shows the static form now.
+            close = None if frame is None else functools.partial(_static.close_tree, frame)
+            FINALS.finished(root.model_id, bundle, close)
         _static.close_tree(self.widget)
         self.body.clear()
         self.widget.children = ()

@@ -402,3 +402,15 @@ async def test_a_value_changed_in_place_and_then_rebound_comes_back_with_its_old
     assert first in text
     assert undo.undo("c1") == ["restored: items = list len 1 (its contents put back in place)"]
     assert ns["items"] is items and items == [1]
+
+
+@pytest.mark.asyncio
+async def test_clear_forgets_every_record_and_the_values_they_kept() -> None:
+    ns: dict[str, Any] = {"items": [1]}
+    undo = begun(ns)
+    await run_python(ns, undo, "items.append(2)\nbig = list(range(10))", "call-1")
+    assert undo.record("call-1") is not None
+    undo.clear()  # the session ended: nothing of its runs is kept
+    assert undo.record("call-1") is None and undo.last_run_id() is None
+    with pytest.raises(UndoError):
+        undo.undo()
