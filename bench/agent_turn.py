@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _results import add_json_flag, emit, record  # bench/ is on sys.path when a bench runs
+
 from jupyter_codelia.agent import Agent
 from jupyter_codelia.cache import ToolOutputCache, ToolOutputCacheStore
 from jupyter_codelia.llm.anthropic import AnthropicChat
@@ -119,6 +121,7 @@ async def measure(server: ScriptedServer, n: int, turns: int, home: Path) -> Non
         f"history={n:>5} msgs  bare={b * 1000:7.2f} ms  agent={a * 1000:7.2f} ms  "
         f"ratio={a / b:5.2f}x  added={(a - b) * 1000:6.2f} ms/turn"
     )
+    record(f"ratio_{n}", a / b)
     await client.close()
 
 
@@ -126,6 +129,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--provider", choices=("anthropic", "openai"), default="anthropic")
+    add_json_flag(parser)
     args = parser.parse_args()
     for name in [k for k in os.environ if k.startswith(("ANTHROPIC_", "OPENAI_"))]:
         del os.environ[name]
@@ -138,6 +142,7 @@ async def main() -> None:
         for n in (10, 1000):
             await measure(server, n, args.turns, Path(tmp))
     print("target: ratio at 1000 messages <= 1.20x; added ms should not grow with history")
+    emit(args)
 
 
 if __name__ == "__main__":

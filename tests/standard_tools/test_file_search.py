@@ -227,6 +227,35 @@ async def test_grep_orders_files_by_path_and_separates_context_groups(tree: File
     ]
 
 
+@pytest.mark.asyncio
+async def test_cancelling_grep_kills_ripgrep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ripgrep's output is read in a worker thread: cancelling the call (here while ripgrep
+    waits on a FIFO nobody writes) kills ripgrep, which ends the thread."""
+    import asyncio
+
+    from jupyter_codelia.standard_tools.files import search
+
+    os.mkfifo(tmp_path / "pipe")
+    started: list[subprocess.Popen[bytes]] = []
+    spawn = search._spawn
+
+    def recording(*args: object) -> subprocess.Popen[bytes]:
+        process = spawn(*args)  # type: ignore[arg-type]
+        started.append(process)
+        return process
+
+    monkeypatch.setattr(search, "_spawn", recording)
+    call = asyncio.ensure_future(FileTools(tmp_path).run("grep", pattern="x", path="pipe"))
+    while not started:
+        await asyncio.sleep(0.01)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await asyncio.to_thread(started[0].wait, 10) != 0  # killed, not finished
+
+
 # --- the walls ripgrep runs in ---------------------------------------------------------------
 
 
@@ -291,6 +320,26 @@ def test_ripgrep_cannot_read_outside_the_sandbox(walled: tuple[Path, Path]) -> N
         assert b"outside needle" in out  # no kernel walls: the path checks are the guard
 
 
+def test_ripgrep_may_list_proc_but_not_read_it(walled: tuple[Path, Path]) -> None:
+    """The confined child may list ``/proc`` (between fork and exec it lists its own fds to
+    close them, instead of calling close() on every number up to the fd limit), but reading a
+    file there - another process's environment, its own - stays refused."""
+    from jupyter_codelia.standard_tools.files._confine import landlock_abi, spawn_rg
+
+    if not landlock_abi():
+        pytest.skip("the kernel has no Landlock")
+    root, _ = walled
+    fd = os.open(root / "sub", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        argv = [ripgrep_path(), "--no-config", "-a", "-n", "PATH", "/proc/self/environ"]
+        process = spawn_rg(argv, fd, root)
+        out, err = process.communicate()
+    finally:
+        os.close(fd)
+    assert out == b""
+    assert b"Permission denied" in err
+
+
 @pytest.mark.asyncio
 async def test_ignore_files_above_the_sandbox_root_still_apply(tmp_path: Path) -> None:
     """ripgrep reads the ignore files of the root's ancestors: the walls let it."""
@@ -311,7 +360,7 @@ def test_ripgrep_still_runs_when_the_kernel_refuses_the_ruleset(
     held directory, and the log says why it is not confined."""
     from jupyter_codelia.standard_tools.files import _confine
 
-    def refused(readable: object) -> None:
+    def refused(readable: object, listable: object) -> None:
         raise _confine.ConfinementError(1, "landlock_restrict_self failed")
 
     monkeypatch.setattr(_confine, "_restrict_this_thread", refused)

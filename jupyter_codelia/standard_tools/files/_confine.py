@@ -59,8 +59,9 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def _restrict_this_thread(readable: Sequence[int]) -> None:
-    """Let this thread (and what it starts) read only beneath the ``O_PATH`` fds given."""
+def _restrict_this_thread(readable: Sequence[int], listable: Sequence[int] = ()) -> None:
+    """Let this thread (and what it starts) read only beneath the ``O_PATH`` fds
+    ``readable``, and list (not read) the directories beneath ``listable``."""
     libc = ctypes.CDLL(None, use_errno=True)
     handled = struct.pack("=Q", _READ_FILE | _READ_DIR)
     ruleset = libc.syscall(_CREATE_RULESET, handled, ctypes.c_size_t(len(handled)), 0)
@@ -70,15 +71,32 @@ def _restrict_this_thread(readable: Sequence[int]) -> None:
         for fd in readable:
             is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
             allowed = _READ_FILE | _READ_DIR if is_dir else _READ_FILE
-            rule = struct.pack("=Qi", allowed, fd)
-            if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0) < 0:
-                raise ConfinementError(ctypes.get_errno(), "landlock_add_rule failed")
+            _add_rule(libc, ruleset, allowed, fd)
+        for fd in listable:
+            _add_rule(libc, ruleset, _READ_DIR, fd)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0:
             raise ConfinementError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         if libc.syscall(_RESTRICT_SELF, ruleset, 0) < 0:
             raise ConfinementError(ctypes.get_errno(), "landlock_restrict_self failed")
     finally:
         os.close(ruleset)
+
+
+def _add_rule(libc: ctypes.CDLL, ruleset: int, allowed: int, fd: int) -> None:
+    rule = struct.pack("=Qi", allowed, fd)
+    if libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0) < 0:
+        raise ConfinementError(ctypes.get_errno(), "landlock_add_rule failed")
+
+
+def _listable_fds() -> list[int]:
+    """``O_PATH`` fd of ``/proc``, whose directories the child may list (never read a file
+    of): between fork and exec it lists its own ``/proc/self/fd`` to close what it must not
+    inherit, and refused that, it calls close() on every number up to the fd limit instead
+    (20,000 calls per search here, a million where the limit is raised)."""
+    try:
+        return [os.open("/proc", _PATH_FLAGS | os.O_DIRECTORY)]
+    except OSError:
+        return []
 
 
 def _readable_fds(root: Path, executable: str) -> list[int]:
@@ -141,12 +159,13 @@ def spawn_rg(argv: Sequence[str], cwd_fd: int, root: Path) -> subprocess.Popen[b
         if not landlock_abi():
             return subprocess.Popen(argv, **options)  # type: ignore[call-overload, no-any-return]
         readable = _readable_fds(root, argv[0])
+        listable = _listable_fds()
         outcome: list[subprocess.Popen[bytes] | BaseException] = []
 
         def confined() -> None:
             try:
                 try:
-                    _restrict_this_thread(readable)
+                    _restrict_this_thread(readable, listable)
                 except ConfinementError as exc:
                     # A container's seccomp profile may refuse the calls: ripgrep still starts
                     # from the held directory, as where the kernel has no Landlock.
@@ -160,7 +179,7 @@ def spawn_rg(argv: Sequence[str], cwd_fd: int, root: Path) -> subprocess.Popen[b
             worker.start()
             worker.join()
         finally:
-            for fd in readable:
+            for fd in (*readable, *listable):
                 os.close(fd)
         result = outcome[0]
         if isinstance(result, BaseException):

@@ -20,7 +20,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -80,13 +82,7 @@ class _Rg:
 
     @classmethod
     async def start(cls, sandbox: Sandbox, directory_fd_of: _Opener, args: list[str]) -> _Rg:
-        argv = [ripgrep_path(), *_BASE_ARGS, *args]
-
-        def spawn() -> subprocess.Popen[bytes]:
-            with Walker(sandbox) as walker:
-                return spawn_rg(argv, directory_fd_of(walker), sandbox.root_dir)
-
-        process = await asyncio.to_thread(spawn)
+        process = await asyncio.to_thread(_spawn, sandbox, directory_fd_of, args)
         assert process.stdout is not None
         assert process.stderr is not None
         loop = asyncio.get_running_loop()
@@ -122,6 +118,15 @@ class _Rg:
 
 
 _Opener = Callable[[Walker], int]
+
+
+def _spawn(sandbox: Sandbox, directory_fd_of: _Opener, args: list[str]) -> subprocess.Popen[bytes]:
+    """Start ripgrep with ``args`` in the directory ``directory_fd_of`` opens by descriptor."""
+    argv = [ripgrep_path(), *_BASE_ARGS, *args]
+    with Walker(sandbox) as walker:
+        return spawn_rg(argv, directory_fd_of(walker), sandbox.root_dir)
+
+
 _STREAM_LIMIT = 1 << 20  # one output line (rg clips lines at --max-columns)
 _OPENED_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -219,53 +224,11 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
             args += ["--context", str(params.context)]
         if params.glob:
             args += ["--glob", params.glob]
-        args += ["--regexp", params.pattern, "--", target]
-        process = await _Rg.start(sandbox, opener, args)
-        out: list[tuple[str, str]] = []  # (path, entry); path "" for a "--" separator
-        used = 0
-        matches = 0
-        files: set[str] = set()
-        truncated = False
-        try:
-            while True:
-                raw = await process.stdout.readline()
-                if not raw:
-                    break
-                line = raw.rstrip(b"\n").decode("utf-8", errors="replace")
-                if line == "--":
-                    shown, entry = "", "--"
-                elif "\0" not in line:
-                    # ripgrep's note for a binary file given explicitly: "<path>: binary file
-                    # matches (...)"; shown with the path as the tools print paths.
-                    name, colon, note = line.partition(": ")
-                    shown = sandbox.display(_join(cwd, name))
-                    entry = f"{shown}{colon}{note}"
-                else:
-                    name, _, rest = line.partition("\0")
-                    number, separator, text = _split_number(rest)
-                    shown = sandbox.display(_join(cwd, name))
-                    if separator == ":":
-                        if matches >= params.max_matches:
-                            truncated = True
-                            break
-                        matches += 1
-                        files.add(shown)
-                    entry = f"{shown}{separator}{number}{separator} {_clip(text)}"
-                size = utf8_len(entry) + 1
-                if used + size > GREP_MAX_OUTPUT_BYTES:
-                    truncated = True
-                    break
-                out.append((shown, entry))
-                used += size
-            if truncated:
-                stderr = b""
-            else:
-                stderr = await process.stderr.read()
-                await process.wait()  # reap it, or stop() would kill it and lose the exit code
-        finally:
-            await process.stop()
-        if not truncated and process.returncode == 2 and not matches:
-            raise ValueError(_rg_error(stderr, params))
+        args += [*_thread_args(), "--regexp", params.pattern, "--", target]
+        found = await _run_grep(sandbox, opener, args, cwd, params.max_matches)
+        out, matches, files, truncated = found.out, found.matches, found.files, found.truncated
+        if not truncated and found.returncode == 2 and not matches:
+            raise ValueError(_rg_error(found.stderr, params))
         lines = _ordered(out, separate=params.context > 0)
         where = compact_json(params.path)
         if not lines:
@@ -281,6 +244,108 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
         return "\n".join(lines)
 
     return define_tool(name="grep", description=GREP_DESCRIPTION, input=GrepInput, execute=grep)
+
+
+def _thread_args() -> list[str]:
+    """One search thread when the runnable load already fills the CPUs this process may use:
+    a second thread then adds CPU time (the threads' coordination, ~5% here) and no speed."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not Linux, or no load average
+        return []
+    return ["--threads", "1"] if load >= cpus else []
+
+
+@dataclass
+class _GrepOutput:
+    out: list[tuple[str, str]] = field(default_factory=list)  # (path, entry); "" for "--"
+    matches: int = 0
+    files: set[str] = field(default_factory=set)
+    truncated: bool = False
+    stderr: bytes = b""
+    returncode: int | None = None
+
+
+async def _run_grep(
+    sandbox: Sandbox, opener: _Opener, args: list[str], cwd: Path, max_matches: int
+) -> _GrepOutput:
+    """Run ripgrep and read its bounded output in one worker thread.
+
+    ripgrep writes its results file by file: read through the event loop, every write was a
+    wakeup of the loop (~0.1 ms of Python each, dozens per search); a thread blocked on the
+    pipe costs next to nothing. Cancelling the call kills ripgrep, which ends the thread.
+    """
+    cancelled = threading.Event()
+    running: list[subprocess.Popen[bytes]] = []
+
+    def kill() -> None:
+        for process in running:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+
+    def work() -> _GrepOutput:
+        process = _spawn(sandbox, opener, args)
+        running.append(process)
+        if cancelled.is_set():
+            kill()
+        try:
+            return _collect_grep(process, sandbox, cwd, max_matches)
+        finally:
+            kill()
+            process.wait()
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+    try:
+        return await asyncio.to_thread(work)
+    except asyncio.CancelledError:
+        cancelled.set()
+        kill()
+        raise
+
+
+def _collect_grep(
+    process: subprocess.Popen[bytes], sandbox: Sandbox, cwd: Path, max_matches: int
+) -> _GrepOutput:
+    """Read ripgrep's output until it ends or a bound is reached (then stop reading)."""
+    assert process.stdout is not None
+    assert process.stderr is not None
+    found = _GrepOutput()
+    out, files = found.out, found.files
+    used = 0
+    for raw in process.stdout:
+        line = raw.rstrip(b"\n").decode("utf-8", errors="replace")
+        if line == "--":
+            shown, entry = "", "--"
+        elif "\0" not in line:
+            # ripgrep's note for a binary file given explicitly: "<path>: binary file
+            # matches (...)"; shown with the path as the tools print paths.
+            name, colon, note = line.partition(": ")
+            shown = sandbox.display(_join(cwd, name))
+            entry = f"{shown}{colon}{note}"
+        else:
+            name, _, rest = line.partition("\0")
+            number, separator, text = _split_number(rest)
+            shown = sandbox.display(_join(cwd, name))
+            if separator == ":":
+                if found.matches >= max_matches:
+                    found.truncated = True
+                    return found
+                found.matches += 1
+                files.add(shown)
+            entry = f"{shown}{separator}{number}{separator} {_clip(text)}"
+        size = utf8_len(entry) + 1
+        if used + size > GREP_MAX_OUTPUT_BYTES:
+            found.truncated = True
+            return found
+        out.append((shown, entry))
+        used += size
+    found.stderr = process.stderr.read()
+    found.returncode = process.wait()
+    return found
 
 
 def _ordered(entries: list[tuple[str, str]], *, separate: bool) -> list[str]:
