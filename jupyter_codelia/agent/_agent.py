@@ -48,15 +48,18 @@ from ..llm.messages import (
     text_projection,
 )
 from ..tools import (
+    UNDECLARED,
     CancelSignal,
     RunCancelled,
     SessionStateHook,
     Tool,
     ToolContext,
     ToolIndex,
+    ToolRisk,
     ToolSet,
     execute_tool_call,
     find_tool,
+    risk_of,
     tool_index,
 )
 from ..tools._host import RUN_HOST
@@ -560,6 +563,7 @@ class Agent:
         definitions = [t.definition for t in tools]
         hook = self._permission_hook(run, tools)
         by_name = tool_index(tools)
+        risks = {name: risk_of(tool) for name, tool in by_name.items()}
         host = AgentRunHost(
             approvals=self.approvals,
             confirm=self.confirm,
@@ -619,7 +623,7 @@ class Agent:
                 if (reached := self.budget.check()) is not None:
                     self.history.extend(not_run_messages(reply.calls[step - 1 :], reached))
                     return await self._end_for_budget(run, reached)
-                finished = await self._run_call(run, call, step, by_name, hook, base_ctx)
+                finished = await self._run_call(run, call, step, by_name, risks, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
                     self._emit(run, ev.FinalEvent(content=final))
@@ -693,6 +697,7 @@ class Agent:
         call: ToolCall,
         step: int,
         tools: ToolIndex,
+        risks: dict[str, ToolRisk],
         hook: Any,
         base_ctx: ToolContext,
     ) -> str | None:
@@ -720,7 +725,12 @@ class Agent:
             self.budget.add_tool_call()
             raw = _redact_message(execution.message)
             done, final_message = execution.done, execution.final_message
-        processed = self.output_cache.process(raw) if self.output_cache is not None else raw
+        risk = risks.get(name, UNDECLARED)
+        processed = (
+            self.output_cache.process(raw, cut=risk.output_cut)
+            if self.output_cache is not None
+            else raw
+        )
         self.history.append(processed)
         result_text = text_projection(processed.content)
         ref = processed.output_ref.id if processed.output_ref else None

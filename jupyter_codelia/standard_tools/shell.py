@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._redact import StreamRedactor, redact_secrets, register_secret
 from .._text import js_round, split_lines, utf8_len
 from ..cache.protocol import OutputWriter, ToolOutputStore
-from ..tools import FunctionTool, ToolContext, ToolError, define_tool
+from ..tools import FunctionTool, ToolContext, ToolError, ToolRisk, define_tool
 from ._cancel import run_cancellable
 from .jobs import JobRegistry, start_shell_job
 
@@ -523,4 +523,5 @@ def shell_tool(
         ),
         input=ShellInput,
         execute=shell,
+        risk=ToolRisk(kind="run_code", command_arg="command"),
     )

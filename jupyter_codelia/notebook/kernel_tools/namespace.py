@@ -20,7 +20,7 @@ from ..._text import clip_chars, js_round
 from ...llm.messages import TextPart
 from ...standard_tools.images import model_images
 from ...standard_tools.jobs import JobRegistry, png_of_display
-from ...tools import FunctionTool, ToolContext, ToolError, define_tool
+from ...tools import FunctionTool, ToolContext, ToolError, ToolRisk, define_tool
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
 from .undo import NamespaceUndo, change_report, untracked_report
@@ -179,19 +179,25 @@ def kernel_tools(
 
     return [
         define_tool(
-            name="python", description=PYTHON_DESCRIPTION, input=PythonInput, execute=run_python
+            name="python",
+            description=PYTHON_DESCRIPTION,
+            input=PythonInput,
+            execute=run_python,
+            risk=ToolRisk(kind="run_code"),
         ),
         define_tool(
             name="list_variables",
             description=LIST_DESCRIPTION,
             input=ListVariablesInput,
             execute=list_variables,
+            risk=ToolRisk(kind="read_only"),
         ),
         define_tool(
             name="inspect_variable",
             description=INSPECT_DESCRIPTION,
             input=InspectVariableInput,
             execute=inspect_variable,
+            risk=ToolRisk(kind="read_only"),
         ),
     ]
 

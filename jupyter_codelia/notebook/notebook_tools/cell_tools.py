@@ -29,7 +29,7 @@ from ...llm.messages import TextPart
 from ...standard_tools.diff import diff_payload, unified_diff
 from ...standard_tools.files._edit_match import explain_no_match, find_exact
 from ...standard_tools.images import model_images
-from ...tools import FunctionTool, ToolContext, ToolError, define_tool
+from ...tools import FunctionTool, ToolContext, ToolError, ToolRisk, define_tool
 from ...wire import NotebookAction
 from ..frontend import FrontendClient, FrontendError, FrontendUnavailableError
 from . import cells as nbcells
@@ -280,18 +280,21 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             description=READ_DESCRIPTION,
             input=NotebookReadInput,
             execute=notebook_read,
+            risk=ToolRisk(kind="read_only"),
         ),
         define_tool(
             name="notebook_edit",
             description=EDIT_DESCRIPTION,
             input=NotebookEditInput,
             execute=notebook_edit,
+            risk=ToolRisk(kind="edit_notebook"),
         ),
         define_tool(
             name="notebook_run",
             description=RUN_DESCRIPTION,
             input=NotebookRunInput,
             execute=notebook_run,
+            risk=ToolRisk(kind="run_code"),
         ),
         kernel_history_tool(context),
     ]

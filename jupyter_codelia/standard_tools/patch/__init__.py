@@ -17,12 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..._text import split_lines
 from ...cache.protocol import ToolOutputStore
-from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
+from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, ToolRisk, define_tool
 from .._fdpath import Walker
-from .._fileio import NotUtf8Error, is_crlf_text
+from .._fileio import NotUtf8Error, is_crlf_text, string_arg
 from .._sandbox import Sandbox
-from ..diff import diff_payload, render_hunks, unified_diff
+from ..diff import diff_payload, dry_run_preview, render_hunks, unified_diff
 from ._fast import apply_exact
 from ._lines import PatchApplyError, UpdateResult, apply_update_lines
 from ._parse import Chunk, PatchParseError, Section, parse_patch
@@ -257,9 +258,20 @@ def make_apply_patch_tool(
             }
         )
 
-    return define_tool(
+    tool = define_tool(
         name="apply_patch",
         description=APPLY_PATCH_DESCRIPTION,
         input=ApplyPatchInput,
         execute=apply_patch,
+        risk=ToolRisk(
+            kind="edit_files",
+            describe=_describe_patch,
+            preview=dry_run_preview(lambda: tool, lambda args: {**args, "dry_run": True}),
+        ),
     )
+    return tool
+
+
+def _describe_patch(args: dict[str, Any]) -> str:
+    count = len(split_lines(string_arg(args, "patch")))
+    return f"apply_patch ({count} {'line' if count == 1 else 'lines'})"
