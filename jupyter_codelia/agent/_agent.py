@@ -48,6 +48,7 @@ from ..llm.messages import (
     text_projection,
 )
 from ..tools import (
+    COMPLETED,
     UNDECLARED,
     CancelSignal,
     RunCancelled,
@@ -55,6 +56,7 @@ from ..tools import (
     Tool,
     ToolContext,
     ToolIndex,
+    ToolResultData,
     ToolRisk,
     ToolSet,
     execute_tool_call,
@@ -112,6 +114,7 @@ _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
 _STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
+_CUT_OFF = ToolResultData(outcome="cut_off")
 
 
 class AgentRunError(CodeliaError, RuntimeError):
@@ -716,15 +719,20 @@ class Agent:
             ),
         )
         started = time.monotonic()
+        data = COMPLETED
         if call.cut_off:
             # Half-written arguments would run as a complete-looking call (a truncated write).
             raw, done, final_message = self._cut_off_message(call), False, None
+            data = _CUT_OFF
         else:
             # The executor turns every failure, the permission hook's included, into a message.
             execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
             self.budget.add_tool_call()
             raw = _redact_message(execution.message)
             done, final_message = execution.done, execution.final_message
+            data = execution.data or COMPLETED
+            if data.outcome != execution.outcome:
+                data = data.model_copy(update={"outcome": execution.outcome})
         risk = risks.get(name, UNDECLARED)
         processed = (
             self.output_cache.process(raw, cut=risk.output_cut)
@@ -757,6 +765,7 @@ class Agent:
                 is_error=raw.is_error,
                 parts=parts,
                 output_ref=ref,
+                data=data,
             ),
         )
         waited = run.approval_waits.pop(call.id, None)

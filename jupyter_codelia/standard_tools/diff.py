@@ -24,7 +24,15 @@ from typing import Any, overload
 from .._redact import redact_secrets
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
 from ..cache.protocol import ToolOutputStore
-from ..tools import FunctionTool, JsonResult, Previewer, ToolContext, ToolPreview
+from ..tools import (
+    FunctionTool,
+    JsonResult,
+    Previewer,
+    ToolContext,
+    ToolPreview,
+    ToolResultData,
+    ToolReturn,
+)
 
 CONTEXT_LINES = 3
 PREVIEW_MAX_LINES = 120
@@ -437,6 +445,21 @@ def diff_payload(
     return payload
 
 
+def diff_data(
+    report: dict[str, Any], *, file_path: str | None = None, edit_id: str | None = None
+) -> ToolResultData:
+    """What the application reads of a change (the diff to draw, its summary, the full diff's
+    cache entry), beside the report the model reads (a ``diff_payload`` and its summary)."""
+    diff, summary = report.get("diff"), report.get("summary")
+    return ToolResultData(
+        summary=summary if isinstance(summary, str) else None,
+        diff=diff if isinstance(diff, str) and diff.strip() else None,
+        file_path=file_path,
+        edit_id=edit_id,
+        cache_ref=report.get("diff_cache_id"),
+    )
+
+
 def dry_run_preview(
     tool: Callable[[], FunctionTool], edit_args: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> Previewer:
@@ -448,6 +471,8 @@ def dry_run_preview(
 
     async def preview(args: dict[str, Any], ctx: ToolContext) -> ToolPreview:
         result = await tool().execute_raw(json.dumps(edit_args(args)), ctx)
+        if isinstance(result, ToolReturn):
+            result = result.value
         value = result.value if isinstance(result, JsonResult) else None
         if not isinstance(value, dict):
             return ToolPreview(summary="Preview unavailable: unexpected dry-run output")

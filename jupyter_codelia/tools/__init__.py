@@ -31,10 +31,15 @@ from ._executor import (
     tool_index,
 )
 from ._results import (
+    COMPLETED,
     JsonResult,
+    NamespaceChange,
     PartsResult,
     TextResult,
+    ToolOutcome,
     ToolResult,
+    ToolResultData,
+    ToolReturn,
     coerce_result,
     result_content,
     to_tool_message,
@@ -54,6 +59,7 @@ from ._schema import Nullable
 from ._toolset import SessionStateHook, ToolSet
 
 __all__ = [
+    "COMPLETED",
     "UNDECLARED",
     "Approval",
     "CancelSignal",
@@ -63,6 +69,7 @@ __all__ = [
     "Describer",
     "FunctionTool",
     "JsonResult",
+    "NamespaceChange",
     "Nullable",
     "PartsResult",
     "PermissionDecision",
@@ -82,8 +89,11 @@ __all__ = [
     "ToolInputError",
     "ToolKind",
     "ToolMessage",
+    "ToolOutcome",
     "ToolPreview",
     "ToolResult",
+    "ToolResultData",
+    "ToolReturn",
     "ToolRisk",
     "ToolSet",
     "coerce_result",

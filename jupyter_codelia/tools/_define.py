@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 from ..llm.messages import FunctionToolDefinition
 from ._context import ToolContext
 from ._errors import ToolArgumentsError, ToolDefinitionError, ToolInputError
-from ._results import TextResult, coerce_result
+from ._results import TextResult, ToolReturn, coerce_result
 from ._risk import UNDECLARED, ToolRisk
 from ._schema import input_schema
 
 InputT = TypeVar("InputT", bound=BaseModel)
 ToolFunction = Callable[[InputT, ToolContext], Any]
-AnyResult = Any  # TextResult | JsonResult | PartsResult; kept loose for Protocol implementers
+AnyResult = Any  # TextResult | JsonResult | PartsResult, or a ToolReturn of one; kept loose
 
 
 @runtime_checkable
@@ -137,6 +137,8 @@ class FunctionTool:
             value = await value
         if type(value) is str:
             return TextResult(text=value)
+        if type(value) is ToolReturn:
+            return ToolReturn(coerce_result(value.value), value.data)
         return coerce_result(value)
 
     def _describe(self, exc: ValidationError) -> str:

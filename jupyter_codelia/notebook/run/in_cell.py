@@ -58,12 +58,10 @@ def run_with_panel(
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.
     job_cards = JobCards(nb.jobs, kit)
     job_cards.show(until_jobs=not background)
-    unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
     if background:
         handle = nb.start_background(agent, prompt, panel)
 
         def finished(_handle: Any) -> None:
-            unsubscribe()
             job_cards.turn_ended(cell_running=False)
 
         handle.add_done_callback(finished)
@@ -71,7 +69,6 @@ def run_with_panel(
     try:
         result = nb.run_blocking(agent, prompt, panel)
     finally:
-        unsubscribe()
         job_cards.turn_ended(cell_running=True)
     if result.status == "error":
         # Fail the cell (so Run All stops) without a traceback; the panel shows the error too

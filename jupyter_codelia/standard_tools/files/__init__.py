@@ -19,7 +19,15 @@ from pydantic import BaseModel, Field
 from ..._text import clip_utf8, compact_json, describe_exc, line_prefix, split_lines, utf8_len
 from ...cache.protocol import ToolOutputStore
 from ...llm.messages import DocumentPart, TextPart
-from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, ToolRisk, define_tool
+from ...tools import (
+    DependencyKey,
+    FunctionTool,
+    JsonResult,
+    ToolContext,
+    ToolReturn,
+    ToolRisk,
+    define_tool,
+)
 from .._fdpath import Entry, Walker
 from .._fileio import (
     ExpectedHash,
@@ -35,7 +43,7 @@ from .._fileio import (
     write_text,
 )
 from .._sandbox import Sandbox, sandbox_key
-from ..diff import diff_payload, dry_run_preview, unified_diff
+from ..diff import diff_data, diff_payload, dry_run_preview, unified_diff
 from ..patch._write import recover_journals
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
 from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
@@ -380,10 +388,10 @@ def _write_as_edit(args: dict[str, Any]) -> dict[str, Any]:
 def _make_write(
     key: DependencyKey[Sandbox], store: ToolOutputStore | None, edit: FunctionTool
 ) -> FunctionTool:
-    async def write(params: WriteInput, ctx: ToolContext) -> JsonResult | str:
+    async def write(params: WriteInput, ctx: ToolContext) -> ToolReturn | str:
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
-        def work() -> JsonResult | str:
+        def work() -> ToolReturn | str:
             file_path = params.file_path
             recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             try:
@@ -407,13 +415,12 @@ def _make_write(
                 store=store,
                 placeholder=placeholder,
             )
-            return JsonResult(
-                value={
-                    "summary": f"Wrote {utf8_len(params.content)} bytes to {file_path}",
-                    **payload,
-                    "file_path": file_path,
-                }
-            )
+            value = {
+                "summary": f"Wrote {utf8_len(params.content)} bytes to {file_path}",
+                **payload,
+                "file_path": file_path,
+            }
+            return ToolReturn(JsonResult(value=value), diff_data(value, file_path=file_path))
 
         return await asyncio.to_thread(work)
 
@@ -538,15 +545,15 @@ def _check_edit_size(entry: Entry, file_path: str) -> None:
 
 
 def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
-    async def edit(params: EditInput, ctx: ToolContext) -> JsonResult:
+    async def edit(params: EditInput, ctx: ToolContext) -> JsonResult | ToolReturn:
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
-        def work() -> JsonResult:
+        def work() -> JsonResult | ToolReturn:
             recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             with Walker(sandbox) as walker:
                 return edit_file(walker)
 
-        def edit_file(walker: Walker) -> JsonResult:
+        def edit_file(walker: Walker) -> JsonResult | ToolReturn:
             file_path = params.file_path
             old, new = params.old_string, params.new_string
             if old != "" and old == new:
@@ -593,16 +600,15 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
                 unified_diff(file_path, content, updated), tool_name="edit", store=store
             )
 
-            def result(summary: str) -> JsonResult:
-                return JsonResult(
-                    value={
-                        "summary": summary,
-                        "replacements": count,
-                        "match_mode": used,
-                        **payload,
-                        "file_path": file_path,
-                    }
-                )
+            def result(summary: str) -> ToolReturn:
+                value = {
+                    "summary": summary,
+                    "replacements": count,
+                    "match_mode": used,
+                    **payload,
+                    "file_path": file_path,
+                }
+                return ToolReturn(JsonResult(value=value), diff_data(value, file_path=file_path))
 
             if params.dry_run:
                 return result(f"Preview: {count} replacement(s) in {file_path}")
