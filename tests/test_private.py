@@ -14,6 +14,7 @@ from jupyter_codelia import _private
 from jupyter_codelia.agent.permissions import PermissionPolicy
 from jupyter_codelia.cache import ToolOutputCacheStore
 from jupyter_codelia.session import SessionState, SessionStore
+from jupyter_codelia.tools import ToolRisk
 
 
 def loose_paths(root: Path) -> list[str]:
@@ -57,7 +58,8 @@ def use_every_store(home: Path) -> None:
     assert [s.session_id for s in sessions.list_sessions()] == ["s1"]
     sessions.close()
     policy = PermissionPolicy(mode="minimal", config_path=home / "permissions.json")
-    policy.remember(policy.remember_rules("shell", {"command": "make deploy"}))
+    shell = ToolRisk(kind="run_code", command_arg="command")
+    policy.remember(policy.remember_rules("shell", {"command": "make deploy"}, shell))
     assert (home / "permissions.json").exists()
 
 

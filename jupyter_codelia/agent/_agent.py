@@ -48,15 +48,20 @@ from ..llm.messages import (
     text_projection,
 )
 from ..tools import (
+    COMPLETED,
+    UNDECLARED,
     CancelSignal,
     RunCancelled,
     SessionStateHook,
     Tool,
     ToolContext,
     ToolIndex,
+    ToolResultData,
+    ToolRisk,
     ToolSet,
     execute_tool_call,
     find_tool,
+    risk_of,
     tool_index,
 )
 from ..tools._host import RUN_HOST
@@ -109,6 +114,7 @@ _SAVE_INTERVAL_S = 1.5
 _RAW_LOG_LIMIT = 256 * 1024
 _LOGGED_EVENTS_SKIP = ("text_delta", "reasoning_delta")
 _STREAMED_EVENTS = _LOGGED_EVENTS_SKIP
+_CUT_OFF = ToolResultData(outcome="cut_off")
 
 
 class AgentRunError(CodeliaError, RuntimeError):
@@ -560,6 +566,7 @@ class Agent:
         definitions = [t.definition for t in tools]
         hook = self._permission_hook(run, tools)
         by_name = tool_index(tools)
+        risks = {name: risk_of(tool) for name, tool in by_name.items()}
         host = AgentRunHost(
             approvals=self.approvals,
             confirm=self.confirm,
@@ -619,7 +626,7 @@ class Agent:
                 if (reached := self.budget.check()) is not None:
                     self.history.extend(not_run_messages(reply.calls[step - 1 :], reached))
                     return await self._end_for_budget(run, reached)
-                finished = await self._run_call(run, call, step, by_name, hook, base_ctx)
+                finished = await self._run_call(run, call, step, by_name, risks, hook, base_ctx)
                 if finished is not None:
                     final = finished if finished else "\n".join(texts).strip()
                     self._emit(run, ev.FinalEvent(content=final))
@@ -693,6 +700,7 @@ class Agent:
         call: ToolCall,
         step: int,
         tools: ToolIndex,
+        risks: dict[str, ToolRisk],
         hook: Any,
         base_ctx: ToolContext,
     ) -> str | None:
@@ -711,16 +719,26 @@ class Agent:
             ),
         )
         started = time.monotonic()
+        data = COMPLETED
         if call.cut_off:
             # Half-written arguments would run as a complete-looking call (a truncated write).
             raw, done, final_message = self._cut_off_message(call), False, None
+            data = _CUT_OFF
         else:
             # The executor turns every failure, the permission hook's included, into a message.
             execution = await execute_tool_call(call, tools, base_ctx, can_execute_tool=hook)
             self.budget.add_tool_call()
             raw = _redact_message(execution.message)
             done, final_message = execution.done, execution.final_message
-        processed = self.output_cache.process(raw) if self.output_cache is not None else raw
+            data = execution.data or COMPLETED
+            if data.outcome != execution.outcome:
+                data = data.model_copy(update={"outcome": execution.outcome})
+        risk = risks.get(name, UNDECLARED)
+        processed = (
+            self.output_cache.process(raw, cut=risk.output_cut)
+            if self.output_cache is not None
+            else raw
+        )
         self.history.append(processed)
         result_text = text_projection(processed.content)
         ref = processed.output_ref.id if processed.output_ref else None
@@ -747,6 +765,7 @@ class Agent:
                 is_error=raw.is_error,
                 parts=parts,
                 output_ref=ref,
+                data=data,
             ),
         )
         waited = run.approval_waits.pop(call.id, None)

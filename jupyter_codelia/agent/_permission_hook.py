@@ -1,10 +1,11 @@
 """The permission hook the agent passes to the tool executor.
 
-It asks the :class:`PermissionPolicy`; when the answer is *confirm* it builds a diff preview for
-file-changing tools, opens an :class:`~._approvals.ApprovalRequest`, announces it with a
-``permission.request`` event and waits for its answer: from the confirm callback, or from a host
-answering through :class:`~._approvals.Approvals` (whichever comes first). With neither, the call
-is denied: a headless run never waits for a person who is not there.
+It asks the :class:`PermissionPolicy`, handing it the tool's declared
+:class:`~jupyter_codelia.tools.ToolRisk`; when the answer is *confirm* it shows the preview the
+tool declares (a file tool's diff), opens an :class:`~._approvals.ApprovalRequest`, announces it
+with a ``permission.request`` event and waits for its answer: from the confirm callback, or from
+a host answering through :class:`~._approvals.Approvals` (whichever comes first). With neither,
+the call is denied: a headless run never waits for a person who is not there.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._redact import redact_secrets
-from ..tools import PermissionDecision, Tool, ToolContext, find_tool
+from ..tools import UNDECLARED, PermissionDecision, Tool, ToolContext, ToolRisk, risk_of
 from ..tools._executor import PermissionHook
-from ..tools._host import DeclaresApproval
 from . import events as ev
 from ._approvals import Approvals, ConfirmResponse, first_answer
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from .permissions import PermissionPolicy
 
 PREVIEW_MAX_LINES = 120
-_PREVIEW_TOOLS = ("write", "edit", "apply_patch")
 _LANGUAGES = {
     ".py": "python",
     ".ts": "ts",
@@ -61,6 +60,14 @@ class PermissionHookBuilder:
     emit: Callable[[Any], None]
     approval_waits: dict[str, float] = field(default_factory=dict)
     """Seconds each tool call (by id) spent waiting for the person's answer."""
+    _risks: dict[str, ToolRisk] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Every call is decided by its tool's declaration: read once per run, the first tool of
+        # a name winning as in the executor.
+        self._risks = {}
+        for tool in self.tools:
+            self._risks.setdefault(tool.name, risk_of(tool))
 
     @property
     def hook(self) -> PermissionHook:
@@ -68,32 +75,28 @@ class PermissionHookBuilder:
 
     async def _decide(self, call: ToolCall, raw_args: str, ctx: ToolContext) -> PermissionDecision:
         name = call.function.name
+        risk = self._risks.get(name, UNDECLARED)
         # Parsing the arguments costs more than deciding; most decisions do not read them.
-        parsed = self.policy.reads_args(name)
+        parsed = self.policy.reads_args(risk)
         args = parse_tool_args(raw_args) if parsed else None
-        evaluation = self.policy.evaluate(name, args)
+        evaluation = self.policy.evaluate(name, args, risk)
         if evaluation.kind == "allow":
             return PermissionDecision.allow()
         if evaluation.kind == "deny":
             return PermissionDecision.deny(evaluation.reason or "blocked by policy")
-        declared = find_tool(self.tools, name)
-        if not isinstance(declared, DeclaresApproval):
-            declared = None
-        elif declared.runs_without_asking:
-            return PermissionDecision.allow()
         if self.confirm is None and not self.host_answers:
             return PermissionDecision.deny("UI confirm not supported")
         if not parsed:
             args = parse_tool_args(raw_args)  # the preview and the request show them
-        if name in _PREVIEW_TOOLS:
-            preview = await self._preview(name, call, args, ctx)
+        if risk.preview is not None:
+            preview = await self._preview(name, risk, call, args, ctx)
             if preview.diff or preview.summary:
                 self.emit(preview)
         self.emit(ev.PermissionReadyEvent(tool=name, tool_call_id=call.id))
-        title, message = self.policy.confirm_text(name, args)
-        if declared is not None:
-            message = f"{message}\n{declared.approval_note()}"
-        rules = self.policy.remember_rules(name, args)
+        title, message = self.policy.confirm_text(name, args, risk)
+        if risk.note:
+            message = f"{message}\n{risk.note}"
+        rules = self.policy.remember_rules(name, args, risk)
         # Masked here, not only when emitted: the confirm callback shows the request itself.
         request = redact_secrets(
             ev.PermissionRequestEvent(
@@ -131,43 +134,30 @@ class PermissionHookBuilder:
         return PermissionDecision.allow()
 
     async def _preview(
-        self, name: str, call: ToolCall, args: dict[str, Any] | None, ctx: ToolContext
+        self,
+        name: str,
+        risk: ToolRisk,
+        call: ToolCall,
+        args: dict[str, Any] | None,
+        ctx: ToolContext,
     ) -> ev.PermissionPreviewEvent:
-        file_path = (args or {}).get("file_path") if name != "apply_patch" else None
+        assert risk.preview is not None
+        file_path = (args or {}).get("file_path")
         language = _language(file_path) if isinstance(file_path, str) else None
-        if name == "write":
-            tool = find_tool(self.tools, "edit")
-            preview_args = {
-                "file_path": (args or {}).get("file_path", ""),
-                "old_string": "",
-                "new_string": (args or {}).get("content", ""),
-                "dry_run": True,
-            }
-        else:
-            tool = find_tool(self.tools, name)
-            preview_args = {**(args or {}), "dry_run": True}
         base = ev.PermissionPreviewEvent(
             tool=name,
             tool_call_id=call.id,
             file_path=file_path if isinstance(file_path, str) else None,
             language=language,
         )
-        if tool is None:
-            return base.model_copy(update={"summary": "Preview unavailable: dry-run failed"})
         try:
-            result = await tool.execute_raw(json.dumps(preview_args), ctx.fork())
+            preview = await risk.preview(dict(args or {}), ctx.fork())
         except Exception:
             return base.model_copy(update={"summary": "Preview unavailable: dry-run failed"})
-        value = getattr(result, "value", None)
-        if not isinstance(value, dict):
-            return base.model_copy(
-                update={"summary": "Preview unavailable: unexpected dry-run output"}
-            )
-        diff = value.get("diff")
-        if not isinstance(diff, str) or not diff:
-            summary = value.get("summary")
-            text = summary if isinstance(summary, str) and summary else "Preview: no diff content"
-            return base.model_copy(update={"summary": text})
+        diff = preview.diff
+        if not diff:
+            summary = preview.summary or "Preview: no diff content"
+            return base.model_copy(update={"summary": summary})
         lines = diff.split("\n")
         truncated = len(lines) > PREVIEW_MAX_LINES
         return base.model_copy(

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..tools._results import COMPLETED, ToolResultData
 from ..tools.events import Event as _Event
 from ..tools.events import TodoItemView, TodosUpdatedEvent, ToolProgressEvent, now_ms
 
@@ -138,7 +139,9 @@ class PermissionResolvedEvent(_Event):
 
 
 class ToolResultEvent(_Event):
-    """The processed result of a call: ``result`` is its display text, ``parts`` its typed parts."""
+    """The processed result of a call: ``result`` is the model's content as text (shown, never
+    parsed), ``parts`` its typed parts, ``data`` what the application reads of it (how the call
+    ended, its diff, edit, namespace changes, job)."""
 
     type: Literal["tool_result"] = "tool_result"
     tool: str
@@ -147,6 +150,7 @@ class ToolResultEvent(_Event):
     is_error: bool | None = None
     parts: list[dict[str, Any]] | None = None
     output_ref: str | None = None
+    data: ToolResultData = COMPLETED
 
 
 class StepCompleteEvent(_Event):

@@ -1,8 +1,11 @@
 """The permission policy: which tool calls run at once, which are refused, which ask the user.
 
-Approval modes with a system allowlist, allow and deny rules (deny beats allow), shell commands
-checked segment by segment with ``cd`` tracked inside the sandbox, the confirm prompt texts and the
-rules remembered after "don't ask again".
+Approval modes, allow and deny rules (deny beats allow), shell commands checked segment by
+segment against a system allowlist with ``cd`` tracked inside the sandbox, the confirm prompt
+texts and the rules remembered after "don't ask again". The policy knows no tool by name: each
+call comes with its tool's declared :class:`~jupyter_codelia.tools.ToolRisk`, whose ``approval``
+says in which modes it asks, whose ``command_arg`` marks a shell, and whose ``describe`` words
+the prompt.
 
 Remembered rules live in a JSON file (``config_path``) of the form
 ``{"permissions": {"allow": [rule, ...], "deny": [rule, ...]}}``; other top-level keys are kept.
@@ -33,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from .._approval import APPROVAL_MODES, ApprovalMode
 from .._private import make_private_dirs
-from .._text import split_lines, utf8_len
 from ..errors import CodeliaError
+from ..tools import ToolRisk
 from ._shell_words import (
     ShellSplit,
     analyse_shell,
@@ -52,36 +55,8 @@ from ._shell_words import (
 logger = logging.getLogger("jupyter_codelia.agent.permissions")
 
 
-SHELL_TOOLS = frozenset({"shell", "bash"})  # "bash" is the legacy name; its rules still apply
-SKILL_TOOL = "skill_load"
 REMEMBER_PREVIEW_LIMIT = 5
 
-_MINIMAL_TOOLS = (
-    "read",
-    "read_line",
-    "view_image",
-    "grep",
-    "glob",
-    "todo_read",
-    "todo_new",
-    "todo_append",
-    "todo_patch",
-    "todo_clear",
-    "tool_output_cache",
-    "tool_output_cache_line",
-    "tool_output_cache_grep",
-    "done",
-    "list_variables",
-    "inspect_variable",
-    # Watching and stopping the jobs the agent itself started (their start was approved).
-    "job_list",
-    "job_output",
-    "job_wait",
-    "job_stop",
-    "notebook_read",
-    "kernel_history",
-)
-_TRUSTED_EXTRA_TOOLS = ("write", "edit", "apply_patch", "notebook_edit")
 _MINIMAL_COMMANDS = (
     *("pwd", "ls", "rg", "grep", "find", "sort", "cat", "head", "tail", "wc", "stat", "file"),
     *("uname", "whoami", "date"),
@@ -131,8 +106,8 @@ class PermissionRule(BaseModel):
     """One allow or deny rule; a rule with no constraint matches every call of its tool.
 
     ``command`` matches a shell segment's first words exactly; ``command_glob`` matches the whole
-    normalized text with ``*`` and ``?``. Both are for shell rules only; ``skill_name`` only for
-    ``skill_load``.
+    normalized text with ``*`` and ``?``. Both apply to tools that declare a ``command_arg``
+    (a shell); on any other tool a rule with them matches nothing.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -140,7 +115,6 @@ class PermissionRule(BaseModel):
     tool: str
     command: str | None = None
     command_glob: str | None = None
-    skill_name: str | None = None
 
     @field_validator("tool")
     @classmethod
@@ -150,27 +124,20 @@ class PermissionRule(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _constraints_fit_tool(self) -> PermissionRule:
-        if (self.command is not None or self.command_glob is not None) and (
-            self.tool not in SHELL_TOOLS
-        ):
-            raise ValueError(
-                f"command/command_glob are only valid for shell rules, not for tool {self.tool!r}"
-            )
-        if self.skill_name is not None and self.tool != SKILL_TOOL:
-            raise ValueError(f"skill_name is only valid for skill_load rules, not {self.tool!r}")
-        for name in ("command", "command_glob", "skill_name"):
-            value = getattr(self, name)
+    def _constraints_not_empty(self) -> PermissionRule:
+        for name, value in (("command", self.command), ("command_glob", self.command_glob)):
             if value is not None and not value.strip():
                 raise ValueError(f"{name} must not be empty (omit it to match every call)")
         return self
 
+    @property
+    def constrained(self) -> bool:
+        return self.command is not None or self.command_glob is not None
+
     def preview(self) -> str:
         """How the rule is shown in a confirm prompt (``shell: git push``)."""
-        if self.tool in SHELL_TOOLS and (self.command or self.command_glob):
-            return f"shell: {self.command or self.command_glob}"
-        if self.tool == SKILL_TOOL and self.skill_name:
-            return f"{SKILL_TOOL}: {self.skill_name}"
+        if self.command or self.command_glob:
+            return f"{self.tool}: {self.command or self.command_glob}"
         return self.tool
 
 
@@ -189,12 +156,9 @@ class Evaluation:
 _ALLOW = Evaluation("allow")
 
 
-def _system_rules(mode: ApprovalMode) -> list[PermissionRule]:
-    tools = _MINIMAL_TOOLS + (_TRUSTED_EXTRA_TOOLS if mode == "trusted" else ())
-    commands = _MINIMAL_COMMANDS + (_TRUSTED_EXTRA_COMMANDS if mode == "trusted" else ())
-    return [PermissionRule(tool=t) for t in tools] + [
-        PermissionRule(tool="shell", command=c) for c in commands
-    ]
+def _system_commands(mode: ApprovalMode) -> tuple[str, ...]:
+    """The commands a shell runs without asking in ``mode`` (unless given a risky flag)."""
+    return _MINIMAL_COMMANDS + (_TRUSTED_EXTRA_COMMANDS if mode == "trusted" else ())
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -255,19 +219,6 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
 def _string_arg(args: dict[str, Any] | None, key: str) -> str | None:
     value = args.get(key) if isinstance(args, dict) else None
     return value if isinstance(value, str) else None
-
-
-def _skill_name(args: dict[str, Any] | None) -> str | None:
-    name = _string_arg(args, "name")
-    if name and name.strip():
-        return name.strip().lower()
-    path = _string_arg(args, "path")
-    if path and path.strip():
-        parts = [p for p in path.strip().replace("\\", "/").split("/") if p]
-        if len(parts) > 1 and parts[-1].lower() == "skill.md":
-            return parts[-2].lower()
-        return parts[-1].lower() if parts else None
-    return None
 
 
 def _command_for_display(command: str) -> str:
@@ -360,12 +311,7 @@ class PermissionPolicy:
                 f"Unknown approval mode {mode!r}; use one of: {', '.join(APPROVAL_MODES)}."
             )
         self._mode: ApprovalMode = mode
-        self._system_allow = _system_rules(mode)
-        # The system rules for tools other than the shell name whole tools (no constraint, no
-        # server pattern), so one set lookup per call answers what scanning all rules did.
-        self._system_allow_tools = frozenset(
-            r.tool for r in self._system_allow if r.tool not in SHELL_TOOLS
-        )
+        self._system_commands = _system_commands(mode)
 
     @property
     def allow_rules(self) -> list[PermissionRule]:
@@ -379,88 +325,81 @@ class PermissionPolicy:
     # --- decision ------------------------------------------------------------------------
 
     @staticmethod
-    def reads_args(tool_name: str) -> bool:
-        """Whether ``evaluate`` looks at the arguments of a call of ``tool_name``: only shell
-        commands and skill names decide by them (a rule's constraints are valid for those tools
-        alone), so other calls need not parse their arguments to be decided."""
-        return tool_name in SHELL_TOOLS or tool_name == SKILL_TOOL
+    def reads_args(risk: ToolRisk) -> bool:
+        """Whether ``evaluate`` looks at a call's arguments: only a shell's commands decide by
+        them (a rule's constraints are valid for shells alone), so other calls need not parse
+        their arguments to be decided."""
+        return risk.command_arg is not None
 
-    def evaluate(self, tool_name: str, args: dict[str, Any] | None) -> Evaluation:
-        """allow, deny (with the reason the model sees) or confirm (with why) for one call."""
-        if tool_name in SHELL_TOOLS:
-            return self._evaluate_shell(_string_arg(args, "command"))
-        if any(self._tool_rule_matches(r, tool_name, args) for r in self._deny):
+    def _runs_without_asking(self, risk: ToolRisk) -> bool:
+        return risk.approval == "never" or (risk.approval == "untrusted" and self.mode == "trusted")
+
+    def evaluate(self, tool_name: str, args: dict[str, Any] | None, risk: ToolRisk) -> Evaluation:
+        """allow, deny (with the reason the model sees) or confirm (with why) for one call of
+        ``tool_name``, a tool declaring ``risk``."""
+        if risk.command_arg is not None:
+            return self._evaluate_shell(tool_name, _string_arg(args, risk.command_arg))
+        if any(self._tool_rule_matches(r, tool_name) for r in self._deny):
             return Evaluation("deny", f"blocked by deny rule ({tool_name})")
-        if self.mode == "full-access":
+        if self.mode == "full-access" or self._runs_without_asking(risk):
             return _ALLOW
-        if tool_name in self._system_allow_tools or any(
-            self._tool_rule_matches(r, tool_name, args) for r in self._allow
-        ):
+        if any(self._tool_rule_matches(r, tool_name) for r in self._allow):
             return _ALLOW
         return Evaluation("confirm")
 
     @staticmethod
-    def _tool_rule_matches(
-        rule: PermissionRule, tool_name: str, args: dict[str, Any] | None
-    ) -> bool:
-        if rule.command is not None or rule.command_glob is not None:
+    def _tool_rule_matches(rule: PermissionRule, tool_name: str) -> bool:
+        if rule.constrained:
             return False
-        if rule.tool != tool_name and not _server_rule_matches(rule.tool, tool_name):
-            return False
-        if rule.skill_name is None:
-            return True
-        return _skill_name(args) == rule.skill_name.strip().lower()
+        return rule.tool == tool_name or _server_rule_matches(rule.tool, tool_name)
 
     @staticmethod
-    def _segment_rule_matches(rule: PermissionRule, segment: str) -> bool:
-        if rule.tool not in SHELL_TOOLS or rule.skill_name is not None:
+    def _segment_rule_matches(rule: PermissionRule, tool_name: str, segment: str) -> bool:
+        if rule.tool != tool_name:
             return False
         if rule.command is not None and not words_start_with(segment, rule.command):
             return False
         return rule.command_glob is None or glob_matches(rule.command_glob, segment)
 
     @staticmethod
-    def _full_text_rule_matches(rule: PermissionRule, command: str) -> bool:
-        return (
-            rule.tool in SHELL_TOOLS
-            and rule.command_glob is not None
-            and PermissionPolicy._segment_rule_matches(rule, command)
+    def _full_text_rule_matches(rule: PermissionRule, tool_name: str, command: str) -> bool:
+        return rule.command_glob is not None and PermissionPolicy._segment_rule_matches(
+            rule, tool_name, command
         )
 
-    def _segment_allowed(self, segment: str) -> bool:
-        if any(self._segment_rule_matches(r, segment) for r in self._allow):
+    def _segment_allowed(self, tool_name: str, segment: str) -> bool:
+        if any(self._segment_rule_matches(r, tool_name, segment) for r in self._allow):
             return True
         return not _has_risky_flag(segment) and any(
-            self._segment_rule_matches(r, segment) for r in self._system_allow
+            words_start_with(segment, command) for command in self._system_commands
         )
 
-    def _evaluate_shell(self, command: str | None) -> Evaluation:
+    def _evaluate_shell(self, tool_name: str, command: str | None) -> Evaluation:
         full_access = self.mode == "full-access"
-        if any(r.tool in SHELL_TOOLS and r.command is None and r.command_glob is None
-               for r in self._deny):  # fmt: skip
-            return Evaluation("deny", "blocked by deny rule (shell)")
+        if any(r.tool == tool_name and not r.constrained for r in self._deny):
+            return Evaluation("deny", f"blocked by deny rule ({tool_name})")
         if command is None:
             return _ALLOW if full_access else Evaluation("confirm", "missing command")
         normalized = normalize_command(command)
         if not normalized:
             return _ALLOW if full_access else Evaluation("confirm", "empty command")
-        if any(self._full_text_rule_matches(r, normalized) for r in self._deny):
+        if any(self._full_text_rule_matches(r, tool_name, normalized) for r in self._deny):
             return Evaluation("deny", f"blocked by deny rule ({normalized})")
         split = analyse_shell(command)
         for segment in split.commands:
-            if any(self._segment_rule_matches(r, segment) for r in self._deny):
+            if any(self._segment_rule_matches(r, tool_name, segment) for r in self._deny):
                 return Evaluation("deny", f"blocked by deny rule ({segment})")
         if full_access:
             return _ALLOW
         if not any(is_cd_segment(s) for s in split.commands) and any(
-            self._full_text_rule_matches(r, normalized) for r in self._allow
+            self._full_text_rule_matches(r, tool_name, normalized) for r in self._allow
         ):
             return _ALLOW
         if not split.commands:
             return Evaluation("confirm", "empty command")
-        return self._check_segments(split)
+        return self._check_segments(tool_name, split)
 
-    def _check_segments(self, split: ShellSplit) -> Evaluation:
+    def _check_segments(self, tool_name: str, split: ShellSplit) -> Evaluation:
         if split.hidden_substitution:
             return Evaluation("confirm", "command substitution inside quotes requires confirmation")
         root = self.sandbox_root
@@ -481,46 +420,30 @@ class PermissionPolicy:
                     return Evaluation("confirm", f"cd target requires confirmation ({text})")
                 cwd = new_cwd
                 continue
-            if not self._segment_allowed(text):
+            if not self._segment_allowed(tool_name, text):
                 return Evaluation("confirm", f"segment requires confirmation ({text})")
         return _ALLOW
 
     # --- confirm prompt and remembering ---------------------------------------------------
 
-    def confirm_text(self, tool_name: str, args: dict[str, Any] | None) -> tuple[str, str]:
-        """(title, message) for the approval prompt, with the rules "Remember" would add."""
+    def confirm_text(
+        self, tool_name: str, args: dict[str, Any] | None, risk: ToolRisk
+    ) -> tuple[str, str]:
+        """(title, message) for the approval prompt, with the rules "Remember" would add: a
+        shell's command, else the tool's own description of the call, else its name."""
         title = "Run tool?"
-        if tool_name in SHELL_TOOLS:
+        if risk.command_arg is not None:
             title = "Run command?"
-            message = _command_for_display(_string_arg(args, "command") or "") or "(no command)"
-        elif tool_name == SKILL_TOOL:
-            title = "Load skill?"
-            path = (_string_arg(args, "path") or "").strip()
-            message = _skill_name(args) or path or SKILL_TOOL
-        elif tool_name == "write":
-            content = _string_arg(args, "content") or ""
-            message = f"write {self._path_of(args)} ({utf8_len(content)} bytes)"
-        elif tool_name == "edit":
-            mode = _string_arg(args, "match_mode") or "auto"
-            message = f"edit {self._path_of(args)} (match={mode})"
-        elif tool_name == "apply_patch":
-            count = len(split_lines(_string_arg(args, "patch") or ""))
-            message = f"apply_patch ({count} {'line' if count == 1 else 'lines'})"
-        elif tool_name == "view_image":
-            message = f"view_image {self._path_of(args)}"
-        elif tool_name == "webfetch":
-            url = (_string_arg(args, "url") or "").strip() or "(unknown url)"
-            message = f"webfetch {url} ({_string_arg(args, 'output_format') or 'markdown'})"
+            command = _string_arg(args, risk.command_arg) or ""
+            message = _command_for_display(command) or "(no command)"
+        elif risk.describe is not None:
+            message = risk.describe(args or {})
         else:
             message = tool_name
-        return title, message + self._remember_preview(tool_name, args)
+        return title, message + self._remember_preview(tool_name, args, risk)
 
-    @staticmethod
-    def _path_of(args: dict[str, Any] | None) -> str:
-        return (_string_arg(args, "file_path") or "").strip() or "(unknown path)"
-
-    def _remember_preview(self, tool_name: str, args: dict[str, Any] | None) -> str:
-        rules = self.remember_rules(tool_name, args)
+    def _remember_preview(self, tool_name: str, args: dict[str, Any] | None, risk: ToolRisk) -> str:
+        rules = self.remember_rules(tool_name, args, risk)
         if not rules:
             return ""
         lines = [f"- {rule.preview()}" for rule in rules[:REMEMBER_PREVIEW_LIMIT]]
@@ -528,35 +451,26 @@ class PermissionPolicy:
             lines.append(f"- ...and {len(rules) - REMEMBER_PREVIEW_LIMIT} more")
         return "\n\nRemember (don't ask again):\n" + "\n".join(lines)
 
-    def remember_rules(self, tool_name: str, args: dict[str, Any] | None) -> list[PermissionRule]:
+    def remember_rules(
+        self, tool_name: str, args: dict[str, Any] | None, risk: ToolRisk
+    ) -> list[PermissionRule]:
         """The allow rules "don't ask again" would add for this call, minus ones already allowed."""
-        return [r for r in self._derive_rules(tool_name, args) if not self._already_allowed(r)]
-
-    def _derive_rules(self, tool_name: str, args: dict[str, Any] | None) -> list[PermissionRule]:
-        if tool_name == SKILL_TOOL:
-            name = _skill_name(args)
-            return [PermissionRule(tool=SKILL_TOOL, skill_name=name)] if name else []
-        if tool_name not in SHELL_TOOLS:
-            return [PermissionRule(tool=tool_name)]
+        if risk.command_arg is None:
+            if self._runs_without_asking(risk):
+                return []
+            rule = PermissionRule(tool=tool_name)
+            return [] if rule in self._allow else [rule]
         rules: list[PermissionRule] = []
-        for segment in split_shell_segments(_string_arg(args, "command") or ""):
+        for segment in split_shell_segments(_string_arg(args, risk.command_arg) or ""):
             if is_cd_segment(segment):
                 continue
             prefix = remember_command(segment)
-            rule = PermissionRule(tool="shell", command=prefix) if prefix else None
-            if rule is not None and rule not in rules:
+            if prefix is None or self._segment_allowed(tool_name, prefix):
+                continue
+            rule = PermissionRule(tool=tool_name, command=prefix)
+            if rule not in rules and rule not in self._allow:
                 rules.append(rule)
         return rules
-
-    def _already_allowed(self, rule: PermissionRule) -> bool:
-        if rule in self._allow:
-            return True
-        if rule.tool in SHELL_TOOLS and rule.command is not None:
-            return self._segment_allowed(rule.command)
-        if rule.tool == SKILL_TOOL:
-            return any(self._tool_rule_matches(r, SKILL_TOOL, {"name": rule.skill_name})
-                       for r in [*self._system_allow, *self._allow])  # fmt: skip
-        return any(r == rule for r in self._system_allow)
 
     def remember(self, rules: Sequence[PermissionRule]) -> None:
         """Allow ``rules`` from now on and save them to ``config_path`` (best effort, logged)."""

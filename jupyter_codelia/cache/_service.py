@@ -31,8 +31,6 @@ from .protocol import ref_note
 
 logger = logging.getLogger("jupyter_codelia.cache")
 
-# Tools whose output is already a bounded view of the cache (the line tool is not exempt).
-UNTRUNCATED_TOOLS = frozenset({"tool_output_cache", "tool_output_cache_grep"})
 # An image costs about (width * height) / 750 tokens; models see at most ~1568 px per edge.
 IMAGE_TOKEN_ESTIMATE = 1600
 DEFAULT_BUDGET_TOKENS = 100_000
@@ -145,8 +143,9 @@ class ToolOutputCache:
         if self.store is not None:
             self.store.origin.session_id = session_id
 
-    def process(self, message: ToolMessage) -> ToolMessage:
-        """Save a fresh tool message and bound its in-context copy."""
+    def process(self, message: ToolMessage, *, cut: bool = True) -> ToolMessage:
+        """Save a fresh tool message and bound its in-context copy (unless ``cut`` is false: the
+        tool declares its output a bounded view already, ``ToolRisk.output_cut``)."""
         if not self.config.enabled:
             return message
         content = message.content
@@ -158,7 +157,7 @@ class ToolOutputCache:
         update: dict[str, Any] = {"content": raw, "output_ref": ref}
         # Without a ref (no store, or saving failed) a cut would lose the rest for good: the
         # whole output stays in context, and the budget trim may shorten it later.
-        if ref is not None and message.tool_name not in UNTRUNCATED_TOOLS:
+        if ref is not None and cut:
             body, cut = truncate_for_context(raw, self.config.max_message_bytes, ref.id)
             update["content"] = body
             if cut:

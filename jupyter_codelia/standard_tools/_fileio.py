@@ -14,7 +14,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
@@ -60,6 +60,17 @@ class NotUtf8Error(CodeliaError, ValueError):
             "rewrite it, which would replace its undecodable bytes with U+FFFD. Change it with "
             "a tool that knows its encoding (for example the shell)."
         )
+
+
+def string_arg(args: dict[str, Any], key: str) -> str:
+    """A call's string argument as the approval card names it ("" when absent or no string)."""
+    value = args.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def path_arg(args: dict[str, Any]) -> str:
+    """The ``file_path`` a call names, as its approval card shows it."""
+    return string_arg(args, "file_path").strip() or "(unknown path)"
 
 
 def read_utf8(entry: Entry) -> str:

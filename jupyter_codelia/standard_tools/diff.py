@@ -1,4 +1,4 @@
-"""Unified line diffs and the bounded diff payload of write/edit/apply_patch.
+"""Unified line diffs, the bounded diff payload of write/edit/apply_patch, and their preview.
 
 ``unified_diff`` produces a real multi-hunk diff with 3 lines of context. It stays cheap on big
 files: the common prefix and suffix are trimmed first, small changed regions go through
@@ -15,14 +15,24 @@ Line conventions: ``to_lines("") == []``; a trailing newline yields a final empt
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from .._redact import redact_secrets
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
 from ..cache.protocol import ToolOutputStore
+from ..tools import (
+    FunctionTool,
+    JsonResult,
+    Previewer,
+    ToolContext,
+    ToolPreview,
+    ToolResultData,
+    ToolReturn,
+)
 
 CONTEXT_LINES = 3
 PREVIEW_MAX_LINES = 120
@@ -433,3 +443,43 @@ def diff_payload(
     except Exception as exc:
         payload["diff_cache_error"] = f"Failed to persist full diff: {describe_exc(exc)}"
     return payload
+
+
+def diff_data(
+    report: dict[str, Any], *, file_path: str | None = None, edit_id: str | None = None
+) -> ToolResultData:
+    """What the application reads of a change (the diff to draw, its summary, the full diff's
+    cache entry), beside the report the model reads (a ``diff_payload`` and its summary)."""
+    diff, summary = report.get("diff"), report.get("summary")
+    return ToolResultData(
+        summary=summary if isinstance(summary, str) else None,
+        diff=diff if isinstance(diff, str) and diff.strip() else None,
+        file_path=file_path,
+        edit_id=edit_id,
+        cache_ref=report.get("diff_cache_id"),
+    )
+
+
+def dry_run_preview(
+    tool: Callable[[], FunctionTool], edit_args: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Previewer:
+    """A file tool's declared preview: ``tool()``'s own dry run of the call's change.
+
+    ``edit_args`` turns the call's arguments into the dry run's (``write`` previews as a
+    whole-file edit); ``tool`` is called late, so a tool can preview with itself.
+    """
+
+    async def preview(args: dict[str, Any], ctx: ToolContext) -> ToolPreview:
+        result = await tool().execute_raw(json.dumps(edit_args(args)), ctx)
+        if isinstance(result, ToolReturn):
+            result = result.value
+        value = result.value if isinstance(result, JsonResult) else None
+        if not isinstance(value, dict):
+            return ToolPreview(summary="Preview unavailable: unexpected dry-run output")
+        diff, summary = value.get("diff"), value.get("summary")
+        return ToolPreview(
+            diff=diff if isinstance(diff, str) and diff else None,
+            summary=summary if isinstance(summary, str) and summary else None,
+        )
+
+    return preview

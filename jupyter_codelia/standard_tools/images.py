@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field
 from .._text import describe_exc
 from ..errors import CodeliaError
 from ..llm.messages import ImageMediaType, ImagePart, TextPart
-from ..tools import DependencyKey, FunctionTool, PartsResult, ToolContext, define_tool
+from ..tools import DependencyKey, FunctionTool, PartsResult, ToolContext, ToolRisk, define_tool
 from ._fdpath import Walker
-from ._fileio import locate, resolve_in_sandbox
+from ._fileio import locate, path_arg, resolve_in_sandbox
 from ._sandbox import Sandbox
 
 MAX_LONG_EDGE = 1568
@@ -307,4 +307,5 @@ def make_view_image_tool(key: DependencyKey[Sandbox]) -> FunctionTool:
         description=VIEW_IMAGE_DESCRIPTION,
         input=ViewImageInput,
         execute=view_image,
+        risk=ToolRisk(kind="read_only", describe=lambda args: f"view_image {path_arg(args)}"),
     )

@@ -39,7 +39,7 @@ from .._redact import redact_secrets
 from .._text import js_round
 from ..errors import CodeliaError
 from ..llm.messages import ImagePart, TextPart
-from ..tools import FunctionTool, ToolContext, ToolError, define_tool
+from ..tools import FunctionTool, ToolContext, ToolError, ToolRisk, define_tool
 from ._job_output import LAST_LINES, MAX_JOB_IMAGES, MAX_JOB_OUTPUT_CHARS, JobOutput, Progress
 from ._job_records import JobRecords, PreviousJob
 
@@ -72,6 +72,9 @@ DEFAULT_WAIT_SECONDS = 30.0
 STOP_GRACE_SECONDS = 3.0
 _POLL_SECONDS = 0.05
 _ids = itertools.count(1)
+
+# The agent watching and stopping the jobs it started itself (starting one was approved).
+WATCHES_ITS_JOBS = ToolRisk(kind="agent_state")
 
 
 class JobNotFoundError(ToolError):
@@ -481,6 +484,7 @@ def job_tools(registry: JobRegistry) -> list[FunctionTool]:
             "or a python call that outlived its timeout): id, state, elapsed time, last line.",
             input=JobListInput,
             execute=job_list,
+            risk=WATCHES_ITS_JOBS,
         ),
         define_tool(
             name="job_output",
@@ -489,6 +493,7 @@ def job_tools(registry: JobRegistry) -> list[FunctionTool]:
             "output is kept in the output cache and can be paged with tool_output_cache.",
             input=JobOutputInput,
             execute=job_output,
+            risk=WATCHES_ITS_JOBS,
         ),
         define_tool(
             name="job_wait",
@@ -496,6 +501,7 @@ def job_tools(registry: JobRegistry) -> list[FunctionTool]:
             f"{js_round(DEFAULT_WAIT_SECONDS)}); returns early when it ends, with its new output.",
             input=JobWaitInput,
             execute=job_wait,
+            risk=WATCHES_ITS_JOBS,
         ),
         define_tool(
             name="job_stop",
@@ -503,6 +509,7 @@ def job_tools(registry: JobRegistry) -> list[FunctionTool]:
             "job's whole process group) and return its last output.",
             input=JobStopInput,
             execute=job_stop,
+            risk=WATCHES_ITS_JOBS,
         ),
     ]
 

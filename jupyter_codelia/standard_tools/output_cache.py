@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .._text import describe_exc
 from ..cache._limits import DEFAULT_CHAR_LIMIT, DEFAULT_MAX_MATCHES, MAX_CHAR_LIMIT
-from ..tools import FunctionTool, ToolContext
+from ..tools import FunctionTool, ToolContext, ToolRisk
 
 if TYPE_CHECKING:
     from ..cache import ToolOutputCacheStore
@@ -24,6 +24,10 @@ _REF_HELP = (
     "Reference id of a cached tool output, as shown in '[tool output truncated; ref=<id>]' or "
     "'[tool output trimmed; ref=<id>]'."
 )
+
+# The page and grep readers' output is already a bounded view of the cache: never cut again
+# (the line reader's is not bounded, so it is cut like any other output).
+BOUNDED_VIEW = ToolRisk(kind="read_only", output_cut=False)
 
 
 class ToolOutputCacheInput(BaseModel):
@@ -158,6 +162,7 @@ def output_cache_tools(store: Any) -> list[FunctionTool]:
             description=_READ_DESCRIPTION,
             input=ToolOutputCacheInput,
             execute=read,
+            risk=BOUNDED_VIEW,
         ),
         CacheReaderTool(
             store,
@@ -165,6 +170,7 @@ def output_cache_tools(store: Any) -> list[FunctionTool]:
             description=_LINE_DESCRIPTION,
             input=ToolOutputCacheLineInput,
             execute=read_line,
+            risk=ToolRisk(kind="read_only"),
         ),
         CacheReaderTool(
             store,
@@ -172,6 +178,7 @@ def output_cache_tools(store: Any) -> list[FunctionTool]:
             description=_GREP_DESCRIPTION,
             input=ToolOutputCacheGrepInput,
             execute=grep,
+            risk=BOUNDED_VIEW,
         ),
     ]
 

@@ -28,7 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._redact import StreamRedactor, redact_secrets, register_secret
 from .._text import js_round, split_lines, utf8_len
 from ..cache.protocol import OutputWriter, ToolOutputStore
-from ..tools import FunctionTool, ToolContext, ToolError, define_tool
+from ..tools import (
+    FunctionTool,
+    ToolContext,
+    ToolError,
+    ToolResultData,
+    ToolReturn,
+    ToolRisk,
+    define_tool,
+)
 from ._cancel import run_cancellable
 from .jobs import JobRegistry, start_shell_job
 
@@ -422,7 +430,7 @@ def shell_tool(
     if fixed_env is not None:
         _register_env_secrets(fixed_env)
 
-    async def shell(params: ShellInput, ctx: ToolContext) -> dict[str, Any]:
+    async def shell(params: ShellInput, ctx: ToolContext) -> dict[str, Any] | ToolReturn:
         ctx.check_cancelled()
         if sys.platform == "win32":
             raise ToolError("The shell tool needs a POSIX system (process groups, $SHELL -c).")
@@ -440,13 +448,14 @@ def shell_tool(
             job = start_shell_job(
                 jobs, params.command, str(work_dir), run_env, _default_shell(run_env)
             )
-            return {
+            started = {
                 "state": "background",
                 "job_id": job.job_id,
                 "command": job.title,
                 "message": f"Started background job {job.job_id}; read it with job_output, "
                 "wait with job_wait, stop with job_stop.",
             }
+            return ToolReturn(started, ToolResultData(job_id=job.job_id))
         timeout_s = params.timeout or DEFAULT_TIMEOUT_S
         call_id = ctx.tool_call_id or f"shell_{secrets.token_hex(4)}"
         captures: dict[str, _StreamCapture] = {}
@@ -523,4 +532,5 @@ def shell_tool(
         ),
         input=ShellInput,
         execute=shell,
+        risk=ToolRisk(kind="run_code", command_arg="command"),
     )

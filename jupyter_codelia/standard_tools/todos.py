@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._redact import redact_secrets
-from ..tools import FunctionTool, ToolContext, define_tool
+from ..tools import FunctionTool, ToolContext, ToolRisk, define_tool
 from ..tools.events import TodoItemView, TodosUpdatedEvent
 
 TODO_SESSION_KEY = "codelia_todos"
@@ -357,6 +357,7 @@ def todo_tools(store: TodoStore, session_id: Callable[[], str | None]) -> list[F
             ),
             input=NoInput,
             execute=read,
+            risk=ToolRisk(kind="agent_state"),
         ),
         define_tool(
             name="todo_new",
@@ -366,12 +367,14 @@ def todo_tools(store: TodoStore, session_id: Callable[[], str | None]) -> list[F
             ),
             input=TodoListInput,
             execute=new,
+            risk=ToolRisk(kind="agent_state"),
         ),
         define_tool(
             name="todo_append",
             description="Add newly discovered tasks to the end of the current todo plan.",
             input=TodoListInput,
             execute=append,
+            risk=ToolRisk(kind="agent_state"),
         ),
         define_tool(
             name="todo_patch",
@@ -382,11 +385,13 @@ def todo_tools(store: TodoStore, session_id: Callable[[], str | None]) -> list[F
             ),
             input=TodoPatchListInput,
             execute=patch,
+            risk=ToolRisk(kind="agent_state"),
         ),
         define_tool(
             name="todo_clear",
             description="Remove every item from the todo plan.",
             input=NoInput,
             execute=clear,
+            risk=ToolRisk(kind="agent_state"),
         ),
     ]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from ._context import Depends, ToolContext
 from ._define import FunctionTool
 from ._errors import ToolDefinitionError
+from ._risk import UNDECLARED, ToolRisk
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
@@ -67,7 +68,7 @@ def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, risk: ToolRisk = UNDECLARED
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -77,17 +78,18 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    risk: ToolRisk = UNDECLARED,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a (sync or async) function into a tool; see the module docstring."""
 
     def build(func: Callable[..., Any]) -> FunctionTool:
-        return _tool_from_function(func, name=name, description=description)
+        return _tool_from_function(func, name=name, description=description, risk=risk)
 
     return build(fn) if fn is not None else build
 
 
 def _tool_from_function(
-    func: Callable[..., Any], *, name: str | None, description: str | None
+    func: Callable[..., Any], *, name: str | None, description: str | None, risk: ToolRisk
 ) -> FunctionTool:
     doc_summary, doc_params = parse_docstring(func.__doc__)
     hints = get_type_hints(func, include_extras=True)
@@ -129,4 +131,5 @@ def _tool_from_function(
         description=description or doc_summary or func.__name__.replace("_", " "),
         input=input_model,
         execute=execute,
+        risk=risk,
     )

@@ -18,12 +18,13 @@ from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 from ..llm.messages import FunctionToolDefinition
 from ._context import ToolContext
 from ._errors import ToolArgumentsError, ToolDefinitionError, ToolInputError
-from ._results import TextResult, coerce_result
+from ._results import TextResult, ToolReturn, coerce_result
+from ._risk import UNDECLARED, ToolRisk
 from ._schema import input_schema
 
 InputT = TypeVar("InputT", bound=BaseModel)
 ToolFunction = Callable[[InputT, ToolContext], Any]
-AnyResult = Any  # TextResult | JsonResult | PartsResult; kept loose for Protocol implementers
+AnyResult = Any  # TextResult | JsonResult | PartsResult, or a ToolReturn of one; kept loose
 
 
 @runtime_checkable
@@ -53,6 +54,7 @@ class FunctionTool:
         "execute",
         "input",
         "name",
+        "risk",
     )
 
     def __init__(
@@ -63,6 +65,7 @@ class FunctionTool:
         input: type[BaseModel],
         execute: Callable[[Any, ToolContext], Any],
         allow_extra_keys: bool = False,
+        risk: ToolRisk = UNDECLARED,
     ) -> None:
         if not name or not name.replace("_", "").replace("-", "").isalnum():
             raise ToolDefinitionError(
@@ -81,6 +84,7 @@ class FunctionTool:
         self.description = description
         self.input = input
         self.execute = execute
+        self.risk = risk
         self._validate_json = input.__pydantic_validator__.validate_json
         fields = {} if is_root else input.model_fields
         self._accepted = sorted(f.alias or n for n, f in fields.items())
@@ -133,6 +137,8 @@ class FunctionTool:
             value = await value
         if type(value) is str:
             return TextResult(text=value)
+        if type(value) is ToolReturn:
+            return ToolReturn(coerce_result(value.value), value.data)
         return coerce_result(value)
 
     def _describe(self, exc: ValidationError) -> str:
@@ -209,11 +215,14 @@ def define_tool(
     input: type[InputT],
     execute: Callable[[InputT, ToolContext], Any] | Callable[[InputT, ToolContext], Awaitable[Any]],
     allow_extra_keys: bool = False,
+    risk: ToolRisk = UNDECLARED,
 ) -> FunctionTool:
     """Define a tool from a pydantic input model and ``execute(input, ctx)`` (sync or async).
 
     Unknown argument keys are rejected unless ``allow_extra_keys`` is true (then the model's own
     ``extra`` setting applies). ``tool.definition.parameters`` is a draft-07 JSON Schema.
+    ``risk`` declares what the tool touches and whether calls need approval (undeclared: every
+    mode but ``full-access`` asks).
     """
     return FunctionTool(
         name=name,
@@ -221,4 +230,5 @@ def define_tool(
         input=input,
         execute=execute,
         allow_extra_keys=allow_extra_keys,
+        risk=risk,
     )

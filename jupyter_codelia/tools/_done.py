@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ._context import ToolContext
 from ._define import FunctionTool, define_tool
 from ._errors import TaskComplete
+from ._risk import ToolRisk
 
 
 class DoneInput(BaseModel):
@@ -29,4 +30,5 @@ def done_tool() -> FunctionTool:
         ),
         input=DoneInput,
         execute=_finish,
+        risk=ToolRisk(kind="agent_state"),
     )

@@ -19,7 +19,7 @@ from ..llm.messages import ToolCall, ToolMessage
 from ._context import ToolContext
 from ._define import FunctionTool, Tool, is_pending
 from ._errors import TaskComplete
-from ._results import value_content
+from ._results import ToolOutcome, ToolResultData, ToolReturn, value_content
 
 STOP_TURN_MESSAGE = (
     "Permission request was denied. Turn stopped. Please send your next input to continue."
@@ -56,9 +56,14 @@ PermissionHook = Callable[[ToolCall, str, ToolContext], Awaitable[PermissionDeci
 
 @dataclass(slots=True)
 class ToolExecution:
+    """The message the model reads, and for the application how the call ended and the data its
+    tool returned beside the message (``ToolReturn``)."""
+
     message: ToolMessage
     done: bool = False
     final_message: str | None = None
+    outcome: ToolOutcome = "completed"
+    data: ToolResultData | None = None
 
 
 ToolIndex = dict[str, Tool]
@@ -122,7 +127,8 @@ async def execute_tool_call(
         names = tools.keys() if isinstance(tools, dict) else (t.name for t in tools)
         available = ", ".join(names) or "(none)"
         return ToolExecution(
-            error_message(call, f"Error: Unknown tool '{name}'. Available tools: {available}")
+            error_message(call, f"Error: Unknown tool '{name}'. Available tools: {available}"),
+            outcome="error",
         )
     if can_execute_tool is not None:
         try:
@@ -133,15 +139,18 @@ async def execute_tool_call(
             raise
         except Exception as exc:
             return ToolExecution(
-                error_message(call, f"Permission check failed: {exception_text(exc)}")
+                error_message(call, f"Permission check failed: {exception_text(exc)}"),
+                outcome="error",
             )
         if decision.decision == "deny":
             text = "Permission denied"
             if decision.reason:
                 text = f"{text}: {decision.reason}"
             if decision.stop_turn:
-                return ToolExecution(error_message(call, text), True, STOP_TURN_MESSAGE)
-            return ToolExecution(error_message(call, text))
+                return ToolExecution(
+                    error_message(call, text), True, STOP_TURN_MESSAGE, outcome="denied"
+                )
+            return ToolExecution(error_message(call, text), outcome="denied")
     call_ctx = base.fork(tool_call_id=call.id, tool_name=name)
     try:
         if type(tool) is FunctionTool:
@@ -158,7 +167,12 @@ async def execute_tool_call(
         )
         return ToolExecution(message, True, done.final_message)
     except Exception as exc:
-        return ToolExecution(error_message(call, f"{ERROR_PREFIX}{exception_text(exc)}"))
+        return ToolExecution(
+            error_message(call, f"{ERROR_PREFIX}{exception_text(exc)}"), outcome="error"
+        )
+    data = None
+    if type(value) is ToolReturn:
+        data, value = value.data, value.value
     try:
         # A str is already the content: the common case spares even the call.
         content = value if type(value) is str else value_content(value)
@@ -169,6 +183,7 @@ async def execute_tool_call(
         return ToolExecution(
             error_message(
                 call, f"{ERROR_PREFIX}tool returned an invalid result: {exception_text(exc)}"
-            )
+            ),
+            outcome="error",
         )
-    return ToolExecution(message)
+    return ToolExecution(message, data=data)

@@ -10,7 +10,7 @@ completion refused, cleanly.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -66,17 +66,3 @@ class RunHost(Protocol):
 
 
 RUN_HOST: DependencyKey[RunHost | None] = DependencyKey("run_host", lambda: None)
-
-
-@runtime_checkable
-class DeclaresApproval(Protocol):
-    """A tool that says itself whether it needs asking (an MCP tool's annotations and config).
-
-    The permission policy still decides first: a deny rule blocks it and ``full-access``
-    allows it; only where the policy would ask does ``runs_without_asking`` skip the question,
-    and ``approval_note`` is added to the question otherwise."""
-
-    @property
-    def runs_without_asking(self) -> bool: ...
-
-    def approval_note(self) -> str: ...

@@ -1,7 +1,16 @@
-"""Tool results and their conversion to ToolMessage content."""
+"""Tool results, their conversion to ToolMessage content, and the application data beside it.
+
+What a tool returns is content for the model. What the application needs of a result (the diff
+to draw, the edit a Revert button undoes, the namespace changes an Undo button restores, the job
+a call started, how the call ended) is :class:`ToolResultData`, typed, and never sent to the
+model: a tool returns ``ToolReturn(value, data=ToolResultData(...))`` (pydantic-ai's
+``ToolReturn(return_value, metadata=...)``), the executor hands ``data`` to the agent beside the
+message, and the ``tool_result`` event carries it to every UI, so no UI reads the model's text.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +39,51 @@ class PartsResult(BaseModel):
 
 ToolResult = Annotated[TextResult | JsonResult | PartsResult, Field(discriminator="type")]
 _RESULT_TYPES = (TextResult, JsonResult, PartsResult)
+
+ToolOutcome = Literal["completed", "error", "denied", "cut_off"]
+"""How a call ended: it ran, it failed (or was never found), the permission check refused it, or
+the model's output limit cut its arguments off so it was not run."""
+
+
+class NamespaceChange(BaseModel):
+    """One name a python call changed in the kernel namespace (what its Undo restores)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    change: Literal["added", "rebound", "deleted", "mutated"]
+
+
+class ToolResultData(BaseModel):
+    """What the application reads of a call's result, beside the model's content."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    outcome: ToolOutcome = "completed"
+    summary: str | None = None
+    """One line saying what the call did, for its card ("Wrote 12 bytes to a.py")."""
+    diff: str | None = None
+    """The change a file or notebook edit made, as a unified diff (possibly a bounded preview)."""
+    file_path: str | None = None
+    edit_id: str | None = None
+    """The notebook edit this call made, which the front end can revert."""
+    namespace_changes: list[NamespaceChange] | None = None
+    """The names a python call changed, recorded for undo."""
+    job_id: str | None = None
+    """The background job this call started."""
+    cache_ref: str | None = None
+    """The output-cache entry that holds this result's full output (the full diff of an edit
+    too long to show whole)."""
+
+
+COMPLETED = ToolResultData()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReturn:
+    """What a tool returns to give the application data beside the model's content: ``value``
+    is converted for the model as any return value is; ``data`` never reaches the model."""
+
+    value: Any
+    data: ToolResultData
 
 
 def coerce_result(value: Any) -> TextResult | JsonResult | PartsResult:

@@ -66,7 +66,6 @@ export function editDiff(path: string, oldText: string, newText: string): string
  * so an edit's old and new text and a written file's content are not repeated.
  */
 export function argBlocks(
-  tool: string,
   args: { [name: string]: unknown },
   diffShown = false
 ): ArgBlock[] {
@@ -95,7 +94,8 @@ export function argBlocks(
       blocks.push({ kind: 'diff', diff });
     }
   }
-  if (tool === 'write' && typeof rest.content === 'string') {
+  // A file's whole new content (a write), coloured by the file's type.
+  if (typeof path === 'string' && typeof rest.content === 'string') {
     const code = String(take('content'));
     if (!diffShown) {
       blocks.push({ kind: 'code', language: languageOf(String(path ?? '')), code });

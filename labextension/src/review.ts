@@ -18,7 +18,6 @@ import {
   Provenance,
   sourceHash
 } from './notebookactions';
-import { JSONObject } from './protocol';
 
 const BADGE_CLASS = 'jp-codelia-cell-badge';
 const AGENT_CELL_CLASS = 'jp-codelia-agent-cell';
@@ -88,21 +87,12 @@ export function reviewView(provenance: Provenance, source: string): ReviewView {
 }
 
 /**
- * A Revert button for a `notebook_edit` tool card (side panel), or null when the result names
- * no edit of a notebook open in this page.
+ * A Revert button for a tool card whose result's data names a notebook edit (side panel), or
+ * null when it names none of a notebook open in this page.
  */
-export function revertButton(tool: string, result: string | null): HTMLElement | null {
-  if (tool !== 'notebook_edit' || !result || !result.startsWith('{')) {
-    return null;
-  }
-  let editId: unknown;
-  try {
-    editId = (JSON.parse(result) as JSONObject).edit_id;
-  } catch {
-    return null;
-  }
-  const owner = typeof editId === 'string' ? notebookWithEdit(editId) : null;
-  if (!owner || typeof editId !== 'string') {
+export function revertButton(editId: string | null): HTMLElement | null {
+  const owner = editId !== null ? notebookWithEdit(editId) : null;
+  if (!owner || editId === null) {
     return null;
   }
   const row = el('div', 'jp-codelia-edit-actions');

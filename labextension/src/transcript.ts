@@ -24,6 +24,15 @@ import {
 } from './protocol';
 import { BudgetLine } from './budget';
 
+/**
+ * The `default` of an exhaustive switch: its argument has type `never` only when every case is
+ * handled, so a new message or event kind fails the build; at run time (a newer kernel's
+ * message) it changes nothing.
+ */
+function unhandled(_kind: never): Change[] {
+  return [];
+}
+
 export type ToolStatus =
   'running' | 'awaiting_approval' | 'completed' | 'error' | 'denied' | 'cancelled';
 
@@ -67,9 +76,11 @@ export interface ToolItem {
   isError: boolean;
   images: ImageRef[];
   outputRef: string | null;
-  /** A unified diff: from the approval preview, or the `diff` field of the result JSON. */
+  /** A unified diff: from the approval preview, or the diff the result's data carries. */
   diff: string | null;
   summary: string | null;
+  /** The notebook edit the call made (its Revert button), from the result's data. */
+  editId: string | null;
   /** The latest progress or log line a running call reported (an MCP server's). */
   progress: string | null;
 }
@@ -167,27 +178,6 @@ const EMPTY_USAGE: UsageMeter = {
   contextLeftPercent: null,
   contextLimit: null
 };
-
-/** Parse a tool result that is a JSON object (write/edit/apply_patch return one with a diff). */
-function resultObject(result: string): JSONObject | null {
-  const trimmed = result.trimStart();
-  if (!trimmed.startsWith('{')) {
-    return null;
-  }
-  try {
-    const value: unknown = JSON.parse(trimmed);
-    return value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? (value as JSONObject)
-      : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether a text is a unified diff (tools that return a bare diff). */
-export function looksLikeDiff(text: string): boolean {
-  return /^(--- .*\n\+\+\+ .*\n@@ |diff --git )/.test(text);
-}
 
 function imagesOf(parts: ContentPart[] | null | undefined): ImageRef[] {
   const images: ImageRef[] = [];
@@ -308,8 +298,11 @@ export class Transcript {
         return this.setRunStatus(message.run_id, message.status, message.message ?? null);
       case 'job.updated':
         return this.updateJob(message.job);
+      case 'response':
+      case 'store.changed':
+        return []; // answers and store notices are the connection's, not the transcript's
       default:
-        return [];
+        return unhandled(message);
     }
   }
 
@@ -561,6 +554,7 @@ export class Transcript {
       outputRef: null,
       diff: null,
       summary: null,
+      editId: null,
       progress: null
     };
     let open = this.openTools.get(runId);
@@ -666,18 +660,22 @@ export class Transcript {
         // Parts are content-part JSON (the Python side types them as plain objects).
         item.images = imagesOf(event.parts as ContentPart[] | null | undefined);
         item.outputRef = event.output_ref ?? null;
-        const parsed = resultObject(event.result);
-        if (parsed && typeof parsed.diff === 'string' && parsed.diff !== '') {
-          item.diff = parsed.diff;
-          item.summary =
-            typeof parsed.summary === 'string' ? parsed.summary : item.summary;
-        } else if (looksLikeDiff(event.result)) {
-          item.diff = event.result;
+        // What the card shows comes from the result's typed data, never from its text (the
+        // model's); a run log written before the data existed has none.
+        const data = event.data ?? {};
+        if (data.diff) {
+          item.diff = data.diff;
+          item.summary = data.summary ?? item.summary;
         }
-        const denied = item.isError && /^Permission denied/.test(event.result);
+        item.editId = data.edit_id ?? null;
+        const outcome = data.outcome ?? (item.isError ? 'error' : 'completed');
         this.finishTool(
           item,
-          denied ? 'denied' : item.isError ? 'error' : 'completed',
+          outcome === 'denied'
+            ? 'denied'
+            : outcome === 'completed'
+              ? 'completed'
+              : 'error',
           null
         );
         changes.push({ op: 'update', item });
@@ -756,8 +754,12 @@ export class Transcript {
             ]
           : [meter];
       }
-      default:
+      case 'compaction_start':
+      case 'hidden_user_message':
         return [];
+      default:
+        // Every event kind is named above: a new one fails the build until it is handled here.
+        return unhandled(event);
     }
   }
 

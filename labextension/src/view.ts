@@ -176,14 +176,13 @@ class MarkdownView implements ItemView {
  * them like notebook code. The renderers made are pushed to `renderers` for disposal.
  */
 function renderArgs(
-  tool: string,
   args: { [name: string]: unknown },
   rendermime: IRenderMimeRegistry,
   renderers: IRenderMime.IRenderer[],
   diffShown = false
 ): HTMLElement {
   const node = el('div', 'jp-codelia-args');
-  for (const block of argBlocks(tool, args, diffShown)) {
+  for (const block of argBlocks(args, diffShown)) {
     if (block.kind === 'field') {
       const row = el('div', 'jp-codelia-arg');
       row.appendChild(el('span', 'jp-codelia-arg-name', block.label));
@@ -288,13 +287,7 @@ class ToolView implements ItemView {
     if (Object.keys(item.args).length > 0) {
       body.appendChild(el('div', 'jp-codelia-label', 'Arguments'));
       body.appendChild(
-        renderArgs(
-          item.tool,
-          item.args,
-          this.rendermime,
-          this.renderers,
-          item.diff !== null
-        )
+        renderArgs(item.args, this.rendermime, this.renderers, item.diff !== null)
       );
     }
     if (item.summary) {
@@ -302,7 +295,7 @@ class ToolView implements ItemView {
     }
     if (item.diff) {
       body.appendChild(renderDiff(item.diff));
-      const revert = revertButton(item.tool, item.result);
+      const revert = revertButton(item.editId);
       if (revert) {
         body.appendChild(revert);
       }
@@ -375,7 +368,7 @@ class PermissionView implements ItemView {
     const question = item.questionKind !== 'tool';
     if (!question) {
       // What will run, readable: the code, the command, the path and its diff, the URL.
-      this.node.appendChild(renderArgs(item.tool, item.args, rendermime, this.renderers));
+      this.node.appendChild(renderArgs(item.args, rendermime, this.renderers));
     }
     if (item.url) {
       const link = el('a', 'jp-codelia-permission-link', item.url) as HTMLAnchorElement;

@@ -117,6 +117,11 @@ export type LlmRetryEvent = {
   message?: string | null;
 };
 
+export type NamespaceChange = {
+  name: string;
+  change: 'added' | 'rebound' | 'deleted' | 'mutated';
+};
+
 export type NotebookHello = {
   type: 'hello';
   request_id: string;
@@ -324,6 +329,17 @@ export type ToolProgressEvent = {
   level?: string | null;
 };
 
+export type ToolResultData = {
+  outcome?: 'completed' | 'error' | 'denied' | 'cut_off' | null;
+  summary?: string | null;
+  diff?: string | null;
+  file_path?: string | null;
+  edit_id?: string | null;
+  namespace_changes?: Array<NamespaceChange> | null;
+  job_id?: string | null;
+  cache_ref?: string | null;
+};
+
 export type ToolResultEvent = {
   seq?: number | null;
   type: 'tool_result';
@@ -333,6 +349,7 @@ export type ToolResultEvent = {
   is_error?: boolean | null;
   parts?: Array<{ [key: string]: unknown }> | null;
   output_ref?: string | null;
+  data?: ToolResultData | null;
 };
 
 export type ToolsListResult = {

@@ -5,20 +5,20 @@ import { argBlocks, editDiff, fencedCode } from '../src/args';
 describe('tool arguments as a person reads them', () => {
   it('shows python code as a python block, not an escaped JSON string', () => {
     const code = 'import pandas as pd\nprint("hi")';
-    expect(argBlocks('python', { code, timeout: 30 })).toEqual([
+    expect(argBlocks({ code, timeout: 30 })).toEqual([
       { kind: 'code', language: 'python', code },
       { kind: 'field', label: 'timeout', value: '30' }
     ]);
   });
 
   it('shows a shell command with its prompt', () => {
-    expect(argBlocks('shell', { command: 'ls -la' })).toEqual([
+    expect(argBlocks({ command: 'ls -la' })).toEqual([
       { kind: 'code', language: 'bash', code: '$ ls -la' }
     ]);
   });
 
   it('shows an edit as its path and a diff', () => {
-    const blocks = argBlocks('edit', {
+    const blocks = argBlocks({
       file_path: 'a.py',
       old_string: 'x = 1',
       new_string: 'x = 2'
@@ -38,20 +38,20 @@ describe('tool arguments as a person reads them', () => {
 
   it('does not repeat a change the card already shows as a diff', () => {
     const edit = { file_path: 'a.py', old_string: 'x = 1', new_string: 'x = 2' };
-    expect(argBlocks('edit', edit, true)).toEqual([
+    expect(argBlocks(edit, true)).toEqual([
       { kind: 'field', label: 'file', value: 'a.py' }
     ]);
-    expect(argBlocks('write', { file_path: 'a.py', content: 'x' }, true)).toEqual([
+    expect(argBlocks({ file_path: 'a.py', content: 'x' }, true)).toEqual([
       { kind: 'field', label: 'file', value: 'a.py' }
     ]);
   });
 
   it('colours written content by the file type and shows URLs whole', () => {
-    expect(argBlocks('write', { file_path: 'q.sql', content: 'select 1' })).toEqual([
+    expect(argBlocks({ file_path: 'q.sql', content: 'select 1' })).toEqual([
       { kind: 'field', label: 'file', value: 'q.sql' },
       { kind: 'code', language: 'sql', code: 'select 1' }
     ]);
-    expect(argBlocks('webfetch', { url: 'https://example.org/?a=1&b=2' })).toEqual([
+    expect(argBlocks({ url: 'https://example.org/?a=1&b=2' })).toEqual([
       { kind: 'field', label: 'url', value: 'https://example.org/?a=1&b=2' }
     ]);
   });

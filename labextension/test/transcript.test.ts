@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { AgentEvent, KernelMessage, PermissionDecision } from '../src/protocol';
-import { looksLikeDiff, ToolItem, Transcript, TranscriptItem } from '../src/transcript';
+import { ToolItem, Transcript, TranscriptItem } from '../src/transcript';
 
 const RUN = 'run-1';
 
@@ -222,7 +222,8 @@ describe('tool cards', () => {
           tool: 'write',
           result: 'Permission denied: permission denied',
           tool_call_id: 'b',
-          is_error: true
+          is_error: true,
+          data: { outcome: 'denied' }
         },
         { type: 'step_complete', step_id: 'b', status: 'error', duration_ms: 1 }
       ])
@@ -256,7 +257,7 @@ describe('tool cards', () => {
     expect(card.outputRef).toBe('ref_1');
   });
 
-  it('takes the diff from a JSON result and from a bare unified diff', () => {
+  it("takes the diff, summary, edit and outcome from the result's data, never its text", () => {
     const diff = '--- a.py\n+++ a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2';
     const t = Transcript.from([
       started(),
@@ -265,20 +266,40 @@ describe('tool cards', () => {
         {
           type: 'tool_result',
           tool: 'edit',
-          result: JSON.stringify({
+          result: 'the model reads this',
+          tool_call_id: 'e',
+          data: {
             summary: 'Replaced 1 occurrence',
             diff,
-            file_path: 'a.py'
-          }),
-          tool_call_id: 'e'
+            file_path: 'a.py',
+            edit_id: 'e-1'
+          }
         },
+        // Text that looks like a diff, a JSON result or a denial is only text.
         { type: 'tool_call', tool: 'git_diff', args: {}, tool_call_id: 'g' },
-        { type: 'tool_result', tool: 'git_diff', result: diff, tool_call_id: 'g' }
+        {
+          type: 'tool_result',
+          tool: 'git_diff',
+          result: JSON.stringify({ diff, edit_id: 'x' }),
+          tool_call_id: 'g'
+        },
+        { type: 'tool_call', tool: 'other', args: {}, tool_call_id: 'o' },
+        {
+          type: 'tool_result',
+          tool: 'other',
+          result: 'Permission denied: no',
+          tool_call_id: 'o',
+          is_error: true
+        }
       ])
     ]);
-    expect(t.items[1]).toMatchObject({ diff, summary: 'Replaced 1 occurrence' });
-    expect((t.items[2] as ToolItem).diff).toBe(diff);
-    expect(looksLikeDiff('plain text')).toBe(false);
+    expect(t.items[1]).toMatchObject({
+      diff,
+      summary: 'Replaced 1 occurrence',
+      editId: 'e-1'
+    });
+    expect(t.items[2]).toMatchObject({ diff: null, editId: null, status: 'completed' });
+    expect((t.items[3] as ToolItem).status).toBe('error');
   });
 
   it('stops open cards when the run is cancelled and notes it', () => {

@@ -17,7 +17,14 @@ from jupyter_codelia.agent.permissions import PermissionPolicy
 from jupyter_codelia.llm import ChatModel
 from jupyter_codelia.llm.messages import AssistantMessage, ImagePart, ToolMessage
 from jupyter_codelia.testing import ScriptedServer, fault, reply, text, tool_use
-from jupyter_codelia.tools import CancelSignal, RunCancelled, ToolContext, define_tool, done_tool
+from jupyter_codelia.tools import (
+    CancelSignal,
+    RunCancelled,
+    ToolContext,
+    define_tool,
+    done_tool,
+    risk_of,
+)
 
 from .conftest import OVERLOADED_STATUS, NoInput, add
 
@@ -254,7 +261,8 @@ async def test_allow_remember_persists_and_skips_the_next_confirm(
     events = await collect(agent, "add twice")
     assert asked == ["add"]
     assert [e.result for e in events if isinstance(e, ev.ToolResultEvent)] == ["3", "7"]
-    assert PermissionPolicy(mode="minimal", config_path=config).evaluate("add", {}).kind == "allow"
+    fresh = PermissionPolicy(mode="minimal", config_path=config)
+    assert fresh.evaluate("add", {}, risk_of(add)).kind == "allow"
 
 
 @pytest.mark.asyncio

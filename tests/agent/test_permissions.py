@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,8 +19,44 @@ from jupyter_codelia.agent.permissions import (
     remember_command,
     split_shell_segments,
 )
+from jupyter_codelia.notebook.frontend import FrontendClient
+from jupyter_codelia.notebook.kernel_tools import kernel_tools
+from jupyter_codelia.notebook.notebook_tools.cell_tools import NotebookContext, notebook_tools
+from jupyter_codelia.standard_tools import standard_tools
+from jupyter_codelia.standard_tools.jobs import JobRegistry
+from jupyter_codelia.tools import UNDECLARED, ToolRisk, risk_of
 
 ALLOW = Evaluation("allow")
+
+
+def _declared() -> dict[str, ToolRisk]:
+    """Every built-in tool's declared risk, as the permission hook hands it to the policy."""
+    with tempfile.TemporaryDirectory() as home:
+        tools = [
+            *standard_tools(home, cache_dir=Path(home) / "cache", jobs=JobRegistry()),
+            *kernel_tools(namespace={}),
+            *notebook_tools(NotebookContext(None, FrontendClient())),
+        ]
+    return {tool.name: risk_of(tool) for tool in tools}
+
+
+DECLARED = _declared()
+
+
+class Policy(PermissionPolicy):
+    """The policy asked about a tool by name, with that tool's own declaration (undeclared for
+    a name no built-in tool has), as the permission hook asks it."""
+
+    def evaluate(self, tool: str, args: Any, risk: ToolRisk | None = None) -> Evaluation:
+        return super().evaluate(tool, args, risk or DECLARED.get(tool, UNDECLARED))
+
+    def confirm_text(self, tool: str, args: Any, risk: ToolRisk | None = None) -> tuple[str, str]:
+        return super().confirm_text(tool, args, risk or DECLARED.get(tool, UNDECLARED))
+
+    def remember_rules(
+        self, tool: str, args: Any, risk: ToolRisk | None = None
+    ) -> list[PermissionRule]:
+        return super().remember_rules(tool, args, risk or DECLARED.get(tool, UNDECLARED))
 
 
 def shell(command: str) -> dict[str, str]:
@@ -47,12 +85,12 @@ MINIMAL_COMMANDS = [
 
 @pytest.mark.parametrize("tool", MINIMAL_TOOLS)
 def test_minimal_mode_allows_read_only_tools(tool: str) -> None:
-    assert PermissionPolicy("minimal").evaluate(tool, {}) == ALLOW
+    assert Policy("minimal").evaluate(tool, {}) == ALLOW
 
 
 @pytest.mark.parametrize("command", MINIMAL_COMMANDS)
 def test_minimal_mode_allows_read_only_commands(command: str) -> None:
-    assert PermissionPolicy("minimal").evaluate("shell", shell(command)) == ALLOW
+    assert Policy("minimal").evaluate("shell", shell(command)) == ALLOW
 
 
 @pytest.mark.parametrize(
@@ -63,20 +101,20 @@ def test_minimal_mode_allows_read_only_commands(command: str) -> None:
     ],
 )
 def test_minimal_mode_confirms_everything_else(tool: str) -> None:
-    assert PermissionPolicy("minimal").evaluate(tool, {}) == Evaluation("confirm")
+    assert Policy("minimal").evaluate(tool, {}) == Evaluation("confirm")
 
 
 @pytest.mark.parametrize(
     "command", ["sed -n 1p a", "awk '{print $1}' a", "rm -rf build", "git push"]
 )
 def test_minimal_mode_confirms_other_commands(command: str) -> None:
-    result = PermissionPolicy("minimal").evaluate("shell", shell(command))
+    result = Policy("minimal").evaluate("shell", shell(command))
     assert result.kind == "confirm"
     assert result.reason == f"segment requires confirmation ({command})"
 
 
 def test_trusted_mode_adds_file_writes_and_sed_awk() -> None:
-    policy = PermissionPolicy("trusted")
+    policy = Policy("trusted")
     for tool in ["write", "edit", "apply_patch", "notebook_edit", "read", "done"]:
         assert policy.evaluate(tool, {}) == ALLOW
     assert policy.evaluate("shell", shell("sed -n 1p a | awk '{print $1}'")) == ALLOW
@@ -86,33 +124,47 @@ def test_trusted_mode_adds_file_writes_and_sed_awk() -> None:
 
 
 def test_the_system_allowlist_matches_whole_tool_names_only() -> None:
-    policy = PermissionPolicy("minimal", deny=[rule("grep")])
+    policy = Policy("minimal", deny=[rule("grep")])
     for near_miss in ["Read", "read ", "read_lines", "github__read", "read__*", "", "shell_x"]:
         assert policy.evaluate(near_miss, {}).kind == "confirm", near_miss
     assert policy.evaluate("grep", {}) == Evaluation("deny", "blocked by deny rule (grep)")
     assert policy.evaluate("read", None) == ALLOW  # arguments that are no object change nothing
 
 
-def test_only_shell_and_skill_decisions_read_the_arguments() -> None:
-    policy = PermissionPolicy(
+def test_only_shell_decisions_read_the_arguments() -> None:
+    policy = Policy(
         "minimal",
-        allow=[rule("webfetch"), rule("skill_load", skill_name="pdf"), rule("github__*")],
+        allow=[rule("webfetch"), rule("github__*")],
         deny=[rule("shell", command="rm"), rule("python")],
     )
     # The permission hook skips parsing the arguments of these: the answer must not change.
     for tool in ["read", "webfetch", "python", "write", "github__issue", "my_tool"]:
-        assert not policy.reads_args(tool)
+        assert not policy.reads_args(DECLARED.get(tool, UNDECLARED))
         for args in ({}, {"command": "rm -rf /", "name": "pdf"}, {"name": "other"}):
             assert policy.evaluate(tool, args) == policy.evaluate(tool, None), (tool, args)
-    assert policy.reads_args("shell") and policy.reads_args("bash")
-    assert policy.reads_args("skill_load")
-    assert policy.evaluate("skill_load", {"name": "pdf"}) == ALLOW
-    assert policy.evaluate("skill_load", {"name": "other"}).kind == "confirm"
+    assert policy.reads_args(DECLARED["shell"])
     assert policy.evaluate("shell", shell("rm -rf /")).kind == "deny"
 
 
+def test_the_policy_follows_each_tools_declaration() -> None:
+    """A tool of any name is decided by what it declares: a command argument makes it a shell
+    (the system commands apply), and its approval says in which modes it asks."""
+    runner = ToolRisk(kind="run_code", command_arg="script")
+    reader = ToolRisk(kind="read_only")
+    editor = ToolRisk(kind="edit_notebook")
+    minimal, trusted = PermissionPolicy("minimal"), PermissionPolicy("trusted")
+    assert minimal.evaluate("my_sh", {"script": "git status"}, runner) == ALLOW
+    assert minimal.evaluate("my_sh", {"script": "rm x"}, runner).kind == "confirm"
+    assert minimal.evaluate("my_sh", {"command": "ls"}, runner).kind == "confirm"
+    assert minimal.evaluate("my_reader", {}, reader) == ALLOW
+    assert minimal.evaluate("my_editor", {}, editor).kind == "confirm"
+    assert trusted.evaluate("my_editor", {}, editor) == ALLOW
+    assert trusted.evaluate("my_tool", {}, UNDECLARED).kind == "confirm"
+    assert PermissionPolicy("full-access").evaluate("my_tool", {}, UNDECLARED) == ALLOW
+
+
 def test_full_access_allows_everything_but_deny_rules() -> None:
-    policy = PermissionPolicy(
+    policy = Policy(
         "full-access",
         deny=[
             rule("webfetch"),
@@ -136,15 +188,15 @@ def test_full_access_allows_everything_but_deny_rules() -> None:
 
 def test_unknown_mode_is_rejected_with_the_accepted_names() -> None:
     with pytest.raises(ValueError, match="Unknown approval mode 'yolo'; use one of: minimal, "):
-        PermissionPolicy("yolo")  # type: ignore[arg-type]
-    policy = PermissionPolicy()
+        Policy("yolo")  # type: ignore[arg-type]
+    policy = Policy()
     with pytest.raises(ValueError, match="trusted, full-access"):
         policy.mode = "everything"  # type: ignore[assignment]
     assert policy.mode == "minimal"
 
 
 def test_switching_mode_swaps_the_system_allowlist() -> None:
-    policy = PermissionPolicy("minimal", allow=[rule("webfetch")])
+    policy = Policy("minimal", allow=[rule("webfetch")])
     assert policy.evaluate("write", {}).kind == "confirm"
     policy.mode = "trusted"
     assert policy.evaluate("write", {}) == ALLOW
@@ -158,7 +210,7 @@ def test_switching_mode_swaps_the_system_allowlist() -> None:
 
 
 def test_deny_beats_allow_for_tools_and_commands() -> None:
-    policy = PermissionPolicy(
+    policy = Policy(
         "trusted",
         allow=[rule("webfetch"), rule("shell", command="git push")],
         deny=[rule("webfetch"), rule("write"), rule("shell", command="git push")],
@@ -172,7 +224,7 @@ def test_deny_beats_allow_for_tools_and_commands() -> None:
 
 
 def test_deny_glob_on_full_text_beats_allow_glob() -> None:
-    policy = PermissionPolicy(
+    policy = Policy(
         allow=[rule("shell", command_glob="npm *")],
         deny=[rule("shell", command_glob="* && curl *")],
     )
@@ -182,29 +234,27 @@ def test_deny_glob_on_full_text_beats_allow_glob() -> None:
     )
 
 
-def test_allow_rule_for_a_tool_and_for_a_skill() -> None:
-    policy = PermissionPolicy(allow=[rule("webfetch"), rule("skill_load", skill_name="pdf-tools")])
+def test_allow_rule_for_a_tool() -> None:
+    policy = Policy(allow=[rule("webfetch")])
     assert policy.evaluate("webfetch", {"url": "https://a"}) == ALLOW
-    assert policy.evaluate("skill_load", {"name": "PDF-Tools"}) == ALLOW
-    assert policy.evaluate("skill_load", {"path": "skills/pdf-tools/SKILL.md"}) == ALLOW
-    assert policy.evaluate("skill_load", {"name": "other"}).kind == "confirm"
+    assert policy.evaluate("search", {"query": "a"}).kind == "confirm"
 
 
 def test_command_matches_whole_leading_words_only() -> None:
-    policy = PermissionPolicy(allow=[rule("shell", command="npm run")])
+    policy = Policy(allow=[rule("shell", command="npm run")])
     assert policy.evaluate("shell", shell("npm run build")) == ALLOW
     assert policy.evaluate("shell", shell("npm   run")) == ALLOW
     assert policy.evaluate("shell", shell("npm install")).kind == "confirm"
     assert policy.evaluate("shell", shell("npm running")).kind == "confirm"
-    assert PermissionPolicy().evaluate("shell", shell("lsof -i")).kind == "confirm"
+    assert Policy().evaluate("shell", shell("lsof -i")).kind == "confirm"
 
 
 def test_command_glob_matches_the_whole_normalized_text() -> None:
-    policy = PermissionPolicy(allow=[rule("shell", command_glob="pytest tests/test_?.py")])
+    policy = Policy(allow=[rule("shell", command_glob="pytest tests/test_?.py")])
     assert policy.evaluate("shell", shell("pytest  tests/test_a.py")) == ALLOW
     assert policy.evaluate("shell", shell("pytest tests/test_ab.py")).kind == "confirm"
     # Only * and ? are special: brackets and dots are literal.
-    dotted = PermissionPolicy(allow=[rule("shell", command_glob="make [a].x*")])
+    dotted = Policy(allow=[rule("shell", command_glob="make [a].x*")])
     assert dotted.evaluate("shell", shell("make [a].x -j4")) == ALLOW
     assert dotted.evaluate("shell", shell("make a.x")).kind == "confirm"
     assert dotted.evaluate("shell", shell("make [a]yx")).kind == "confirm"
@@ -213,24 +263,15 @@ def test_command_glob_matches_the_whole_normalized_text() -> None:
 def test_a_full_text_allow_glob_is_ignored_when_the_command_changes_directory(
     tmp_path: Path,
 ) -> None:
-    policy = PermissionPolicy(
-        allow=[rule("shell", command_glob="* && make")], sandbox_root=tmp_path
-    )
+    policy = Policy(allow=[rule("shell", command_glob="* && make")], sandbox_root=tmp_path)
     assert policy.evaluate("shell", shell("echo hi && make")) == ALLOW
     assert policy.evaluate("shell", shell("cd / && make")) == Evaluation(
         "confirm", "cd target requires confirmation (cd /)"
     )
 
 
-def test_legacy_bash_rules_and_tool_name_work_like_shell() -> None:
-    policy = PermissionPolicy(allow=[rule("bash", command="make")])
-    assert policy.evaluate("shell", shell("make all")) == ALLOW
-    assert policy.evaluate("bash", shell("make all")) == ALLOW
-    assert policy.evaluate("bash", shell("ls")) == ALLOW
-
-
 def test_missing_or_empty_shell_command_needs_confirmation() -> None:
-    policy = PermissionPolicy()
+    policy = Policy()
     assert policy.evaluate("shell", None) == Evaluation("confirm", "missing command")
     assert policy.evaluate("shell", {"command": 5}) == Evaluation("confirm", "missing command")
     assert policy.evaluate("shell", shell("  \n ")) == Evaluation("confirm", "empty command")
@@ -240,15 +281,12 @@ def test_missing_or_empty_shell_command_needs_confirmation() -> None:
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
-        ({"tool": "read", "command": "ls"}, "command/command_glob are only valid for shell rules"),
-        ({"tool": "write", "skill_name": "x"}, "skill_name is only valid for skill_load rules"),
+        ({"tool": "write", "skill_name": "x"}, "Extra inputs are not permitted"),
         ({"tool": " "}, "tool must be a non-empty tool name"),
         ({"tool": "shell", "command": ""}, "command must not be empty"),
     ],
 )
-def test_rules_with_constraints_that_cannot_apply_are_rejected(
-    data: dict[str, str], problem: str
-) -> None:
+def test_malformed_rules_are_rejected(data: dict[str, str], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         PermissionRule.model_validate(data)
 
@@ -283,13 +321,13 @@ def test_split_shell_segments(command: str, segments: list[str]) -> None:
 
 def test_redirect_target_is_not_a_command() -> None:
     # "rm" here is an argument file name of the redirect, never run.
-    policy = PermissionPolicy("trusted", sandbox_root=Path("/work/sb"))
+    policy = Policy("trusted", sandbox_root=Path("/work/sb"))
     assert policy.evaluate("shell", shell("ls > rm")) == ALLOW
     assert policy.evaluate("shell", shell("cat < rm")) == ALLOW
 
 
 def test_output_redirect_to_a_file_needs_confirmation_in_minimal_mode(tmp_path: Path) -> None:
-    policy = PermissionPolicy(sandbox_root=tmp_path)
+    policy = Policy(sandbox_root=tmp_path)
     assert policy.evaluate("shell", shell("ls > out.txt")) == Evaluation(
         "confirm", "output redirect requires confirmation (> out.txt)"
     )
@@ -297,17 +335,17 @@ def test_output_redirect_to_a_file_needs_confirmation_in_minimal_mode(tmp_path: 
 
 
 def test_output_redirect_in_trusted_mode_must_stay_in_the_sandbox(tmp_path: Path) -> None:
-    policy = PermissionPolicy("trusted", sandbox_root=tmp_path)
+    policy = Policy("trusted", sandbox_root=tmp_path)
     assert policy.evaluate("shell", shell("ls > out/list.txt")) == ALLOW
     assert policy.evaluate("shell", shell("ls >> ../list.txt")) == Evaluation(
         "confirm", "output redirect requires confirmation (> ../list.txt)"
     )
     assert policy.evaluate("shell", shell("ls > ~/.bashrc")).kind == "confirm"
-    assert PermissionPolicy("trusted").evaluate("shell", shell("ls > a")).kind == "confirm"
+    assert Policy("trusted").evaluate("shell", shell("ls > a")).kind == "confirm"
 
 
 def test_substitution_inside_double_quotes_needs_confirmation() -> None:
-    policy = PermissionPolicy()
+    policy = Policy()
     expected = Evaluation("confirm", "command substitution inside quotes requires confirmation")
     assert policy.evaluate("shell", shell('cat "$(rm -rf x)"')) == expected
     assert policy.evaluate("shell", shell('cat "`rm x`"')) == expected
@@ -328,20 +366,17 @@ def test_substitution_inside_double_quotes_needs_confirmation() -> None:
     ],
 )
 def test_system_allowlisted_commands_lose_it_with_flags_that_run_or_write(command: str) -> None:
-    assert PermissionPolicy().evaluate("shell", shell(command)).kind == "confirm"
+    assert Policy().evaluate("shell", shell(command)).kind == "confirm"
     # An explicit user rule is the user's choice and still applies.
     program = command.split(" ", 1)[0]
-    assert (
-        PermissionPolicy(allow=[rule("shell", command=program)]).evaluate("shell", shell(command))
-        == ALLOW
-    )
+    assert Policy(allow=[rule("shell", command=program)]).evaluate("shell", shell(command)) == ALLOW
 
 
 # --- cd inside the sandbox ----------------------------------------------------------------
 
 
 def test_cd_inside_the_sandbox_is_allowed_and_tracked(tmp_path: Path) -> None:
-    policy = PermissionPolicy(sandbox_root=tmp_path)
+    policy = Policy(sandbox_root=tmp_path)
     assert policy.evaluate("shell", shell("cd src && ls")) == ALLOW
     assert policy.evaluate("shell", shell(f"cd {tmp_path}/a/b && cd .. && cd .. && ls")) == ALLOW
     # The third "cd .." leaves the sandbox: the cwd is tracked across segments.
@@ -354,19 +389,19 @@ def test_cd_inside_the_sandbox_is_allowed_and_tracked(tmp_path: Path) -> None:
     "command", ["cd /etc", "cd -", "cd ~", "cd $HOME", "cd 'src'", "cd s*", "cd", "cd a b"]
 )
 def test_cd_to_unsafe_or_outside_targets_needs_confirmation(tmp_path: Path, command: str) -> None:
-    result = PermissionPolicy(sandbox_root=tmp_path).evaluate("shell", shell(f"{command} && ls"))
+    result = Policy(sandbox_root=tmp_path).evaluate("shell", shell(f"{command} && ls"))
     assert result == Evaluation("confirm", f"cd target requires confirmation ({command})")
 
 
 def test_cd_without_a_sandbox_root_needs_confirmation() -> None:
-    assert PermissionPolicy().evaluate("shell", shell("cd src && ls")) == Evaluation(
+    assert Policy().evaluate("shell", shell("cd src && ls")) == Evaluation(
         "confirm", "cd requires confirmation (cd src)"
     )
 
 
 def test_a_sibling_directory_with_the_root_as_prefix_is_outside(tmp_path: Path) -> None:
     root = tmp_path / "proj"
-    policy = PermissionPolicy(sandbox_root=root)
+    policy = Policy(sandbox_root=root)
     assert policy.evaluate("shell", shell(f"cd {tmp_path}/proj-other")).kind == "confirm"
     assert policy.evaluate("shell", shell(f"cd {root}")) == ALLOW
 
@@ -410,7 +445,7 @@ def test_remember_command(segment: str, remembered: str | None) -> None:
 
 
 def test_remember_rules_per_segment_skipping_cd_wrappers_and_duplicates(tmp_path: Path) -> None:
-    policy = PermissionPolicy(sandbox_root=tmp_path)
+    policy = Policy(sandbox_root=tmp_path)
     rules = policy.remember_rules(
         "shell", shell("cd sub && git push && sudo make && git push -f && ls && npm run x")
     )
@@ -418,17 +453,13 @@ def test_remember_rules_per_segment_skipping_cd_wrappers_and_duplicates(tmp_path
 
 
 def test_remember_rules_for_other_tools() -> None:
-    policy = PermissionPolicy()
+    policy = Policy()
     assert policy.remember_rules("webfetch", {"url": "u"}) == [rule("webfetch")]
-    assert policy.remember_rules("skill_load", {"name": "Pdf"}) == [
-        rule("skill_load", skill_name="pdf")
-    ]
-    assert policy.remember_rules("skill_load", {}) == []
     assert policy.remember_rules("read", {}) == []  # already allowed
 
 
 def test_remember_allows_from_now_on() -> None:
-    policy = PermissionPolicy()
+    policy = Policy()
     call = shell("make test && git push")
     assert policy.evaluate("shell", call).kind == "confirm"
     policy.remember(policy.remember_rules("shell", call))
@@ -464,22 +495,21 @@ REMEMBER = "\n\nRemember (don't ask again):\n"
          "webfetch https://example.org (markdown)" + REMEMBER + "- webfetch"),
         ("webfetch", {"output_format": "text"}, "Run tool?",
          "webfetch (unknown url) (text)" + REMEMBER + "- webfetch"),
-        ("skill_load", {"name": "pdf"}, "Load skill?", "pdf" + REMEMBER + "- skill_load: pdf"),
         ("python", {"code": "1+1"}, "Run tool?", "python" + REMEMBER + "- python"),
     ],
 )  # fmt: skip
 def test_confirm_text(tool: str, args: dict[str, object], title: str, message: str) -> None:
-    assert PermissionPolicy().confirm_text(tool, args) == (title, message)
+    assert Policy().confirm_text(tool, args) == (title, message)
 
 
 def test_confirm_text_keeps_line_breaks_of_a_multi_line_command() -> None:
-    _, message = PermissionPolicy().confirm_text("shell", shell("  ls   -la\n\nrm  x "))
+    _, message = Policy().confirm_text("shell", shell("  ls   -la\n\nrm  x "))
     assert message == "ls -la\nrm x" + REMEMBER + "- shell: rm"
 
 
 def test_a_shell_deny_rule_without_constraints_blocks_every_shell_call() -> None:
     for mode in ("minimal", "full-access"):
-        policy = PermissionPolicy(mode, deny=[rule("shell")])  # type: ignore[arg-type]
+        policy = Policy(mode, deny=[rule("shell")])  # type: ignore[arg-type]
         for args in ({}, shell(""), shell("ls")):
             assert policy.evaluate("shell", args) == Evaluation(
                 "deny", "blocked by deny rule (shell)"
@@ -487,7 +517,7 @@ def test_a_shell_deny_rule_without_constraints_blocks_every_shell_call() -> None
 
 
 def test_confirm_text_view_image_in_minimal_mode_has_no_remember_lines() -> None:
-    assert PermissionPolicy().confirm_text("view_image", {"file_path": "p.png"}) == (
+    assert Policy().confirm_text("view_image", {"file_path": "p.png"}) == (
         "Run tool?",
         "view_image p.png",
     )
@@ -495,7 +525,7 @@ def test_confirm_text_view_image_in_minimal_mode_has_no_remember_lines() -> None
 
 def test_confirm_text_lists_at_most_five_rules() -> None:
     command = " && ".join(f"tool{i} run" for i in range(7))
-    title, message = PermissionPolicy().confirm_text("shell", shell(command))
+    title, message = Policy().confirm_text("shell", shell(command))
     assert title == "Run command?"
     assert message == (
         command + REMEMBER + "\n".join(f"- shell: tool{i}" for i in range(5)) + "\n- ...and 2 more"
@@ -503,7 +533,7 @@ def test_confirm_text_lists_at_most_five_rules() -> None:
 
 
 def test_confirm_text_omits_rules_already_allowed() -> None:
-    policy = PermissionPolicy(allow=[rule("shell", command="make")])
+    policy = Policy(allow=[rule("shell", command="make")])
     assert policy.confirm_text("shell", shell("make && rm x")) == (
         "Run command?",
         "make && rm x" + REMEMBER + "- shell: rm",
@@ -515,14 +545,14 @@ def test_confirm_text_omits_rules_already_allowed() -> None:
 
 def test_remembered_rules_survive_in_a_fresh_policy(tmp_path: Path) -> None:
     config = tmp_path / "project" / "codelia.json"
-    first = PermissionPolicy(config_path=config)
+    first = Policy(config_path=config)
     first.remember([rule("shell", command="git push"), rule("webfetch")])
     first.remember([rule("webfetch"), rule("webfetch")])  # duplicates are not saved twice
     saved = json.loads(config.read_text(encoding="utf-8"))
     assert saved == {
         "permissions": {"allow": [{"tool": "shell", "command": "git push"}, {"tool": "webfetch"}]}
     }
-    second = PermissionPolicy(config_path=config)
+    second = Policy(config_path=config)
     assert second.evaluate("shell", shell("git push origin")) == ALLOW
     assert second.evaluate("webfetch", {"url": "u"}) == ALLOW
     assert second.allow_rules == [rule("shell", command="git push"), rule("webfetch")]
@@ -536,7 +566,7 @@ def test_persisting_keeps_other_settings_and_deny_rules(tmp_path: Path) -> None:
         json.dumps({"model": "m", "permissions": {"deny": [{"tool": "shell", "command": "rm"}]}}),
         encoding="utf-8",
     )
-    policy = PermissionPolicy(config_path=config)
+    policy = Policy(config_path=config)
     assert policy.evaluate("shell", shell("rm x")) == Evaluation(
         "deny", "blocked by deny rule (rm x)"
     )
@@ -555,9 +585,8 @@ def test_persisting_keeps_other_settings_and_deny_rules(tmp_path: Path) -> None:
     [
         ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes"),
         ("[1, 2]", "must hold a JSON object, got list"),
-        ('{"permissions": {"allow": [{"tool": "read", "command": "ls"}]}}',
-         "permissions.allow.0: command/command_glob are only valid for shell rules, "
-         "not for tool 'read'"),
+        ('{"permissions": {"allow": [{"tool": "shell", "command": " "}]}}',
+         "permissions.allow.0: command must not be empty"),
         ('{"permissions": {"allow": [{"tol": "read"}]}}',
          "permissions.allow.0.tool: Field required"),
         ('{"permissions": {"deny": "rm"}}', "permissions.deny: Input should be a valid list"),
@@ -570,7 +599,7 @@ def test_malformed_config_raises_naming_file_and_problem(
     config = tmp_path / "codelia.json"
     config.write_text(content, encoding="utf-8")
     with pytest.raises(PermissionConfigError) as info:
-        PermissionPolicy(config_path=config)
+        Policy(config_path=config)
     assert str(config) in str(info.value)
     assert problem in str(info.value)
     with pytest.raises(PermissionConfigError, match=r"codelia\.json"):
@@ -581,7 +610,7 @@ def test_remember_on_a_malformed_file_logs_keeps_rules_in_memory_and_the_file(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = tmp_path / "codelia.json"
-    policy = PermissionPolicy(config_path=config)
+    policy = Policy(config_path=config)
     config.write_text("{broken", encoding="utf-8")  # edited by hand after start-up
     with caplog.at_level(logging.WARNING, logger="jupyter_codelia.agent.permissions"):
         policy.remember([rule("webfetch")])
@@ -596,7 +625,7 @@ def test_remember_into_an_unwritable_location_is_logged_not_raised(
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
-    policy = PermissionPolicy(config_path=blocker / "codelia.json")  # parent is a file
+    policy = Policy(config_path=blocker / "codelia.json")  # parent is a file
     with caplog.at_level(logging.WARNING, logger="jupyter_codelia.agent.permissions"):
         policy.remember([rule("webfetch")])
     assert policy.evaluate("webfetch", {}) == ALLOW

@@ -23,6 +23,8 @@ from jupyter_codelia.llm.messages import (
     ToolOutputRef,
     UserMessage,
 )
+from jupyter_codelia.standard_tools.output_cache import output_cache_tools
+from jupyter_codelia.tools import risk_of
 
 
 def _tool(call_id: str, content: str | list, name: str = "shell") -> ToolMessage:  # type: ignore[type-arg]
@@ -72,10 +74,21 @@ def test_text_parts_are_flattened_and_cache_tools_are_exempt(store: ToolOutputCa
     parts = [TextPart(text="ab\n"), TextPart(text="cd\r\nef")]
     flattened = cache.process(_tool("p", parts))
     assert flattened.content == "ab\ncd\n\n[tool output truncated; ref=p]"
+    # The cache readers declare whether their output may be cut: the page and grep readers'
+    # output is a bounded view already, the line reader's is cut like any other.
+    cut = {t.name: risk_of(t).output_cut for t in output_cache_tools(store)}
+    assert cut == {
+        "tool_output_cache": False,
+        "tool_output_cache_grep": False,
+        "tool_output_cache_line": True,
+    }
     for name in ("tool_output_cache", "tool_output_cache_grep"):
-        exempt = cache.process(_tool(f"x-{name}", "long line\r\nmore", name=name))
+        message = _tool(f"x-{name}", "long line\r\nmore", name=name)
+        exempt = cache.process(message, cut=cut[name])
         assert exempt.content == "long line\r\nmore" and exempt.trimmed is None
-    line_tool = cache.process(_tool("y", "long line", name="tool_output_cache_line"))
+    line_tool = cache.process(
+        _tool("y", "long line", name="tool_output_cache_line"), cut=cut["tool_output_cache_line"]
+    )
     assert line_tool.trimmed is True
 
 

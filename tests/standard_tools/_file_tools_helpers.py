@@ -15,7 +15,13 @@ from jupyter_codelia.cache.protocol import ToolOutputStore, normalize_ref_id
 from jupyter_codelia.llm.messages import FunctionCall, ToolCall, ToolOutputRef
 from jupyter_codelia.standard_tools._sandbox import Sandbox
 from jupyter_codelia.standard_tools.files import file_tools
-from jupyter_codelia.tools import FunctionTool, ToolContext, execute_tool_call
+from jupyter_codelia.tools import (
+    FunctionTool,
+    ToolContext,
+    ToolResultData,
+    ToolReturn,
+    execute_tool_call,
+)
 
 
 class _FileWriter:
@@ -101,8 +107,16 @@ class FileTools:
         self.tools: dict[str, FunctionTool] = {t.name: t for t in file_tools(self.sandbox, store)}
 
     async def run(self, name: str, **args: Any) -> Any:
-        """The successful result (TextResult/JsonResult/PartsResult); exceptions propagate."""
-        return await self.tools[name].execute_raw(json.dumps(args), ToolContext())
+        """The successful result (TextResult/JsonResult/PartsResult) the model reads, without
+        the application data a ToolReturn carries beside it; exceptions propagate."""
+        result = await self.tools[name].execute_raw(json.dumps(args), ToolContext())
+        return result.value if isinstance(result, ToolReturn) else result
+
+    async def data(self, name: str, **args: Any) -> ToolResultData:
+        """The application data of a successful call (see ``ToolReturn``)."""
+        result = await self.tools[name].execute_raw(json.dumps(args), ToolContext())
+        assert isinstance(result, ToolReturn), result
+        return result.data
 
     async def text(self, name: str, **args: Any) -> str:
         result = await self.run(name, **args)

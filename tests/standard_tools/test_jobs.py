@@ -12,7 +12,7 @@ import pytest
 from jupyter_codelia.standard_tools import standard_tools
 from jupyter_codelia.standard_tools.jobs import JobNotFoundError, JobOutput, JobRegistry
 from jupyter_codelia.standard_tools.shell import shell_tool
-from jupyter_codelia.tools import ToolContext, ToolError
+from jupyter_codelia.tools import ToolContext, ToolError, ToolReturn
 
 from .test_shell import live_processes, marker, wait_until
 
@@ -21,6 +21,9 @@ FAKE_TOKEN = "tok-FAKE-jobs-0123456789abcdef"
 
 async def call(tools: dict[str, Any], name: str, **args: Any) -> Any:
     result = await tools[name].execute_raw(json.dumps(args), ToolContext(tool_call_id="c1"))
+    if isinstance(result, ToolReturn):  # a started job: its id is also in the result's data
+        assert result.data.job_id is not None
+        result = result.value
     if result.type == "json":
         return result.value
     if result.type == "text":

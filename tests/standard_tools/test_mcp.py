@@ -26,7 +26,13 @@ from jupyter_codelia.standard_tools.mcp import (
     tool_name,
 )
 from jupyter_codelia.testing import ScriptedAnthropicServer, reply, text, tool_use
-from jupyter_codelia.tools import PartsResult, TextResult, ToolContext, execute_tool_call
+from jupyter_codelia.tools import (
+    UNDECLARED,
+    PartsResult,
+    TextResult,
+    ToolContext,
+    execute_tool_call,
+)
 
 from ._mcp_procs import free_port, serving
 
@@ -216,11 +222,11 @@ def test_permission_rules_cover_a_whole_server_or_one_tool() -> None:
         allow=[PermissionRule(tool="docs__*"), PermissionRule(tool="git__status")],
         deny=[PermissionRule(tool="docs__delete")],
     )
-    assert policy.evaluate("docs__search", {}).kind == "allow"
-    assert policy.evaluate("docs__delete", {}).kind == "deny"
-    assert policy.evaluate("git__status", {}).kind == "allow"
-    assert policy.evaluate("git__push", {}).kind == "confirm"
-    assert policy.evaluate("docsx__search", {}).kind == "confirm"
+    assert policy.evaluate("docs__search", {}, UNDECLARED).kind == "allow"
+    assert policy.evaluate("docs__delete", {}, UNDECLARED).kind == "deny"
+    assert policy.evaluate("git__status", {}, UNDECLARED).kind == "allow"
+    assert policy.evaluate("git__push", {}, UNDECLARED).kind == "confirm"
+    assert policy.evaluate("docsx__search", {}, UNDECLARED).kind == "confirm"
 
 
 @pytest.mark.asyncio

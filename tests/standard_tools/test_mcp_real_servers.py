@@ -66,9 +66,9 @@ def test_tools_annotations_and_tasks_of_the_everything_server(everything: McpSer
     tools = listed(everything)
     echo = tools["ev__echo"]
     assert isinstance(echo, McpTool)
-    assert echo.hints.read_only and echo.runs_without_asking
+    assert echo.hints.read_only and echo.risk.approval == "never"
     assert call(echo, {"message": "hi"}) == TextResult(text="Echo: hi")
-    assert not tools["ev__toggle-simulated-logging"].runs_without_asking
+    assert tools["ev__toggle-simulated-logging"].risk.approval == "always"
     # A tool that runs only as an MCP task is not offered, and the listing says why.
     assert "ev__simulate-research-query" not in tools
     assert "ev__simulate-research-query  (not offered: it runs only as an MCP task)" in (

@@ -91,7 +91,8 @@ async def test_an_index_finds_what_the_sequence_finds() -> None:
     assert by_index.message.content == "first"
     unknown = await execute_tool_call(call("subtract"), index)
     assert unknown == ToolExecution(
-        error("Error: Unknown tool 'subtract'. Available tools: add, done", name="subtract")
+        error("Error: Unknown tool 'subtract'. Available tools: add, done", name="subtract"),
+        outcome="error",
     )
     assert (await execute_tool_call(call("x"), tool_index([]))).message.content == (
         "Error: Unknown tool 'x'. Available tools: (none)"
@@ -110,7 +111,8 @@ async def test_unknown_tool_lists_the_available_ones_and_skips_the_hook() -> Non
         call("subtract"), [add_tool(), done_tool()], can_execute_tool=hook
     )
     assert result == ToolExecution(
-        error("Error: Unknown tool 'subtract'. Available tools: add, done", name="subtract")
+        error("Error: Unknown tool 'subtract'. Available tools: add, done", name="subtract"),
+        outcome="error",
     )
     assert asked == []
     empty = await execute_tool_call(call("x"), [])
@@ -130,7 +132,8 @@ async def test_argument_errors_become_error_messages() -> None:
         error(
             "Error executing tool: Tool input validation failed for add: "
             'Unrecognized key: "c" (accepted keys: a, b)'
-        )
+        ),
+        outcome="error",
     )
 
 
@@ -146,7 +149,8 @@ async def test_argument_errors_become_error_messages() -> None:
     ],
 )  # fmt: skip
 async def test_tool_exceptions_become_error_messages(exc: Exception, text: str) -> None:
-    assert await execute_tool_call(call(), [raising(exc)]) == ToolExecution(error(text))
+    expected = ToolExecution(error(text), outcome="error")
+    assert await execute_tool_call(call(), [raising(exc)]) == expected
 
 
 @pytest.mark.asyncio
@@ -157,7 +161,8 @@ async def test_an_exception_whose_message_cannot_render_still_gives_a_message() 
 
     result = await execute_tool_call(call(), [raising(UnprintableError())])
     assert result == ToolExecution(
-        error("Error executing tool: UnprintableError (its message could not be rendered)")
+        error("Error executing tool: UnprintableError (its message could not be rendered)"),
+        outcome="error",
     )
 
 
@@ -307,22 +312,26 @@ async def test_hook_allow_runs_the_tool() -> None:
 @pytest.mark.parametrize(
     ("decision", "expected"),
     [
-        (PermissionDecision.deny(), ToolExecution(error("Permission denied"))),
+        (PermissionDecision.deny(), ToolExecution(error("Permission denied"), outcome="denied")),
         (
             PermissionDecision.deny("blocked by deny rule (rm -rf /)"),
-            ToolExecution(error("Permission denied: blocked by deny rule (rm -rf /)")),
+            ToolExecution(
+                error("Permission denied: blocked by deny rule (rm -rf /)"), outcome="denied"
+            ),
         ),
         (
             PermissionDecision.deny("not now, use git stash", stop_turn=False),
-            ToolExecution(error("Permission denied: not now, use git stash")),
+            ToolExecution(error("Permission denied: not now, use git stash"), outcome="denied"),
         ),
         (
             PermissionDecision.deny(stop_turn=True),
-            ToolExecution(error("Permission denied"), True, STOP_TURN),
+            ToolExecution(error("Permission denied"), True, STOP_TURN, outcome="denied"),
         ),
         (
             PermissionDecision.deny("user said no", stop_turn=True),
-            ToolExecution(error("Permission denied: user said no"), True, STOP_TURN),
+            ToolExecution(
+                error("Permission denied: user said no"), True, STOP_TURN, outcome="denied"
+            ),
         ),
     ],
 )
@@ -342,7 +351,9 @@ async def test_a_raising_hook_becomes_an_error_message() -> None:
         raise OSError("approval service unreachable")
 
     result = await execute_tool_call(call(), [add_tool()], can_execute_tool=hook)
-    assert result == ToolExecution(error("Permission check failed: approval service unreachable"))
+    assert result == ToolExecution(
+        error("Permission check failed: approval service unreachable"), outcome="error"
+    )
 
 
 # --- cancellation propagates ---------------------------------------------------------------

@@ -20,7 +20,16 @@ from ..._text import clip_chars, js_round
 from ...llm.messages import TextPart
 from ...standard_tools.images import model_images
 from ...standard_tools.jobs import JobRegistry, png_of_display
-from ...tools import FunctionTool, ToolContext, ToolError, define_tool
+from ...tools import (
+    FunctionTool,
+    NamespaceChange,
+    ToolContext,
+    ToolError,
+    ToolResultData,
+    ToolReturn,
+    ToolRisk,
+    define_tool,
+)
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
 from .undo import NamespaceUndo, change_report, untracked_report
@@ -118,11 +127,12 @@ def kernel_tools(
             from .python_jobs import start_python_job
 
             job = start_python_job(jobs, args.code, ns, shell, format_value)
-            return (
+            started_text = (
                 f"Started background job {job.job_id} on its own thread in the notebook "
                 "namespace. Read its output with job_output, wait with job_wait, stop with "
                 "job_stop."
             )
+            return ToolReturn(started_text, ToolResultData(job_id=job.job_id))
         detach = jobs is not None and timeout_to_job
         before = _open_figures()
         started = time.monotonic()
@@ -134,9 +144,11 @@ def kernel_tools(
         left = max(timeout - (code_started - started), MIN_CODE_SECONDS)
         capture = await run_code(args.code, ns, shell=shell, timeout=left, detach_on_timeout=detach)
         report: list[str] = []
+        changes: list[NamespaceChange] = []
         if undo is not None and snapshot is not None:
             record = await undo.after(snapshot, ran_seconds=time.monotonic() - code_started)
             report = [s for s in (change_report(record), untracked_report(record)) if s]
+            changes = [NamespaceChange(name=c.name, change=c.kind) for c in record.changes]
         job_id: str | None = None
         if detach and capture.timed_out:
             from .python_jobs import adopt_python_job
@@ -148,7 +160,10 @@ def kernel_tools(
             else:
                 job_id = adopted.job_id
         images = _new_figure_pngs(before) if job_id is None else []
-        return _python_result(capture, images, shell, timeout, job_id, report)
+        result = _python_result(capture, images, shell, timeout, job_id, report)
+        if not changes and job_id is None:
+            return result
+        return ToolReturn(result, ToolResultData(namespace_changes=changes or None, job_id=job_id))
 
     def list_variables(args: ListVariablesInput, ctx: ToolContext) -> str:
         rows: list[str] = []
@@ -179,19 +194,25 @@ def kernel_tools(
 
     return [
         define_tool(
-            name="python", description=PYTHON_DESCRIPTION, input=PythonInput, execute=run_python
+            name="python",
+            description=PYTHON_DESCRIPTION,
+            input=PythonInput,
+            execute=run_python,
+            risk=ToolRisk(kind="run_code"),
         ),
         define_tool(
             name="list_variables",
             description=LIST_DESCRIPTION,
             input=ListVariablesInput,
             execute=list_variables,
+            risk=ToolRisk(kind="read_only"),
         ),
         define_tool(
             name="inspect_variable",
             description=INSPECT_DESCRIPTION,
             input=InspectVariableInput,
             execute=inspect_variable,
+            risk=ToolRisk(kind="read_only"),
         ),
     ]
 

@@ -26,10 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..._redact import redact_secrets
 from ...llm.messages import TextPart
-from ...standard_tools.diff import diff_payload, unified_diff
+from ...standard_tools.diff import diff_data, diff_payload, unified_diff
 from ...standard_tools.files._edit_match import explain_no_match, find_exact
 from ...standard_tools.images import model_images
-from ...tools import FunctionTool, ToolContext, ToolError, define_tool
+from ...tools import FunctionTool, ToolContext, ToolError, ToolReturn, ToolRisk, define_tool
 from ...wire import NotebookAction
 from ..frontend import FrontendClient, FrontendError, FrontendUnavailableError
 from . import cells as nbcells
@@ -234,7 +234,7 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
         )
         return await asyncio.to_thread(_with_images, rendered.text, rendered.images)
 
-    async def notebook_edit(args: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
+    async def notebook_edit(args: NotebookEditInput, ctx: ToolContext) -> ToolReturn:
         try:
             snapshot = await context.live()
         except FrontendUnavailableError as exc:
@@ -250,7 +250,9 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             result = await context.call("edit", params)
         except FrontendError as exc:
             raise ToolError(f"notebook_edit: {exc}") from None
-        return _edit_report(params, result)
+        report = _edit_report(params, result)
+        edit_id = report.get("edit_id")
+        return ToolReturn(report, diff_data(report, edit_id=edit_id))
 
     async def notebook_run(args: NotebookRunInput, ctx: ToolContext) -> Any:
         blocking = bool(context.run_info().get("blocking"))
@@ -280,18 +282,21 @@ def notebook_tools(context: NotebookContext) -> list[FunctionTool]:
             description=READ_DESCRIPTION,
             input=NotebookReadInput,
             execute=notebook_read,
+            risk=ToolRisk(kind="read_only"),
         ),
         define_tool(
             name="notebook_edit",
             description=EDIT_DESCRIPTION,
             input=NotebookEditInput,
             execute=notebook_edit,
+            risk=ToolRisk(kind="edit_notebook"),
         ),
         define_tool(
             name="notebook_run",
             description=RUN_DESCRIPTION,
             input=NotebookRunInput,
             execute=notebook_run,
+            risk=ToolRisk(kind="run_code"),
         ),
         kernel_history_tool(context),
     ]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._text import describe_exc
-from ...tools import FunctionTool, ToolContext, ToolError, define_tool
+from ...tools import FunctionTool, ToolContext, ToolError, ToolRisk, define_tool
 from . import cells as nbcells
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def kernel_history_tool(context: NotebookContext) -> FunctionTool:
         description=HISTORY_DESCRIPTION,
         input=KernelHistoryInput,
         execute=kernel_history,
+        risk=ToolRisk(kind="read_only"),
     )
 
 

@@ -85,12 +85,10 @@ def _run_in_cell(
     # Jobs started in this turn get cards below the panel; they keep updating after the turn.
     job_cards = JobCards(nb.jobs, kit)
     job_cards.show(until_jobs=not background)
-    unsubscribe = nb.jobs.subscribe(lambda job: panel.job_started(job.job_id, job.kind))
     if background:
         handle = nb.start_background(agent, prompt, panel)
 
         def finished(_handle: Any) -> None:
-            unsubscribe()
             job_cards.turn_ended(cell_running=False)
 
         handle.add_done_callback(finished)
@@ -98,7 +96,6 @@ def _run_in_cell(
     try:
         result = nb.run_blocking(agent, prompt, panel)
     finally:
-        unsubscribe()
         job_cards.turn_ended(cell_running=True)
     result.panel_shown = True  # the panel above is the cell's output: no Out line repeating it
     return result

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import queue
 import threading
 import time
 import uuid
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import ipywidgets as widgets
+from typing_extensions import assert_never
 
 from ..._text import clip_chars
 from ...agent import events as ev
@@ -168,7 +168,6 @@ class RunPanel:
         self._cards: dict[str, _ToolCard] = {}
         self._approvals: dict[str, _ApprovalCard] = {}
         self._previews: dict[str, str] = {}
-        self._started_jobs: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._transcript: list[str] = []
         self._todos_markdown = ""
         """The run as markdown, for the static output's ``text/markdown`` fallback."""
@@ -355,82 +354,104 @@ class RunPanel:
 
     # ------------------------------------------------------------------ events
 
-    def handle(self, event: Any) -> None:
-        """Draw one agent event (a model from ``agent.events``)."""
-        if isinstance(event, ev.TextDeltaEvent):
-            self._stream(event.delta)
-        elif isinstance(event, (ev.TextEvent, ev.FinalEvent)):
-            self._complete_text(event.content)
-            if isinstance(event, ev.FinalEvent):
-                self._final_text = event.content
-            if event.citations:
-                self._append(
-                    self._kit.HTML(
-                        value=renderers.citations_to_html([c.model_dump() for c in event.citations])
-                    )
+    def handle(self, event: ev.AgentEvent) -> None:
+        """Draw one agent event (a model from ``agent.events``); every kind is named here, so a
+        new kind fails the type check until it is drawn or deliberately skipped."""
+        match event:
+            case ev.TextDeltaEvent():
+                self._stream(event.delta)
+            case ev.TextEvent() | ev.FinalEvent():
+                self._text(event)
+            case ev.TextDiscardedEvent():
+                self._discard_segment()
+            case ev.ReasoningEvent():
+                self._reasoning(event.content)
+            case ev.ToolCallEvent():
+                self._tool_call(event)
+            case ev.PermissionPreviewEvent():
+                if event.tool_call_id and event.diff:
+                    self._previews[event.tool_call_id] = event.diff
+            case ev.PermissionRequestEvent():
+                self._permission_request(event)
+            case ev.PermissionResolvedEvent():
+                self._permission_resolved(event)
+            case ev.ToolProgressEvent():
+                card = self._cards.get(event.tool_call_id or "")
+                if card is not None:
+                    card.progress = renderers.progress_line(event)
+                    card.header.value = _card_header(card)
+            case ev.ToolResultEvent():
+                self._tool_result(event)
+            case ev.StepCompleteEvent():
+                self._step_complete(event)
+            case ev.UsageEvent():
+                self._usage(event)
+            case ev.TodosUpdatedEvent():
+                self.show_todos([t.model_dump(by_alias=True) for t in event.todos])
+            case ev.LlmRetryEvent():
+                self._notice(
+                    f"Model call failed ({event.failure_kind}); retry {event.next_attempt}/"
+                    f"{event.max_attempts} in {renderers.format_duration(event.delay_ms)}."
                 )
-        elif isinstance(event, ev.TextDiscardedEvent):
-            self._discard_segment()
-        elif isinstance(event, ev.ReasoningEvent):
-            self._end_segment()
+            case ev.BudgetEvent():
+                self.budget.value = _budget_html(event)
+                self.budget.layout.display = None
+                if event.reached:
+                    self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
+            case ev.CompactionCompleteEvent():
+                if event.compacted:
+                    self._notice("Conversation compacted to fit the context window.")
+            case ev.SessionForkedEvent():
+                self._notice(
+                    f"Another kernel saved session {event.forked_from} while this one had it "
+                    f"open: this conversation continues as session {event.session_id}, so "
+                    "neither kernel's turns are lost."
+                )
+            case (
+                ev.ReasoningDeltaEvent()
+                | ev.StepStartEvent()
+                | ev.PermissionReadyEvent()
+                | ev.CompactionStartEvent()
+                | ev.HiddenUserMessageEvent()
+            ):
+                pass  # the card, the approval and the finished reasoning draw these
+            case _:
+                assert_never(event)
+
+    def _text(self, event: ev.TextEvent | ev.FinalEvent) -> None:
+        self._complete_text(event.content)
+        if isinstance(event, ev.FinalEvent):
+            self._final_text = event.content
+        if event.citations:
             self._append(
                 self._kit.HTML(
-                    value=f'<div style="color:{renderers.MUTED};font-style:italic;font-size:12px">'
-                    f"{renderers.escape(clip_chars(event.content, 2000))}</div>"
+                    value=renderers.citations_to_html([c.model_dump() for c in event.citations])
                 )
             )
-        elif isinstance(event, ev.ToolCallEvent):
-            self._tool_call(event)
-        elif isinstance(event, ev.PermissionPreviewEvent):
-            if event.tool_call_id and event.diff:
-                self._previews[event.tool_call_id] = event.diff
-        elif isinstance(event, ev.PermissionRequestEvent):
-            self._permission_request(event)
-        elif isinstance(event, ev.PermissionResolvedEvent):
-            self._permission_resolved(event)
-        elif isinstance(event, ev.ToolProgressEvent):
-            card = self._cards.get(event.tool_call_id or "")
-            if card is not None:
-                card.progress = renderers.progress_line(event)
-                card.header.value = _card_header(card)
-        elif isinstance(event, ev.ToolResultEvent):
-            self._tool_result(event)
-        elif isinstance(event, ev.StepCompleteEvent):
-            self._step_complete(event)
-        elif isinstance(event, ev.UsageEvent):
-            # Each event is one model call: this run's figures add them up once each.
-            self.input_tokens += event.input_tokens
-            self.output_tokens += event.output_tokens
-            self.cost_usd = (
-                None
-                if self.cost_usd is None or event.cost_usd is None
-                else self.cost_usd + event.cost_usd
+
+    def _reasoning(self, content: str) -> None:
+        self._end_segment()
+        self._append(
+            self._kit.HTML(
+                value=f'<div style="color:{renderers.MUTED};font-style:italic;font-size:12px">'
+                f"{renderers.escape(clip_chars(content, 2000))}</div>"
             )
-            self.session_input_tokens = event.total_input_tokens
-            self.session_output_tokens = event.total_output_tokens
-            if event.context_left_percent is not None:
-                self.context_left_percent = event.context_left_percent
-            self._refresh_header()
-        elif isinstance(event, ev.TodosUpdatedEvent):
-            self.show_todos([t.model_dump(by_alias=True) for t in event.todos])
-        elif isinstance(event, ev.LlmRetryEvent):
-            self._notice(
-                f"Model call failed ({event.failure_kind}); retry {event.next_attempt}/"
-                f"{event.max_attempts} in {renderers.format_duration(event.delay_ms)}."
-            )
-        elif isinstance(event, ev.BudgetEvent):
-            self.budget.value = _budget_html(event)
-            self.budget.layout.display = None
-            if event.reached:
-                self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
-        elif isinstance(event, ev.CompactionCompleteEvent) and event.compacted:
-            self._notice("Conversation compacted to fit the context window.")
-        elif isinstance(event, ev.SessionForkedEvent):
-            self._notice(
-                f"Another kernel saved session {event.forked_from} while this one had it "
-                f"open: this conversation continues as session {event.session_id}, so neither "
-                "kernel's turns are lost."
-            )
+        )
+
+    def _usage(self, event: ev.UsageEvent) -> None:
+        # Each event is one model call: this run's figures add them up once each.
+        self.input_tokens += event.input_tokens
+        self.output_tokens += event.output_tokens
+        self.cost_usd = (
+            None
+            if self.cost_usd is None or event.cost_usd is None
+            else self.cost_usd + event.cost_usd
+        )
+        self.session_input_tokens = event.total_input_tokens
+        self.session_output_tokens = event.total_output_tokens
+        if event.context_left_percent is not None:
+            self.context_left_percent = event.context_left_percent
+        self._refresh_header()
 
     def show_todos(self, todos: list[dict[str, Any]]) -> None:
         self.todos.value = renderers.todos_to_html(todos)
@@ -533,10 +554,10 @@ class RunPanel:
 
     def _tool_call(self, event: ev.ToolCallEvent) -> None:
         self._end_segment()
-        summary = renderers.args_summary(event.tool, event.args)
+        summary = renderers.args_summary(event.args)
         header = self._kit.HTML()
         args_view = self._kit.Accordion(
-            children=[self._kit.HTML(value=renderers.args_html(event.tool, event.args))]
+            children=[self._kit.HTML(value=renderers.args_html(event.args))]
         )
         args_view.set_title(0, "Code" if _shows_code(event.args) else "Arguments")
         # Code is what a person reads a python / shell card for: shown whole, not folded away.
@@ -565,17 +586,17 @@ class RunPanel:
             )
             card = self._cards[event.tool_call_id]
         card.status = "error" if event.is_error else "done"
-        card.jobs.extend(self._jobs_started_by(event.tool))
-        if card.jobs:
-            self._transcript.append(f"  (→ background job {', '.join(card.jobs)})")
+        data = event.data
+        if data.job_id is not None:
+            card.jobs.append(data.job_id)
+            self._transcript.append(f"  (→ background job {data.job_id})")
         header_value = _card_header(card)
         card.header.value = header_value
         extra: list[widgets.Widget] = []
-        diff = renderers.diff_of_result(event.tool, event.result)
-        if diff is not None:
-            extra.append(self._kit.HTML(value=renderers.diff_to_html(diff)))
-            self._transcript.append(f"```diff\n{diff.rstrip()}\n```")
-            revert = self._revert_row(event.result)
+        if data.diff is not None:
+            extra.append(self._kit.HTML(value=renderers.diff_to_html(data.diff)))
+            self._transcript.append(f"```diff\n{data.diff.rstrip()}\n```")
+            revert = self._revert_row(data.edit_id)
             if revert is not None:
                 extra.append(revert)
         for image in _images_of(self._kit, event.parts or []):
@@ -586,26 +607,9 @@ class RunPanel:
         result_view = self._kit.Accordion(children=[self._kit.HTML(value=renderers.pre(text))])
         result_view.set_title(0, "Error" if event.is_error else "Result")
         result_view.selected_index = 0 if event.is_error else None
-        if self._on_undo is not None and "\n[namespace]\n" in f"\n{event.result}":
+        if self._on_undo is not None and data.namespace_changes:
             extra.append(self._undo_button(event.tool_call_id))
         card.box.children = (*card.box.children, *extra, result_view)
-
-    def job_started(self, job_id: str, kind: str) -> None:
-        """A background job of ``kind`` (``python``, ``shell``) began; called from any thread.
-
-        Tool calls run one at a time and a job is announced before its call returns, so the
-        next result of that tool is the call that started it (its card says so)."""
-        self._started_jobs.put((job_id, kind))
-
-    def _jobs_started_by(self, tool: str) -> list[str]:
-        started: list[str] = []
-        while True:
-            try:
-                job_id, kind = self._started_jobs.get_nowait()
-            except queue.Empty:
-                return started
-            if kind == tool:
-                started.append(job_id)
 
     def _undo_button(self, tool_call_id: str) -> widgets.Widget:
         """Undo what one python call did to the namespace; shows exactly what was restored."""
@@ -634,9 +638,8 @@ class RunPanel:
         box.add_class("codelia-undo")
         return box
 
-    def _revert_row(self, result: str) -> widgets.HBox | None:
-        """Revert for a ``notebook_edit`` card whose result names the edit (cell tools)."""
-        edit_id = renderers.edit_id_of_result(result)
+    def _revert_row(self, edit_id: str | None) -> widgets.HBox | None:
+        """Revert for a card whose result names the notebook edit it made (cell tools)."""
         if edit_id is None or self._on_revert is None:
             return None
         on_revert = self._on_revert
@@ -680,7 +683,7 @@ class RunPanel:
         ]
         if event.kind == "tool":
             # What will run, readable: the code, the command, the path and its diff, the URL.
-            parts.append(renderers.args_html(event.tool, event.args, diff_shown=bool(preview)))
+            parts.append(renderers.args_html(event.args, diff_shown=bool(preview)))
         if event.url:
             link = renderers.escape(event.url)
             parts.append(

@@ -8,7 +8,6 @@ output must never inject markup or scripts into the notebook.
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,8 +16,6 @@ from functools import lru_cache
 from typing import Any
 
 from ..._text import compact_json
-
-DIFF_TOOLS = frozenset({"write", "edit", "apply_patch", "notebook_edit"})
 
 MUTED = "var(--jp-ui-font-color2,#777)"
 """Secondary text: JupyterLab's theme colour (readable in dark themes), grey elsewhere."""
@@ -102,30 +99,6 @@ def diff_to_html(diff: str) -> str:
     return f'<div class="codelia-diff" style="{style}"><pre style="{pre_style}">{rows}</pre></div>'
 
 
-def diff_of_result(tool: str, result_text: str) -> str | None:
-    """The ``diff`` field of a write / edit / apply_patch JSON result, when it has one."""
-    if tool not in DIFF_TOOLS or not result_text.startswith("{"):
-        return None
-    try:
-        payload = json.loads(result_text)
-    except ValueError:
-        return None
-    diff = payload.get("diff") if isinstance(payload, dict) else None
-    return diff if isinstance(diff, str) and diff.strip() else None
-
-
-def edit_id_of_result(result_text: str) -> str | None:
-    """The ``edit_id`` of a ``notebook_edit`` result (the front end can revert that edit)."""
-    if not result_text.startswith("{"):
-        return None
-    try:
-        payload = json.loads(result_text)
-    except ValueError:
-        return None
-    edit_id = payload.get("edit_id") if isinstance(payload, dict) else None
-    return edit_id if isinstance(edit_id, str) else None
-
-
 def citations_to_html(citations: list[dict[str, Any]]) -> str:
     """Numbered source links under an answer (``[1] Title``); only http(s) URLs become links."""
     if not citations:
@@ -181,11 +154,14 @@ def todos_to_markdown(todos: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def args_summary(tool: str, args: dict[str, Any], *, limit: int = 90) -> str:
+def args_summary(args: dict[str, Any], *, limit: int = 90) -> str:
     """A one-line summary of a call's arguments for the card header, in words (the card
-    body shows the arguments whole): what the call is about, never its JSON."""
-    special = _SUMMARIES.get(tool)
-    summary = special(args) if special is not None else None
+    body shows the arguments whole): what the call is about, never its JSON. It goes by the
+    arguments' shape, never by the tool's name."""
+    summary = next(
+        (s for key, summarise in _SUMMARIES if key in args and (s := summarise(args)) is not None),
+        None,
+    )
     if summary is None:
         summary = _main_argument(args)
     if summary is None:
@@ -307,20 +283,18 @@ def _key_values(args: dict[str, Any]) -> str:
     return ", ".join(pairs)
 
 
-_SUMMARIES: dict[str, Callable[[dict[str, Any]], str | None]] = {
-    "todo_new": _todo_summary,
-    "todo_append": _todo_summary,
-    "todo_patch": _todo_patch_summary,
-    "notebook_edit": _notebook_edit_summary,
-    "notebook_run": _cell_ids_summary,
-    "notebook_read": _cell_ids_summary,
-    "kernel_history": _history_summary,
-    "apply_patch": _patch_summary,
-    "tool_output_cache": _cache_read_summary,
-    "tool_output_cache_line": _cache_read_summary,
-    "tool_output_cache_grep": _cache_grep_summary,
-}
-"""Summaries of the tools whose arguments say little one by one (lists, actions, refs)."""
+_SUMMARIES: tuple[tuple[str, Callable[[dict[str, Any]], str | None]], ...] = (
+    ("todos", _todo_summary),
+    ("updates", _todo_patch_summary),
+    ("action", _notebook_edit_summary),
+    ("cell_ids", _cell_ids_summary),
+    ("last", _history_summary),
+    ("patch", _patch_summary),
+    ("ref_id", _cache_grep_summary),
+    ("ref_id", _cache_read_summary),
+)
+"""Summaries of arguments that say little one by one (lists, actions, refs), by the argument
+that marks them, in order; a summary that does not fit the arguments gives None."""
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -442,7 +416,7 @@ def _edit_diff(path: str, old: str, new: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def args_html(tool: str, args: dict[str, Any], *, diff_shown: bool = False) -> str:
+def args_html(args: dict[str, Any], *, diff_shown: bool = False) -> str:
     """A tool call's arguments as a person reads them, never as escaped JSON.
 
     Code is coloured (python code, shell commands, patches), a file path is shown with the
@@ -466,7 +440,8 @@ def args_html(tool: str, args: dict[str, Any], *, diff_shown: bool = False) -> s
             parts.append(diff_to_html(_edit_diff(str(path or "file"), old, new)))
     else:
         rest.update({k: v for k, v in (("old_string", old), ("new_string", new)) if v is not None})
-    content = rest.pop("content", None) if tool == "write" else None
+    # A file's whole new content (a write), coloured by the file's type.
+    content = rest.pop("content", None) if isinstance(path, str) else None
     if isinstance(content, str) and not diff_shown:
         parts.append(code_to_html(content, _language_of_path(str(path or ""))))
     for key, language in _CODE_KEYS.items():

@@ -12,13 +12,22 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ..._text import clip_utf8, compact_json, describe_exc, line_prefix, split_lines, utf8_len
 from ...cache.protocol import ToolOutputStore
 from ...llm.messages import DocumentPart, TextPart
-from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
+from ...tools import (
+    DependencyKey,
+    FunctionTool,
+    JsonResult,
+    ToolContext,
+    ToolReturn,
+    ToolRisk,
+    define_tool,
+)
 from .._fdpath import Entry, Walker
 from .._fileio import (
     ExpectedHash,
@@ -27,12 +36,14 @@ from .._fileio import (
     is_crlf_text,
     locate,
     metadata_footer,
+    path_arg,
     read_utf8,
     resolve_in_sandbox,
+    string_arg,
     write_text,
 )
 from .._sandbox import Sandbox, sandbox_key
-from ..diff import diff_payload, unified_diff
+from ..diff import diff_data, diff_payload, dry_run_preview, unified_diff
 from ..patch._write import recover_journals
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
 from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
@@ -61,6 +72,8 @@ def _env_int(name: str, default: int) -> int:
 
 
 # --- read --------------------------------------------------------------------------------------
+
+READS = ToolRisk(kind="read_only")
 
 READ_DESCRIPTION = (
     "Read a text file as a bounded preview with line numbers. offset is the 0-based first line, "
@@ -252,7 +265,9 @@ def _make_read(key: DependencyKey[Sandbox]) -> FunctionTool:
 
         return await asyncio.to_thread(work)
 
-    return define_tool(name="read", description=READ_DESCRIPTION, input=ReadInput, execute=read)
+    return define_tool(
+        name="read", description=READ_DESCRIPTION, input=ReadInput, execute=read, risk=READS
+    )
 
 
 # --- read_line ---------------------------------------------------------------------------------
@@ -318,7 +333,11 @@ def _make_read_line(key: DependencyKey[Sandbox]) -> FunctionTool:
         return await asyncio.to_thread(work)
 
     return define_tool(
-        name="read_line", description=READ_LINE_DESCRIPTION, input=ReadLineInput, execute=read_line
+        name="read_line",
+        description=READ_LINE_DESCRIPTION,
+        input=ReadLineInput,
+        execute=read_line,
+        risk=READS,
     )
 
 
@@ -352,11 +371,27 @@ class WriteInput(BaseModel):
     expected_hash: ExpectedHash
 
 
-def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
-    async def write(params: WriteInput, ctx: ToolContext) -> JsonResult | str:
+def _describe_write(args: dict[str, Any]) -> str:
+    return f"write {path_arg(args)} ({utf8_len(string_arg(args, 'content'))} bytes)"
+
+
+def _write_as_edit(args: dict[str, Any]) -> dict[str, Any]:
+    """A write's change as the whole-file edit that previews it."""
+    return {
+        "file_path": args.get("file_path", ""),
+        "old_string": "",
+        "new_string": args.get("content", ""),
+        "dry_run": True,
+    }
+
+
+def _make_write(
+    key: DependencyKey[Sandbox], store: ToolOutputStore | None, edit: FunctionTool
+) -> FunctionTool:
+    async def write(params: WriteInput, ctx: ToolContext) -> ToolReturn | str:
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
-        def work() -> JsonResult | str:
+        def work() -> ToolReturn | str:
             file_path = params.file_path
             recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             try:
@@ -380,17 +415,26 @@ def _make_write(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> F
                 store=store,
                 placeholder=placeholder,
             )
-            return JsonResult(
-                value={
-                    "summary": f"Wrote {utf8_len(params.content)} bytes to {file_path}",
-                    **payload,
-                    "file_path": file_path,
-                }
-            )
+            value = {
+                "summary": f"Wrote {utf8_len(params.content)} bytes to {file_path}",
+                **payload,
+                "file_path": file_path,
+            }
+            return ToolReturn(JsonResult(value=value), diff_data(value, file_path=file_path))
 
         return await asyncio.to_thread(work)
 
-    return define_tool(name="write", description=WRITE_DESCRIPTION, input=WriteInput, execute=write)
+    return define_tool(
+        name="write",
+        description=WRITE_DESCRIPTION,
+        input=WriteInput,
+        execute=write,
+        risk=ToolRisk(
+            kind="edit_files",
+            describe=_describe_write,
+            preview=dry_run_preview(lambda: edit, _write_as_edit),
+        ),
+    )
 
 
 # --- edit --------------------------------------------------------------------------------------
@@ -501,15 +545,15 @@ def _check_edit_size(entry: Entry, file_path: str) -> None:
 
 
 def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> FunctionTool:
-    async def edit(params: EditInput, ctx: ToolContext) -> JsonResult:
+    async def edit(params: EditInput, ctx: ToolContext) -> JsonResult | ToolReturn:
         sandbox, path = await resolve_in_sandbox(ctx, key, params.file_path)
 
-        def work() -> JsonResult:
+        def work() -> JsonResult | ToolReturn:
             recover_journals(sandbox)  # a patch killed mid-way is finished or undone first
             with Walker(sandbox) as walker:
                 return edit_file(walker)
 
-        def edit_file(walker: Walker) -> JsonResult:
+        def edit_file(walker: Walker) -> JsonResult | ToolReturn:
             file_path = params.file_path
             old, new = params.old_string, params.new_string
             if old != "" and old == new:
@@ -556,16 +600,15 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
                 unified_diff(file_path, content, updated), tool_name="edit", store=store
             )
 
-            def result(summary: str) -> JsonResult:
-                return JsonResult(
-                    value={
-                        "summary": summary,
-                        "replacements": count,
-                        "match_mode": used,
-                        **payload,
-                        "file_path": file_path,
-                    }
-                )
+            def result(summary: str) -> ToolReturn:
+                value = {
+                    "summary": summary,
+                    "replacements": count,
+                    "match_mode": used,
+                    **payload,
+                    "file_path": file_path,
+                }
+                return ToolReturn(JsonResult(value=value), diff_data(value, file_path=file_path))
 
             if params.dry_run:
                 return result(f"Preview: {count} replacement(s) in {file_path}")
@@ -581,7 +624,22 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
 
         return await asyncio.to_thread(work)
 
-    return define_tool(name="edit", description=EDIT_DESCRIPTION, input=EditInput, execute=edit)
+    tool = define_tool(
+        name="edit",
+        description=EDIT_DESCRIPTION,
+        input=EditInput,
+        execute=edit,
+        risk=ToolRisk(
+            kind="edit_files",
+            describe=_describe_edit,
+            preview=dry_run_preview(lambda: tool, lambda args: {**args, "dry_run": True}),
+        ),
+    )
+    return tool
+
+
+def _describe_edit(args: dict[str, Any]) -> str:
+    return f"edit {path_arg(args)} (match={string_arg(args, 'match_mode') or 'auto'})"
 
 
 # --- the family --------------------------------------------------------------------------------
@@ -597,11 +655,12 @@ def file_tools(sandbox: Sandbox, store: ToolOutputStore | None = None) -> list[F
     from .search import make_glob_tool, make_grep_tool
 
     key = sandbox_key(sandbox)
+    edit = _make_edit(key, store)
     return [
         _make_read(key),
         _make_read_line(key),
-        _make_write(key, store),
-        _make_edit(key, store),
+        _make_write(key, store, edit),
+        edit,
         make_apply_patch_tool(key, store),
         make_grep_tool(key),
         make_glob_tool(key),

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from ..._text import compact_json, describe_exc, utf8_len
 from ...errors import CodeliaError
-from ...tools import DependencyKey, FunctionTool, ToolContext, define_tool
+from ...tools import DependencyKey, FunctionTool, ToolContext, ToolRisk, define_tool
 from .._fdpath import Walker
 from .._fileio import SandboxPathError, locate, resolve_in_sandbox
 from .._sandbox import Sandbox, SecurityError
@@ -243,7 +243,13 @@ def _make_grep(key: DependencyKey[Sandbox]) -> FunctionTool:
             lines.append(f"\n[{matches} matches in {len(files)} files]")
         return "\n".join(lines)
 
-    return define_tool(name="grep", description=GREP_DESCRIPTION, input=GrepInput, execute=grep)
+    return define_tool(
+        name="grep",
+        description=GREP_DESCRIPTION,
+        input=GrepInput,
+        execute=grep,
+        risk=ToolRisk(kind="read_only"),
+    )
 
 
 def _thread_args() -> list[str]:
@@ -461,7 +467,13 @@ def _make_glob(key: DependencyKey[Sandbox]) -> FunctionTool:
             )
         return "\n".join(shown)
 
-    return define_tool(name="glob", description=GLOB_DESCRIPTION, input=GlobInput, execute=glob)
+    return define_tool(
+        name="glob",
+        description=GLOB_DESCRIPTION,
+        input=GlobInput,
+        execute=glob,
+        risk=ToolRisk(kind="read_only"),
+    )
 
 
 def make_grep_tool(key: DependencyKey[Sandbox]) -> FunctionTool:

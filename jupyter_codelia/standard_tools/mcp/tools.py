@@ -1,12 +1,12 @@
 """The model-facing tools: one :class:`McpTool` per server tool, and the resource pair.
 
-An :class:`McpTool` passes the server's JSON schema through and carries the server's
-annotations as :class:`ToolHints`: ``title`` names its card, ``readOnlyHint`` lets it run
-without asking in ``minimal`` mode (unless a rule says otherwise), ``destructiveHint`` and
-``openWorldHint`` are said on the approval card, and ``autoApprove`` / ``trust`` from the config
-let it run without asking. A result too big for the context is streamed into the output cache
-under the call's ref (from the transport's spool, never whole in memory) and the model gets a
-head and a tail with the ref.
+An :class:`McpTool` passes the server's JSON schema through and carries the server's annotations
+as :class:`ToolHints`, and declares its risk from them (``ToolHints.risk``): ``title`` names its
+card, ``readOnlyHint`` lets it run without asking in ``minimal`` mode (unless a rule says
+otherwise), ``destructiveHint`` and ``openWorldHint`` are said on the approval card, and
+``autoApprove`` / ``trust`` from the config let it run without asking. A result too big for the
+context is streamed into the output cache under the call's ref (from the transport's spool,
+never whole in memory) and the model gets a head and a tail with the ref.
 
 ``mcp_resources`` lists the resources and resource templates of every ready server (with the
 ones that changed since they were read); ``mcp_read_resource`` reads one by URI, optionally
@@ -24,7 +24,15 @@ from pydantic import BaseModel, Field
 
 from ..._text import compact_json
 from ...llm.messages import FunctionToolDefinition, TextPart
-from ...tools import FunctionTool, PartsResult, TextResult, ToolContext, ToolError, define_tool
+from ...tools import (
+    FunctionTool,
+    PartsResult,
+    TextResult,
+    ToolContext,
+    ToolError,
+    ToolRisk,
+    define_tool,
+)
 from ._bigline import CHARS_KEY, HEAD_KEY, SPOOL_KEY, with_suppressed_unlink
 from .asks import CallScope
 from .results import block_parts, content_parts, joined_text, resource_parts
@@ -61,6 +69,17 @@ class ToolHints:
             open_world=notes.open_world_hint is not False,
         )
 
+    def risk(self, *, approved: bool) -> ToolRisk:
+        """The tool's declared risk (``approved``: autoApprove or trust in the config)."""
+        return ToolRisk.from_annotations(
+            read_only=self.read_only,
+            destructive=self.destructive,
+            idempotent=self.idempotent,
+            open_world=self.open_world,
+            approved=approved,
+            note=self.approval_note(),
+        )
+
     def approval_note(self) -> str:
         """What the approval card says about the tool, from its annotations."""
         if self.read_only:
@@ -85,6 +104,7 @@ class McpTool:
         self.name = name
         self.hints = ToolHints.of(listed)
         self.auto_approved = auto_approved
+        self.risk = self.hints.risk(approved=auto_approved)
         self.display_name = f"{self.hints.title or listed.name} (MCP: {server_name})"
         about = (listed.description or "").strip()
         origin = f"(MCP server '{server_name}'" + (
@@ -100,14 +120,6 @@ class McpTool:
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name}>"
-
-    @property
-    def runs_without_asking(self) -> bool:
-        """Read-only by its annotations, or approved in the config (autoApprove, trust)."""
-        return self.auto_approved or self.hints.read_only
-
-    def approval_note(self) -> str:
-        return self.hints.approval_note()
 
     async def execute_raw(self, raw_args_json: str, ctx: ToolContext) -> Any:
         try:
@@ -238,6 +250,7 @@ def resource_tools(servers: McpServers) -> list[FunctionTool]:
             ),
             input=ResourcesInput,
             execute=list_resources,
+            risk=ToolRisk(kind="network"),
         ),
         define_tool(
             name="mcp_read_resource",
@@ -247,6 +260,7 @@ def resource_tools(servers: McpServers) -> list[FunctionTool]:
             ),
             input=ReadResourceInput,
             execute=read_resource,
+            risk=ToolRisk(kind="network"),
         ),
     ]
 

@@ -17,12 +17,21 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..._text import split_lines
 from ...cache.protocol import ToolOutputStore
-from ...tools import DependencyKey, FunctionTool, JsonResult, ToolContext, define_tool
+from ...tools import (
+    DependencyKey,
+    FunctionTool,
+    JsonResult,
+    ToolContext,
+    ToolReturn,
+    ToolRisk,
+    define_tool,
+)
 from .._fdpath import Walker
-from .._fileio import NotUtf8Error, is_crlf_text
+from .._fileio import NotUtf8Error, is_crlf_text, string_arg
 from .._sandbox import Sandbox
-from ..diff import diff_payload, render_hunks, unified_diff
+from ..diff import diff_data, diff_payload, dry_run_preview, render_hunks, unified_diff
 from ._fast import apply_exact
 from ._lines import PatchApplyError, UpdateResult, apply_update_lines
 from ._parse import Chunk, PatchParseError, Section, parse_patch
@@ -227,7 +236,7 @@ def _file_entry(item: Planned) -> dict[str, Any]:
 def make_apply_patch_tool(
     key: DependencyKey[Sandbox], store: ToolOutputStore | None = None
 ) -> FunctionTool:
-    async def apply_patch(params: ApplyPatchInput, ctx: ToolContext) -> JsonResult:
+    async def apply_patch(params: ApplyPatchInput, ctx: ToolContext) -> ToolReturn:
         sandbox = await ctx.resolve(key)
         sections = parse_patch(params.patch)
 
@@ -248,18 +257,28 @@ def make_apply_patch_tool(
             if params.dry_run
             else f"Applied patch to {count} file(s)"
         )
-        return JsonResult(
-            value={
-                "summary": summary,
-                "file_count": count,
-                "files": [_file_entry(item) for item in planned],
-                **diff_payload(diff, tool_name="apply_patch", store=store),
-            }
-        )
+        value = {
+            "summary": summary,
+            "file_count": count,
+            "files": [_file_entry(item) for item in planned],
+            **diff_payload(diff, tool_name="apply_patch", store=store),
+        }
+        return ToolReturn(JsonResult(value=value), diff_data(value))
 
-    return define_tool(
+    tool = define_tool(
         name="apply_patch",
         description=APPLY_PATCH_DESCRIPTION,
         input=ApplyPatchInput,
         execute=apply_patch,
+        risk=ToolRisk(
+            kind="edit_files",
+            describe=_describe_patch,
+            preview=dry_run_preview(lambda: tool, lambda args: {**args, "dry_run": True}),
+        ),
     )
+    return tool
+
+
+def _describe_patch(args: dict[str, Any]) -> str:
+    count = len(split_lines(string_arg(args, "patch")))
+    return f"apply_patch ({count} {'line' if count == 1 else 'lines'})"

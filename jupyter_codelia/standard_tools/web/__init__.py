@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..._text import describe_exc, js_round
 from ...errors import CodeliaError
-from ...tools import FunctionTool, JsonResult, ToolContext, define_tool
+from ...tools import FunctionTool, JsonResult, ToolContext, ToolRisk, define_tool
 from .._cancel import run_cancellable
 from . import _html
 
@@ -348,6 +348,7 @@ def _search_tool(config: WebConfig) -> FunctionTool:
         ),
         input=SearchInput,
         execute=search,
+        risk=ToolRisk(kind="network"),
     )
 
 
@@ -582,7 +583,14 @@ def _webfetch_tool(config: WebConfig) -> FunctionTool:
         ),
         input=WebfetchInput,
         execute=webfetch,
+        risk=ToolRisk(kind="network", describe=_describe_fetch),
     )
+
+
+def _describe_fetch(args: dict[str, Any]) -> str:
+    url, shape = args.get("url"), args.get("output_format")
+    url = url.strip() if isinstance(url, str) and url.strip() else "(unknown url)"
+    return f"webfetch {url} ({shape if isinstance(shape, str) and shape else 'markdown'})"
 
 
 def web_tools(config: WebConfig | None = None) -> list[FunctionTool]:

@@ -16,7 +16,7 @@ from jupyter_codelia.notebook.kernel_tools._execute import UNFINISHED, StepFaile
 from jupyter_codelia.notebook.kernel_tools._fingerprint import NotTrackableError, fingerprint
 from jupyter_codelia.notebook.kernel_tools.namespace import kernel_tools
 from jupyter_codelia.notebook.kernel_tools.undo import NamespaceUndo, UndoError, names_in
-from jupyter_codelia.tools import ToolContext
+from jupyter_codelia.tools import ToolContext, ToolResultData, ToolReturn
 
 
 def begun(ns: dict[str, Any], **options: Any) -> NamespaceUndo:
@@ -29,12 +29,21 @@ def begun(ns: dict[str, Any], **options: Any) -> NamespaceUndo:
 async def run_python(
     ns: dict[str, Any], undo: NamespaceUndo, code: str, call_id: str, timeout: float = 0
 ) -> str:
+    return (await run_python_data(ns, undo, code, call_id, timeout))[0]
+
+
+async def run_python_data(
+    ns: dict[str, Any], undo: NamespaceUndo, code: str, call_id: str, timeout: float = 0
+) -> tuple[str, ToolResultData | None]:
+    """The text the model reads and the data the application reads (None: nothing changed)."""
     (python,) = [t for t in kernel_tools(namespace=ns, undo=undo) if t.name == "python"]
     arguments: dict[str, Any] = {"code": code}
     if timeout:
         arguments["timeout_seconds"] = timeout
     result = await python.execute_raw(json.dumps(arguments), ToolContext(tool_call_id=call_id))
-    return str(result.text)
+    if isinstance(result, ToolReturn):
+        return str(result.value.text), result.data
+    return str(result.text), None
 
 
 @pytest.mark.asyncio
@@ -42,13 +51,22 @@ async def test_report_lists_added_rebound_deleted_and_mutated_names() -> None:
     ns: dict[str, Any] = {"keep": "old", "tmp": [1, 2], "items": [1], "frame": pd.DataFrame()}
     ns.update(pd=pd, np=np)
     undo = begun(ns)
-    text = await run_python(
+    text, data = await run_python_data(
         ns,
         undo,
         "keep = 'new value'\ndel tmp\nitems.append(2)\nframe = pd.DataFrame({'a': [1, 2]})\n"
         "added = np.zeros((2, 3))",
         "call-1",
     )
+    # The application reads the changes from the result's data (the cell panel's Undo).
+    assert data is not None and data.namespace_changes is not None
+    assert sorted((c.name, c.change) for c in data.namespace_changes) == [
+        ("added", "added"),
+        ("frame", "rebound"),
+        ("items", "mutated"),
+        ("keep", "rebound"),
+        ("tmp", "deleted"),
+    ]
     assert "[namespace]" in text
     assert "added: added (ndarray 2x3)" in text
     assert "rebound: keep (str len 9, was str len 3), frame (DataFrame 2x1, was DataFrame 0x0)" in (

@@ -14,6 +14,7 @@ from jupyter_codelia.agent import events as ev
 from jupyter_codelia.llm.messages import ImagePart
 from jupyter_codelia.notebook.ui import renderers
 from jupyter_codelia.notebook.ui.panel import SEAL_CHARS, RunPanel
+from jupyter_codelia.tools import NamespaceChange, ToolResultData
 
 
 class FakeClock:
@@ -75,6 +76,7 @@ def _events() -> list[Any]:
             tool="edit",
             result=json.dumps({"summary": "Edited a.py", "diff": DIFF, "file_path": "a.py"}),
             tool_call_id="call_2",
+            data=ToolResultData(summary="Edited a.py", diff=DIFF, file_path="a.py"),
         ),
         ev.StepCompleteEvent(step_id="call_2", status="completed", duration_ms=5),
         ev.UsageEvent(
@@ -277,20 +279,36 @@ def test_markdown_escapes_raw_html() -> None:
     assert "<table>" in html
 
 
-def test_diff_of_result_only_for_diff_tools_with_a_diff() -> None:
-    payload = json.dumps({"diff": DIFF})
-    assert renderers.diff_of_result("edit", payload) == DIFF
-    assert renderers.diff_of_result("read", payload) is None
-    assert renderers.diff_of_result("write", json.dumps({"diff": ""})) is None
-    assert renderers.diff_of_result("write", "not json") is None
+def test_the_card_draws_the_results_data_never_its_text() -> None:
+    """The diff, Revert and Undo come from the result's typed data, whatever its tool or text."""
+    panel = RunPanel(
+        model="m",
+        session_id=None,
+        on_undo=lambda call_id: [f"undid {call_id}"],
+        on_revert=lambda edit_id: None,
+    )
+    text_only = json.dumps({"diff": DIFF, "edit_id": "e1"}) + "\n[namespace]\nadded: x"
+    panel.handle(ev.ToolResultEvent(tool="edit", result=text_only, tool_call_id="c1"))
+    assert "codelia-diff" not in _html(panel)
+    assert not [w for w in _walk(panel.widget) if "codelia-undo" in w._dom_classes]
+    data = ToolResultData(
+        diff=DIFF,
+        edit_id="e1",
+        namespace_changes=[NamespaceChange(name="x", change="added")],
+        job_id="job-7",
+    )
+    panel.handle(ev.ToolResultEvent(tool="anything", result="ok", tool_call_id="c2", data=data))
+    html = _html(panel)
+    assert "codelia-diff" in html and "job-7" in html
+    assert [w for w in _walk(panel.widget) if "codelia-undo" in w._dom_classes]
+    buttons = [w for w in _walk(panel.widget) if isinstance(w, widgets.Button)]
+    assert "Revert" in [b.description for b in buttons]
 
 
 def test_args_summary_and_formatting() -> None:
-    assert renderers.args_summary("read", {"file_path": "/x/y.py", "offset": 3}) == "/x/y.py"
-    assert renderers.args_summary("python", {"code": "\nimport os\nprint(1)"}) == (
-        "import os (+1 line)"
-    )
-    assert renderers.args_summary("todo_new", {"items": [1]}) == "items: 1 item"
+    assert renderers.args_summary({"file_path": "/x/y.py", "offset": 3}) == "/x/y.py"
+    assert renderers.args_summary({"code": "\nimport os\nprint(1)"}) == ("import os (+1 line)")
+    assert renderers.args_summary({"items": [1]}) == "items: 1 item"
 
 
 @pytest.mark.parametrize(
@@ -325,7 +343,7 @@ def test_args_summary_and_formatting() -> None:
 def test_card_headers_summarise_calls_in_words_never_as_json(
     tool: str, args: dict[str, Any], summary: str
 ) -> None:
-    assert renderers.args_summary(tool, args) == summary
+    assert renderers.args_summary(args) == summary
     assert "{" not in summary.replace("{…}", "")
 
 
@@ -410,7 +428,7 @@ def test_approval_and_tool_cards_show_code_command_diff_and_url_readably() -> No
     # The tool card's arguments use the same rendering.
     args_views = [w for w in _walk(panel.widget) if isinstance(w, widgets.Accordion)]
     assert "codelia-code" in args_views[0].children[0].value
-    assert "<script>" not in renderers.args_html("python", {"code": "<script>x</script>"})
+    assert "<script>" not in renderers.args_html({"code": "<script>x</script>"})
 
 
 def test_text_of_a_failed_model_call_disappears_before_the_retry() -> None:
