@@ -4,10 +4,11 @@ scripted model. One module-wide server; each test drives its own ACP process."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 from acp import text_block
-from acp.schema import ResourceContentBlock
+from acp.schema import EnvVariable, McpServerStdio, ResourceContentBlock
 
 from jupyter_codelia.testing import reply, text, tool_use
 
@@ -166,5 +167,39 @@ def test_a_notebook_attachment_picks_that_notebooks_kernel(
             paths = [s["path"] for s in jupyter.get("api/sessions")]
             assert "analysis.ipynb" in paths
             assert "analysis.ipynb" in str(model.requests[-2].messages)
+
+    asyncio.run(asyncio.wait_for(scenario(), 240))
+
+
+def test_the_clients_mcp_servers_are_tools_and_todos_are_a_plan(
+    jupyter: Jupyter, model: TurnQueue
+) -> None:
+    clock = McpServerStdio(
+        name="clock",
+        command=sys.executable,
+        args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
+        env=[EnvVariable(name="CLOCK_MODE", value="test")],
+    )
+
+    async def scenario() -> None:
+        client = ScriptedClient(answers=["allow_once"])
+        async with acp_agent(client, jupyter) as conn:
+            session = await conn.new_session(cwd=str(jupyter.root), mcp_servers=[clock])
+            todo = {"todos": [{"content": "look at the clock", "status": "in_progress"}]}
+            model.queue(
+                reply(tool_use("todo_new", todo)),
+                reply(tool_use("clock__get_current_time", {"timezone": "UTC"})),
+                reply(text("It is now.")),
+            )
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("time?")])
+            await client.settle()
+            assert done.stop_reason == "end_turn"
+            assert "clock__get_current_time" in [t["name"] for t in model.requests[-2].tools]
+            result = str(model.requests[-1].tool_results()[-1])
+            assert '"timezone": "UTC"' in result.replace('\\"', '"'), result
+            (plan, *_) = client.of("plan")
+            assert [(e.content, e.status) for e in plan.entries] == [
+                ("look at the clock", "in_progress")
+            ]
 
     asyncio.run(asyncio.wait_for(scenario(), 240))
