@@ -333,6 +333,9 @@ class CodeliaAcpAgent:
             kernel = self._kernels.get(kernel_id)
             if kernel is not None and not kernel.closed:
                 return kernel
+            if kernel is not None:  # restarted or gone: let its websocket go
+                with contextlib.suppress(Exception):
+                    await kernel.close()
             channel = await WebsocketKernelChannel.open(server, kernel_id)
             kernel = CodeliaKernel(channel, kernel_id)
             try:

@@ -28,6 +28,7 @@ log = logging.getLogger("jupyter_codelia.acp")
 TARGET = "codelia"
 _CONTROL = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).control({payload})'
 _TERMINAL = ("completed", "error", "cancelled")
+_GONE = ("restarting", "dead")
 _START_SECONDS = 60.0
 _REQUEST_SECONDS = 60.0
 
@@ -118,6 +119,11 @@ class CodeliaKernel:
         try:
             await self._send("shell", "comm_msg", {"comm_id": self.comm_id, "data": data})
             envelope = await asyncio.wait_for(future, _REQUEST_SECONDS)
+        except asyncio.TimeoutError:
+            raise BridgeError(
+                f"kernel {self.kernel_id} did not answer {kind} within {_REQUEST_SECONDS:g} s "
+                "(a cell may be running there)"
+            ) from None
         finally:
             self._responses.pop(request_id, None)
         return _result(envelope)
@@ -268,7 +274,18 @@ class CodeliaKernel:
             return
         header = message.get("header") or {}
         content = message.get("content") or {}
-        if channel != "iopub" or header.get("msg_type") != "comm_msg":
+        if channel != "iopub":
+            return
+        msg_type = header.get("msg_type")
+        if msg_type == "shutdown_reply" or (
+            msg_type == "status" and content.get("execution_state") in _GONE
+        ):
+            # The server keeps the websocket across a restart (the kernel's shutdown reply is on
+            # iopub); the new kernel has neither the extension nor this comm, so the link is
+            # done and the next prompt makes a new one.
+            self._fail(ChannelClosedError(f"kernel {self.kernel_id} restarted or died"))
+            return
+        if msg_type != "comm_msg":
             return
         if content.get("comm_id") != self.comm_id or not isinstance(content.get("data"), dict):
             return

@@ -86,11 +86,18 @@ class Jupyter:
         return self.log_path.read_text(errors="replace")
 
     def get(self, path: str) -> Any:
+        return self.call("GET", path)
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
         request = urllib.request.Request(
-            self.url + path, headers={"Authorization": f"token {self.token}"}
+            self.url + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
+        with urllib.request.urlopen(request, timeout=60) as response:
+            data = response.read()
+        return json.loads(data) if data else None
 
 
 # pytest-jupyter's suite-wide plugin adopts and closes the current event loop in two autouse

@@ -203,3 +203,29 @@ def test_the_clients_mcp_servers_are_tools_and_todos_are_a_plan(
             ]
 
     asyncio.run(asyncio.wait_for(scenario(), 240))
+
+
+def test_a_restarted_kernel_is_joined_again_and_the_conversation_goes_on(
+    jupyter: Jupyter, model: TurnQueue
+) -> None:
+    async def scenario() -> None:
+        client = ScriptedClient()
+        async with acp_agent(client, jupyter) as conn:
+            session = await conn.new_session(cwd=str(jupyter.root), mcp_servers=[])
+            model.queue(reply(text("The colour is teal.")))
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("a colour")])
+            kernels = {s["kernel"]["id"] for s in jupyter.get("api/sessions")}
+            for kernel_id in kernels:
+                await asyncio.to_thread(jupyter.call, "POST", f"api/kernels/{kernel_id}/restart")
+            client.clear()
+            model.queue(reply(text("It was teal.")))
+            done = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("which colour?")]
+            )
+            await client.settle()
+            assert done.stop_reason == "end_turn"
+            assert "It was teal." in client.text()
+            # A new kernel: the session was resumed from the store, so the model saw turn one.
+            assert "teal" in str(model.requests[-1].messages)
+
+    asyncio.run(asyncio.wait_for(scenario(), 240))
