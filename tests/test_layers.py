@@ -32,7 +32,13 @@ LAYERS: dict[str, int] = {
     "testing": 6,
     "notebook": 7,
     "server": 7,
+    # The ACP bridge: a process of its own that speaks to the kernel (through server/'s
+    # kernel peer), never a part of it.
+    "acp": 8,
 }
+# Pairs a layer may not import although the target is lower: the outside never reaches into
+# the kernel side.
+FORBIDDEN: dict[str, frozenset[str]] = {"acp": frozenset({"notebook"})}
 KERNEL_SIDE = ("IPython", "ipywidgets", "ipykernel", "jupyter_server", "comm", "tornado")
 KERNEL_FREE = {"_text", "_redact", "_approval", "_cancellation", "_private", "errors", "llm"}
 KERNEL_FREE |= {"tools", "cache", "session", "standard_tools", "agent", "wire"}
@@ -88,6 +94,8 @@ def test_imports_point_down_the_layers(path: Path) -> None:
             continue
         if LAYERS[target] > LAYERS[unit] or (LAYERS[target] == LAYERS[unit] and unit == "server"):
             wrong.append(f"line {line}: {name} (layer {LAYERS[target]} from layer {LAYERS[unit]})")
+        elif target in FORBIDDEN.get(unit, ()):
+            wrong.append(f"line {line}: {name} ({unit}/ never imports {target}/)")
     assert not wrong, f"{path.relative_to(PACKAGE)} imports upward:\n" + "\n".join(wrong)
 
 

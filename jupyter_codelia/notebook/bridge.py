@@ -415,6 +415,20 @@ def _tool_call(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
         raise RequestError(str(exc)) from None
 
 
+def _mcp_add(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
+    """Add (or replace) an MCP server for the kernel's runs, as ``%codelia mcp add`` does: an
+    ACP client passes the servers of its session this way."""
+    from ..standard_tools.mcp import McpConfigError, parse_one_server
+
+    name = _field(data, "name", str)
+    try:
+        config = parse_one_server(name, _field(data, "server", dict), "mcp.add")
+        bridge.nb.mcp_servers().add(name, config)
+    except McpConfigError as exc:
+        raise RequestError(str(exc)) from None
+    return {}
+
+
 def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
     from .run.job_updates import job_view
 
@@ -447,6 +461,7 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "todos.get": Bridge._todos_get,
     "state.get": Bridge._state_get,
     "panel.attach": Bridge._panel_attach,
+    "mcp.add": _mcp_add,
     "jobs.list": _jobs_list,
     "job.stop": _job_stop,
     "notebook.reply": Bridge._notebook_reply,

@@ -1,0 +1,5 @@
+"""``python -m jupyter_codelia.acp``: the same as ``codelia-acp``."""
+
+from . import main
+
+main()
