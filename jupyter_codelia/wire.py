@@ -164,6 +164,23 @@ class JobUpdated(_Message):
     job: JobView
 
 
+class CellControl(_Message):
+    """A click on a button of a blocking ``%%codelia`` cell's own panel (front end → kernel).
+
+    The cell holds the kernel's main shell, so an ipywidgets click would wait for the run to
+    end; the labextension catches the click on the panel's HTML buttons (they carry the run id
+    and the approval id) and sends this through ``bridge.control()`` on a kernel subshell.
+    ``action`` answers approval ``permission_request_id`` of run ``run_id``, or stops the run.
+    """
+
+    type: Literal["cell.control"] = "cell.control"
+    request_id: str
+    run_id: str
+    action: Literal["allow", "allow_remember", "deny", "stop"]
+    permission_request_id: str | None = None
+    reason: str | None = None
+
+
 KernelMessage = Annotated[
     Hello
     | Response
@@ -347,6 +364,7 @@ def typescript() -> str:
         schema_of = model.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(schema_of.pop("$defs", {}))
         defs[model.__name__] = schema_of
+    defs[CellControl.__name__] = CellControl.model_json_schema()
     lines = [
         "/**",
         " * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire "

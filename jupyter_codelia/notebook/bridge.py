@@ -42,6 +42,7 @@ _CONTROL_SAFE = frozenset(
     {
         "run.cancel",
         "permission.respond",
+        "cell.control",
         "state.get",
         "sessions.list",
         "session.transcript",
@@ -268,6 +269,33 @@ class Bridge:
             raise RequestError("permission request not found")
         return {}
 
+    def _cell_control(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A button of a blocking cell's panel: answer one of its run's approvals, or Stop."""
+        from pydantic import ValidationError
+
+        from ..wire import CellControl
+
+        try:
+            control = CellControl.model_validate(data)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise RequestError(f"cell.control: {where}: {problem['msg']}") from None
+        if control.action == "stop":
+            if not self.nb.cancel(control.run_id):
+                raise RequestError("cell.control: this run has already ended")
+            return {}
+        approval_id = control.permission_request_id
+        if approval_id is None:
+            raise RequestError("cell.control: missing field 'permission_request_id'")
+        request = self.nb.approvals.get(approval_id)
+        # The button names its run: a stale page's button never answers another run's request.
+        if request is None or request.run_id != control.run_id:
+            raise RequestError("cell.control: this approval is no longer open")
+        if not self.nb.respond(approval_id, control.action, control.reason):
+            raise RequestError("cell.control: this approval was answered already")
+        return {}
+
     def _sessions_list(self, _data: dict[str, Any]) -> dict[str, Any]:
         store = self.nb.session_store()
         return {
@@ -451,6 +479,7 @@ _HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
     "run.start": Bridge._run_start,
     "run.cancel": Bridge._run_cancel,
     "permission.respond": Bridge._permission_respond,
+    "cell.control": Bridge._cell_control,
     "sessions.list": Bridge._sessions_list,
     "session.transcript": Bridge._session_transcript,
     "cache.list": Bridge._cache_list,

@@ -43,8 +43,9 @@ Options:
   --max-run-tokens N     budget of this turn in tokens (input + output)
   --background           run in the background: the cell returns a handle at once and the
                          panel's Stop / Allow / Deny buttons work
-  --blocking             keep the cell busy until the turn ends (the default); Stop is the
-                         kernel interrupt (■) and approvals are asked at the input prompt
+  --blocking             keep the cell busy until the turn ends (the default); the panel's
+                         Stop / Allow / Deny work in JupyterLab and Notebook 7, the kernel
+                         interrupt (■) everywhere, and approvals are asked at the input prompt
   --demo                 offline demo on a scripted server (no API key, not Claude)
 
 Subcommands:

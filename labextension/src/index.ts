@@ -12,6 +12,7 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
+import { CellControls } from './cellcontrols';
 import { acceptPanelComms } from './connection';
 import { NotebookToolsHandler } from './notebooktools';
 import { CodeliaPanel } from './panel';
@@ -39,7 +40,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Every notebook answers the agent's cell tools, whether or not the side panel follows it.
     const attach = (notebook: NotebookPanel) => {
       const handler = new NotebookToolsHandler(notebook);
-      notebook.disposed.connect(() => handler.dispose());
+      // A blocking %%codelia cell's own Stop and approval buttons (the cell holds the shell).
+      const controls = new CellControls(notebook);
+      notebook.disposed.connect(() => {
+        handler.dispose();
+        controls.dispose();
+      });
       // A kernel may open a panel comm for a panel of another page on the same kernel: this
       // page must accept (and ignore) it rather than close it for that page.
       const context = notebook.sessionContext;

@@ -27,6 +27,15 @@ export type BudgetEvent = {
   reached?: string | null;
 };
 
+export type CellControl = {
+  type: 'cell.control';
+  request_id: string;
+  run_id: string;
+  action: 'allow' | 'allow_remember' | 'deny' | 'stop';
+  permission_request_id?: string | null;
+  reason?: string | null;
+};
+
 export type Citation = {
   title?: string | null;
   url?: string | null;

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jupyter_codelia.notebook.run.runner import NOBODY_ANSWERS
 from jupyter_codelia.testing import (
     ScriptedAnthropicServer,
     ScriptedServer,
@@ -135,9 +136,7 @@ def test_headless_blocking_run_denies_approvals(start_kernel: Any, provider: str
         run = kernel.execute("%%codelia\nset x", allow_stdin=False)
         assert run.status == "ok"
         (result,) = _tool_results(server)
-        assert result == (
-            "Permission denied: no one can answer approvals here (headless run: no stdin)"
-        )
+        assert result == f"Permission denied: {NOBODY_ANSWERS}"
         assert kernel.execute("print(_.status)").stream_text().strip() == "completed"
 
 

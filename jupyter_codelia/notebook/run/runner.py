@@ -7,7 +7,10 @@ JSON envelope (docs/comm-protocol.md). A turn runs one of two ways:
 
 * **blocking** (:meth:`NotebookAgent.run_blocking`): the agent runs on the kernel's private turn
   loop (``_loop``, a thread of its own) while the cell's thread draws the panel and asks
-  approvals through the kernel's input prompt. The kernel interrupt (■) arrives as
+  approvals at the kernel's input prompt (when the cell's front end takes input, see
+  ``_stdin``). The panel's own Stop and approval buttons, and the side panel, answer over
+  ``bridge.control()`` on a kernel subshell, since the cell holds the main shell. The kernel
+  interrupt (■) arrives as
   KeyboardInterrupt in the cell's thread; it cancels the run, waits until history is repaired
   and the session saved, then re-raises so Run All stops.
 * **background** (:meth:`NotebookAgent.start_background`): the turn is a task on the kernel's
@@ -42,11 +45,12 @@ from ._sink import Envelope, Listener, LiveRun, RunSink, tick_forever
 from .results import FinalStatus, RunHandle, RunInterrupted, RunNotFinishedError, RunResult
 
 if TYPE_CHECKING:
-    from ...agent import Agent, ApprovalRequest
+    from ...agent import Agent
     from ...cache import EntryOrigin
     from ...llm.base import ChatModel
     from ..frontend import FrontendClient
     from ..ui.panel import RunPanel
+    from ._stdin import Reader
 
 __all__ = ["NotebookAgent", "RunHandle", "RunNotFinishedError", "RunResult", "parse_answer"]
 
@@ -54,11 +58,10 @@ FLUSH_INTERVAL = 0.05
 _DONE = object()
 
 
-class _AnsweredElsewhere(BaseException):
-    """Raised in the cell's thread to leave its input prompt once another UI has answered.
-
-    A BaseException (not an Exception): ipykernel's input loop swallows Exceptions and turns
-    KeyboardInterrupt into a new one, so only this gets out of the waiting ``input()``."""
+NOBODY_ANSWERS = (
+    "no one can answer approvals here (headless run: the cell takes no input and no JupyterLab "
+    "or Notebook 7 tab with jupyter-codelia is connected to this kernel)"
+)
 
 
 class NotebookAgent:
@@ -524,16 +527,16 @@ class NotebookAgent:
             error=error,
         )
 
-    def run_blocking(
-        self,
-        agent: Agent,
-        prompt: str,
-        panel: RunPanel | None = None,
-        *,
-        ask: Callable[[str], str] | None = None,
-    ) -> RunResult:
+    def run_blocking(self, agent: Agent, prompt: str, panel: RunPanel | None = None) -> RunResult:
         """Run a turn while the calling (cell) thread waits; KeyboardInterrupt cancels it."""
+        from ._stdin import cell_reader
+
+        # Whether the cell's front end answers input prompts, read from the cell's own request
+        # now, on its thread: later requests (the side panel's) change the kernel-wide flag.
+        reader = cell_reader(self.shell)
         run = self._begin(agent, prompt, "magic", "blocking")
+        if panel is not None:
+            panel.bind_run(run.run_id)
         sink = RunSink(self, run, panel, self.flush_interval)
         inbox: queue.Queue[Any] = queue.Queue()
         before = (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.cost_usd)
@@ -565,7 +568,8 @@ class NotebookAgent:
                 try:
                     sink.event(item)
                     if isinstance(item, ev.PermissionRequestEvent) and not run.signal.is_set():
-                        self._ask_on_stdin(item, run, ask)
+                        sink.tick()  # the card shows before the prompt waits
+                        self._ask_in_cell(item, run, reader)
                     sink.tick()
                 except KeyboardInterrupt:
                     interrupted = True
@@ -587,52 +591,53 @@ class NotebookAgent:
             raise RunInterrupted(result.session_id)
         return result
 
-    def _ask_on_stdin(
-        self, event: ev.PermissionRequestEvent, run: LiveRun, ask: Callable[[str], str] | None
-    ) -> None:
-        """Ask the approval through the kernel's input prompt; no stdin (headless) → deny.
+    def can_answer_elsewhere(self) -> bool:
+        """Whether a front end with the jupyter-codelia extension (a notebook tab or the side
+        panel) has joined this kernel: its cell-panel buttons and side panel answer approvals."""
+        return self.frontend.tab_seen or bool(self.listeners)
 
-        The side panel may answer the same request meanwhile: then the prompt is left."""
+    def _ask_in_cell(
+        self, event: ev.PermissionRequestEvent, run: LiveRun, reader: Reader | None
+    ) -> None:
+        """Ask the approval at the cell's input prompt, while the panels' buttons can answer it
+        too (the first answer wins, the prompt is then left); nobody at all → deny."""
         request = self.approvals.get(event.request_id)
         if request is None or request.answered:
             return  # answered (and closed) before the event reached this thread
+        if reader is None:
+            if not self.can_answer_elsewhere():
+                self.respond(event.request_id, "deny", NOBODY_ANSWERS)
+            return  # the panel's buttons or the side panel answer; the run waits for them
         prompt = (
             f"codelia: {event.title} {event.message.splitlines()[0] if event.message else ''}\n"
             "Allow? [y]es / [a]lways / [n]o, or type a reason to deny: "
         )
         if event.kind != "tool":
             prompt = question_prompt(event)
-        kernel = getattr(self.shell, "kernel", None)
-        if ask is None and kernel is not None and not getattr(kernel, "_allow_stdin", True):
-            # The front end sent allow_stdin=False (nbclient, papermill): nobody can answer.
-            headless = "no one can answer approvals here (headless run: no stdin)"
-            self.respond(event.request_id, "deny", headless)
-            return
-        reader = ask or input
+
+        def answered() -> bool:
+            return request.answered
+
         try:
-            answer = _read_unless_answered(reader, prompt, request)
-        except _AnsweredElsewhere:
-            # The side panel (or a button) answered first; the prompt is abandoned.
-            print("codelia: answered in another window (the side panel).")
-            return
+            answer = reader.read(prompt, answered)
         except KeyboardInterrupt:
             run.cancel("interrupted")
             self.respond(event.request_id, "deny", "interrupted by the user")
             raise
-        except Exception as exc:  # StdinNotImplementedError, EOFError: nobody can answer
-            headless = f"no one can answer approvals here (headless run: {type(exc).__name__})"
-            self.respond(event.request_id, "deny", headless)
+        except EOFError:
+            self.respond(event.request_id, "deny", "the input prompt was closed (end of input)")
             return
+        if answer is None:
+            return  # answered in the cell's panel or the side panel: the card says how
         decision, reason = parse_answer(answer)
         content = None
         if event.kind == "elicitation" and event.fields and decision != "deny":
             try:
-                content = _read_form(reader, event.fields, request)
-            except _AnsweredElsewhere:
-                print("codelia: answered in another window (the side panel).")
-                return
+                content = _read_form(reader, event.fields, answered)
             except (EOFError, ValueError) as exc:
                 decision, reason = "deny", f"the form was not filled in ({exc})"
+            if content is None and request.answered:
+                return
         self.respond(event.request_id, decision, reason, content)
 
     def start_background(
@@ -665,34 +670,6 @@ class NotebookAgent:
         return RunHandle(run, task)
 
 
-def _read_unless_answered(
-    reader: Callable[[str], str], prompt: str, request: ApprovalRequest
-) -> str:
-    """``reader(prompt)`` on this thread, left with _AnsweredElsewhere when ``request`` is
-    answered meanwhile by someone else (one request, one answer, whichever UI is first)."""
-    from ..kernel_tools._execute import raise_in_thread
-
-    ident = threading.get_ident()
-    lock = threading.Lock()
-    state = {"reading": True, "injected": False}
-
-    def on_answered() -> None:
-        with lock:
-            if state["reading"]:
-                state["injected"] = True
-                raise_in_thread(ident, _AnsweredElsewhere)
-
-    try:
-        request.when_answered(on_answered)
-        return reader(prompt)
-    finally:
-        with lock:
-            state["reading"] = False
-            if state["injected"]:
-                # Withdraw it if it has not been raised yet; if it has, it is propagating.
-                raise_in_thread(ident, None)
-
-
 def _configure_budget(agent: Agent, settings: Settings) -> None:
     """This turn's budget: per-run limits apply to the turn, per-session ones to the agent's
     session (a rebuilt agent, a new or resumed session, starts counting again)."""
@@ -720,9 +697,10 @@ def question_prompt(event: ev.PermissionRequestEvent) -> str:
 
 
 def _read_form(
-    reader: Callable[[str], str], schema: dict[str, Any], request: ApprovalRequest
-) -> dict[str, Any]:
-    """One input prompt per field of a flat form schema; typed values, defaults kept."""
+    reader: Reader, schema: dict[str, Any], answered: Callable[[], bool]
+) -> dict[str, Any] | None:
+    """One input prompt per field of a flat form schema; typed values, defaults kept. None
+    when another UI answered meanwhile."""
     properties = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     values: dict[str, Any] = {}
@@ -737,7 +715,10 @@ def _read_form(
             label += f" {about}"
         if default is not None:
             label += f" [{default}]"
-        typed = _read_unless_answered(reader, f"{label}: ", request).strip()
+        line = reader.read(f"{label}: ", answered)
+        if line is None:
+            return None
+        typed = line.strip()
         if not typed:
             if default is not None:
                 values[name] = default

@@ -14,6 +14,12 @@ the kernel keeps nothing of it. Where no front end renders widgets (``kit=QUIET`
 displayed: at the start, and replaced by the final one at the end.
 
 The panel never touches the agent: Stop and approval clicks go to the callbacks it was given.
+A blocking run holds the kernel's main shell, so a widget click would only arrive once the run
+is over: there the Stop and approval buttons are plain HTML naming the run and the approval
+(``data-codelia-*``), which the labextension catches and sends as a ``cell.control`` request
+on a kernel subshell (``labextension/src/cellcontrols.ts``). They show only where that extension
+is loaded (its stylesheet reveals them); elsewhere the panel says to answer at the input prompt
+and to stop with the kernel interrupt.
 """
 
 from __future__ import annotations
@@ -111,8 +117,9 @@ class _ToolCard:
 class _ApprovalCard:
     box: widgets.VBox
     buttons: list[widgets.Button]
-    reason: widgets.Text
     outcome: widgets.HTML
+    controls: widgets.HTML | None = None
+    """A blocking run's HTML buttons (answered over the control path, see the module doc)."""
 
 
 @dataclass
@@ -174,6 +181,7 @@ class RunPanel:
         self._final_text = ""
         self._display_id: str | None = None
         self._frame: widgets.Output | None = None
+        self.run_id: str | None = None
 
         self.header = self._kit.HTML(value=self._header_html())
         self.budget = self._kit.HTML(value="", layout=self._kit.Layout(display="none"))
@@ -189,14 +197,10 @@ class RunPanel:
             layout=self._kit.Layout(width="auto"),
         )
         self.stop_button.on_click(self._stop_clicked)
-        hint = (
-            "Blocking run: Stop = interrupt the kernel (■). Set --background for a live Stop."
-            if mode == "blocking"
-            else ""
-        )
-        self.hint = self._kit.HTML(
-            value=f'<span style="color:{renderers.MUTED};font-size:11px">{hint}</span>'
-        )
+        if mode == "blocking":
+            # Replaced by the HTML Stop once the run has an id (bind_run).
+            self.stop_button.layout.display = "none"
+        self.hint = self._kit.HTML(value=self._blocking_stop_html() if mode == "blocking" else "")
         footer = self._kit.HBox([self.stop_button, self.hint])
         children: list[widgets.Widget] = [self.header, self.budget]
         if prompt:
@@ -264,9 +268,30 @@ class RunPanel:
         if self.header.value != value:
             self.header.value = value
 
+    def bind_run(self, run_id: str) -> None:
+        """The run this panel draws got its id: a blocking run's HTML buttons name it."""
+        self.run_id = run_id
+        if self.mode == "blocking" and self.status == "running":
+            self.hint.value = self._blocking_stop_html()
+
+    def _blocking_stop_html(self) -> str:
+        """A blocking run's Stop (see the module doc), or how to stop it without the extension."""
+        without = _without_extension(
+            "Blocking run: stop it with the kernel interrupt (■), or run with --background."
+        )
+        if self.run_id is None:
+            return without
+        return (
+            _with_extension(
+                f'<button type="button" class="{_BUTTON_CLASS} mod-danger" title="'
+                f'{renderers.escape(self._stop_tooltip())}" data-codelia-action="stop">'
+                "■ Stop</button>",
+                run_id=self.run_id,
+            )
+            + without
+        )
+
     def _stop_tooltip(self) -> str:
-        if self.mode == "blocking":
-            return "This cell is busy: use the kernel interrupt (■) to stop the run."
         return "Stop the run (history is repaired and the session saved)."
 
     def _append(self, widget: widgets.Widget) -> None:
@@ -300,6 +325,8 @@ class RunPanel:
         for card in self._approvals.values():
             for button in card.buttons:
                 button.disabled = True
+            if card.controls is not None:
+                card.controls.value = ""
             if not card.outcome.value:
                 card.outcome.value = (
                     f'<b style="color:{renderers.MUTED}">'
@@ -691,15 +718,41 @@ class RunPanel:
             )
         if preview:
             parts.append(renderers.diff_to_html(preview))
-        if self.mode == "blocking":
-            parts.append(
-                f'<span style="color:{renderers.MUTED};font-size:11px">'
-                "Answer in the input box below "
-                "(y = allow, a = always allow, n or a reason = deny).</span>"
-            )
         message = self._kit.HTML(value="".join(parts))
-        reason = self._kit.Text(placeholder="Reason (optional, sent to the model on Deny)")
         question = event.kind != "tool"
+        outcome = self._kit.HTML(value="")
+        if self.mode == "blocking":
+            # The kernel's shell is busy with this cell: widget clicks would arrive too late.
+            has_form = bool((event.fields or {}).get("properties"))
+            controls = self._kit.HTML(
+                value=_approval_controls_html(self.run_id, request_id, question, has_form)
+            )
+            card = _ApprovalCard(
+                box=self._kit.VBox([message, controls, outcome]),
+                buttons=[],
+                outcome=outcome,
+                controls=controls,
+            )
+        else:
+            card = self._approval_widgets(event, message, outcome, question)
+        card.box.layout = self._kit.Layout(
+            border="2px solid var(--jp-warn-color1,#e37400)", padding="4px", margin="4px 0"
+        )
+        card.box.add_class("codelia-approval")
+        self._approvals[request_id] = card
+        self._append(card.box)
+        self.set_status("awaiting approval")
+
+    def _approval_widgets(
+        self,
+        event: ev.PermissionRequestEvent,
+        message: widgets.HTML,
+        outcome: widgets.HTML,
+        question: bool,
+    ) -> _ApprovalCard:
+        """A background run's approval card: widget buttons, answered through the comm."""
+        request_id = event.request_id
+        reason = self._kit.Text(placeholder="Reason (optional, sent to the model on Deny)")
         allow = self._kit.Button(
             description="Accept" if question else "Allow", button_style="success"
         )
@@ -717,22 +770,6 @@ class RunPanel:
             )
             for name, spec in ((event.fields or {}).get("properties") or {}).items()
         }
-        if self.mode == "blocking":
-            for button in buttons:
-                button.disabled = True
-                button.tooltip = "Blocking run: answer at the input prompt."
-            for box_input in inputs.values():
-                box_input.disabled = True
-        outcome = self._kit.HTML(value="")
-        box = self._kit.VBox(
-            [message, *inputs.values(), reason, self._kit.HBox(buttons), outcome],
-            layout=self._kit.Layout(
-                border="2px solid var(--jp-warn-color1,#e37400)", padding="4px", margin="4px 0"
-            ),
-        )
-        box.add_class("codelia-approval")
-        card = _ApprovalCard(box=box, buttons=buttons, reason=reason, outcome=outcome)
-        self._approvals[request_id] = card
 
         def answer(decision: Decision) -> Callable[[Any], None]:
             def clicked(_button: Any) -> None:
@@ -748,8 +785,8 @@ class RunPanel:
         allow.on_click(answer("allow"))
         always.on_click(answer("allow_remember"))
         deny.on_click(answer("deny"))
-        self._append(box)
-        self.set_status("awaiting approval")
+        box = self._kit.VBox([message, *inputs.values(), reason, self._kit.HBox(buttons), outcome])
+        return _ApprovalCard(box=box, buttons=buttons, outcome=outcome)
 
     def _permission_resolved(self, event: ev.PermissionResolvedEvent) -> None:
         card = self._approvals.get(event.request_id)
@@ -757,6 +794,8 @@ class RunPanel:
             return
         for button in card.buttons:
             button.disabled = True
+        if card.controls is not None:
+            card.controls.value = ""  # answered: nothing left to click
         labels = {"allow": "Allowed", "allow_remember": "Always allowed", "deny": "Denied"}
         text = labels[event.decision]
         if event.reason:
@@ -776,6 +815,56 @@ class RunPanel:
             self.stop_button.disabled = True
             self.stop_button.description = "Stopping…"
             self._on_stop()
+
+
+_BUTTON_CLASS = "jupyter-button widget-button"
+"""The look of an ipywidgets button, for the HTML buttons of a blocking run."""
+
+
+def _with_extension(inner: str, *, run_id: str, approval_id: str | None = None) -> str:
+    """HTML the labextension reveals and serves (hidden where it is not loaded)."""
+    approval = f' data-codelia-approval="{renderers.escape(approval_id)}"' if approval_id else ""
+    return (
+        f'<div class="codelia-cell-controls" style="display:none" '
+        f'data-codelia-run="{renderers.escape(run_id)}"{approval}>{inner}'
+        '<span class="codelia-cell-note" style="font-size:11px"></span></div>'
+    )
+
+
+def _without_extension(text: str) -> str:
+    """A hint the labextension hides (its buttons do the job there)."""
+    return (
+        f'<span class="codelia-without-extension" style="color:{renderers.MUTED};'
+        f'font-size:11px">{renderers.escape(text)}</span>'
+    )
+
+
+def _approval_controls_html(
+    run_id: str | None, request_id: str, question: bool, has_form: bool
+) -> str:
+    """A blocking run's approval buttons (see the module doc) and the input prompt's key."""
+    prompt = _without_extension(
+        "Answer in the input box below (y = allow, a = always allow, n or a reason = deny)."
+    )
+    if run_id is None or has_form:
+        return prompt  # a form is filled in at the input prompt (or in the side panel)
+    choices = [("allow", "Accept" if question else "Allow", "mod-success")]
+    if not question:
+        choices.append(("allow_remember", "Always allow", "mod-info"))
+    choices.append(("deny", "Decline" if question else "Deny", "mod-danger"))
+    buttons = "".join(
+        f'<button type="button" class="{_BUTTON_CLASS} {style}" '
+        f'data-codelia-action="{action}">{label}</button>'
+        for action, label, style in choices
+    )
+    reason = (
+        '<input type="text" class="widget-input codelia-reason" data-codelia-reason '
+        'placeholder="Reason (optional, sent to the model on Deny)" style="width:100%">'
+    )
+    return (
+        _with_extension(f"{reason}<div>{buttons}</div>", run_id=run_id, approval_id=request_id)
+        + prompt
+    )
 
 
 def _card_header(card: _ToolCard) -> str:

@@ -241,16 +241,30 @@ def test_approval_card_buttons_call_back_with_reason() -> None:
     assert "running" in panel.header.value
 
 
-def test_blocking_mode_points_to_the_input_prompt_and_interrupt() -> None:
+def test_blocking_mode_buttons_are_html_naming_the_run_and_the_approval() -> None:
+    # The cell holds the kernel's shell: widget clicks would wait for the run to end, so the
+    # buttons are HTML the labextension answers over a subshell (cellcontrols.ts).
     panel = RunPanel(model="m", session_id=None, mode="blocking")
+    panel.bind_run("run-1")
     panel.handle(
         ev.PermissionRequestEvent(request_id="p1", tool="python", title="Run tool?", message="x")
     )
-    buttons = [w for w in _walk(panel.widget) if isinstance(w, widgets.Button)]
-    approval_buttons = [b for b in buttons if b.description != "Stop"]
-    assert all(b.disabled for b in approval_buttons)
-    assert "Answer in the input box below" in _html(panel)
-    assert "interrupt the kernel" in panel.hint.value
+    assert not [w for w in _walk(panel.widget) if isinstance(w, widgets.Button) and
+                w.layout.display != "none"]  # fmt: skip
+    html = _html(panel)
+    assert 'data-codelia-run="run-1" data-codelia-approval="p1"' in html
+    for action in ("allow", "allow_remember", "deny"):
+        assert f'data-codelia-action="{action}"' in html
+    assert "data-codelia-reason" in html
+    # Where the extension is not loaded the buttons stay hidden and the prompt is named.
+    assert 'class="codelia-cell-controls" style="display:none"' in html
+    assert "Answer in the input box below" in html
+    assert 'data-codelia-action="stop"' in panel.hint.value
+    assert "kernel interrupt" in panel.hint.value
+    panel.handle(ev.PermissionResolvedEvent(request_id="p1", decision="allow"))
+    assert "data-codelia-approval" not in _html(panel)  # answered: nothing left to click
+    panel.finish("completed")
+    assert "data-codelia" not in json.dumps(panel.static_bundle())
 
 
 def test_stop_button_calls_back() -> None:
