@@ -14,11 +14,16 @@ from jupyter_codelia.errors import CodeliaError
 # Control flow, not errors: cancellation, the done tool's signal, an abandoned worker thread,
 # the kernel interrupt re-raised after a blocking run (a KeyboardInterrupt, never an Exception).
 NOT_ERRORS = {"RunCancelled", "TaskComplete", "ExecutionAbandoned", "RunInterrupted"}
+# Jupyter AI's persona: only Jupyter AI imports it, and without Jupyter AI its import fails on
+# purpose (the persona manager then skips it); it defines no error class.
+ONLY_IMPORTED_BY_THEIR_HOST = {"jupyter_codelia.acp.persona"}
 
 
 def _exception_classes() -> list[type[BaseException]]:
     found: dict[str, type[BaseException]] = {}
     for info in pkgutil.walk_packages(jupyter_codelia.__path__, "jupyter_codelia."):
+        if info.name in ONLY_IMPORTED_BY_THEIR_HOST:
+            continue
         module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if (

@@ -78,15 +78,11 @@ class UnknownToolError(CodeliaError, LookupError):
 
 
 def tool_hints(tool: Tool) -> tuple[bool, bool]:
-    """(read-only, destructive) of ``tool``: the one place the hints come from.
+    """(read-only, destructive) of ``tool``, from the risk the tool declares itself."""
+    from ...tools import risk_of
 
-    Until tools declare their risk themselves, a tool the ``minimal`` approval mode runs
-    without asking is read-only; every other one may change what exists.
-    """
-    from ...agent.permissions import PermissionPolicy
-
-    read_only = PermissionPolicy("minimal").evaluate(tool.name, None).kind == "allow"
-    return read_only, not read_only
+    hints = risk_of(tool).annotations()
+    return hints["readOnlyHint"], hints["destructiveHint"]
 
 
 class ExternalCalls:
@@ -254,12 +250,15 @@ class _Kit:
 
 def _caller_policy(caller: str, settings: Settings) -> PermissionPolicy:
     from ...agent.permissions import PermissionPolicy
+    from ...tools import ToolRisk
 
     class CallerPolicy(PermissionPolicy):
         """Names the calling agent on every approval card."""
 
-        def confirm_text(self, tool_name: str, args: dict[str, Any] | None) -> tuple[str, str]:
-            title, message = super().confirm_text(tool_name, args)
+        def confirm_text(
+            self, tool_name: str, args: dict[str, Any] | None, risk: ToolRisk
+        ) -> tuple[str, str]:
+            title, message = super().confirm_text(tool_name, args, risk)
             return (
                 f"{caller} (an agent outside this notebook): {title}",
                 f"{caller} asks to run {tool_name} in this kernel.\n{message}",

@@ -23,7 +23,6 @@ import asyncio
 import functools
 import os
 import queue
-import threading
 import uuid
 import weakref
 from collections.abc import Callable
