@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import ipywidgets as widgets
 
+from ..._approval import Decision
 from ..._text import clip_chars
 from ...agent import events as ev
 from . import _static, renderers
@@ -44,7 +45,6 @@ SEAL_CHARS = 4000
 MAX_RESULT_CHARS = 20_000
 """Display cap of a tool result in its card (the model's copy lives in the output cache)."""
 
-Decision = Literal["allow", "allow_remember", "deny"]
 # (request id, decision, reason, the filled-in form's values when the request asked for one)
 DecisionCallback = Callable[[str, Decision, "str | None", "dict[str, Any] | None"], None]
 Mode = Literal["blocking", "background"]
@@ -276,10 +276,6 @@ class RunPanel:
 
     def set_status(self, status: str) -> None:
         self.status = status
-        self._refresh_header()
-
-    def set_session(self, session_id: str) -> None:
-        self.session_id = session_id
         self._refresh_header()
 
     def show_error(self, message: str) -> None:
