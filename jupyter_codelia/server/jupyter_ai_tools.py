@@ -11,6 +11,7 @@ in the Jupyter server process, where that extension runs its MCP server). Argume
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Literal
 
 from ..errors import CodeliaError
@@ -180,20 +181,9 @@ async def tool_output_cache_grep(
     return await _call("tool_output_cache_grep", locals())
 
 
-TOOLS = (
-    "notebooks",
-    "list_variables",
-    "inspect_variable",
-    "kernel_history",
-    "python",
-    "job_list",
-    "job_output",
-    "job_wait",
-    "job_stop",
-    "notebook_read",
-    "notebook_edit",
-    "notebook_run",
-    "tool_output_cache",
-    "tool_output_cache_line",
-    "tool_output_cache_grep",
+TOOLS = tuple(
+    name
+    for name, value in list(globals().items())
+    if inspect.iscoroutinefunction(value) and value.__module__ == __name__ and name[0] != "_"
 )
+"""The tool functions, in the order above: every public coroutine this module defines."""
