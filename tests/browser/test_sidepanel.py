@@ -449,7 +449,8 @@ DIFF_CONTEXT_COLOURS_JS = """() => {
   send(0, { type: 'tool_call', tool: 'edit', args: { file_path: 'a.py' }, tool_call_id: 'd1' });
   const diff = '--- a.py\\n+++ a.py\\n@@ -1,2 +1,2 @@\\n keep this\\n-old\\n+new\\n';
   send(1, { type: 'tool_result', tool: 'edit', tool_call_id: 'd1',
-            result: JSON.stringify({ diff, summary: 'a.py: 1 line changed' }) });
+            result: 'a.py: 1 line changed',
+            data: { outcome: 'completed', diff, summary: 'a.py: 1 line changed' } });
   const line = document.querySelector('#jp-codelia-panel .jp-codelia-diff-context');
   const panelNode = document.querySelector('#jp-codelia-panel');
   return [getComputedStyle(line).color, getComputedStyle(panelNode).backgroundColor];
