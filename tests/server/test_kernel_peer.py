@@ -56,16 +56,27 @@ async def test_a_request_is_answered_on_a_subshell_while_a_cell_is_busy(
 
 
 async def test_without_subshells_a_request_waits_for_the_cell_and_says_so(
-    jp_serverapp: Any, codelia_home: Any
+    jp_serverapp: Any, codelia_home: Any, tmp_path: Any
 ) -> None:
+    # The cell holds the main shell until the test lets it go, so the request is sent while it
+    # is busy however slow a loaded machine is to start the cell.
+    release = tmp_path / "release"
     async with peer_on_kernel(jp_serverapp) as peer:
         peer.subshells = False  # as a kernel without JEP 91 subshells reports itself
-        await _run_on_main_shell(peer, "import time; time.sleep(1.5)")
-        for _ in range(100):
+        await _run_on_main_shell(
+            peer,
+            f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.02)",
+        )
+        for _ in range(1500):
             if peer.busy:
                 break
             await asyncio.sleep(0.02)
-        reply = await peer.request("state.get", timeout=30)
+        assert peer.busy, "the kernel never said it was busy with the cell"
+        waiting = asyncio.ensure_future(peer.request("state.get", timeout=60))
+        await asyncio.sleep(0.2)
+        assert not waiting.done(), "the request was answered while the main shell was busy"
+        release.write_text("go")
+        reply = await waiting
         assert reply.queued is True
         assert (await peer.request("state.get", timeout=30)).queued is False
 
