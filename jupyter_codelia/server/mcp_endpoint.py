@@ -133,6 +133,9 @@ class Relay:
             peer = self._peers.get(kernel_id)
             if peer is not None and not peer.closed:
                 return peer
+            if peer is not None:  # the kernel restarted or went away: let its channel go
+                with contextlib.suppress(Exception):
+                    await peer.close()
             manager = self.serverapp.kernel_manager
             channel = await ServerKernelChannel.open(manager, kernel_id)
             peer = KernelPeer(channel, has_tab=lambda: tab_connected(manager, kernel_id))
