@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -32,6 +33,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from .._redact import redact_secrets
+from ..tools import ToolResultData
 from ._server_channel import ServerKernelChannel, tab_connected
 from .kernel_peer import KernelPeer, PeerError
 
@@ -59,6 +61,51 @@ NOTEBOOKS_DESCRIPTION = (
     "List the notebooks open on this Jupyter server: path, kernel, its state, and whether a "
     "JupyterLab tab shows it. Every other tool takes one of these paths as notebook_path."
 )
+
+
+ERROR_OUTCOMES = frozenset({"error", "denied", "cut_off"})
+"""The outcomes an MCP client hears as ``isError``: the call failed or was never run."""
+
+
+class KernelToolResult(ToolResultData):
+    """A kernel tool's structured result over MCP (``structuredContent``): what the tool's
+    result data says (how the call ended, the diff, the edit, the namespace changes, the job),
+    and where the call is seen."""
+
+    run_id: str | None = None
+    """The run this call shows as in the notebook's codelia side panel."""
+    output_ref: str | None = None
+    """The output-cache entry with the whole output, when the content was cut to fit."""
+    queued: bool = False
+    """Whether the call waited for a running cell (the kernel has no subshells)."""
+
+
+@functools.cache
+def output_schema() -> dict[str, Any]:
+    """The JSON schema of every kernel tool's structured result."""
+    return KernelToolResult.model_json_schema()
+
+
+NOTEBOOKS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "notebooks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "notebook_path": {"type": "string"},
+                    "kernel_id": {"type": "string"},
+                    "kernel_name": {"type": ["string", "null"]},
+                    "execution_state": {"type": ["string", "null"]},
+                    "tab_open": {"type": "boolean"},
+                },
+                "required": ["notebook_path", "kernel_id", "tab_open"],
+            },
+        }
+    },
+    "required": ["notebooks"],
+}
 
 
 class RelayUnavailableError(PeerError):
@@ -236,6 +283,7 @@ def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
             name="notebooks",
             description=NOTEBOOKS_DESCRIPTION,
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            output_schema=NOTEBOOKS_SCHEMA,
             annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         )
     ]
@@ -248,6 +296,7 @@ def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
                 name=str(tool["name"]),
                 description=str(tool.get("description") or ""),
                 input_schema=schema,
+                output_schema=output_schema(),
                 annotations=types.ToolAnnotations(**tool_annotations(tool)),
             )
         )
@@ -272,6 +321,33 @@ def mcp_content(parts: list[dict[str, Any]]) -> list[Any]:
     return blocks
 
 
+def call_result(result: dict[str, Any]) -> types.CallToolResult:
+    """A kernel's ``tool.call`` result as MCP's: the content (images as images), the typed
+    result data as structured content, and ``isError`` when the call failed or was refused."""
+    import mcp_types as types
+
+    content = mcp_content(list(result.get("content") or []))
+    queued = bool(result.get("queued"))
+    if queued:
+        note = "(This kernel has no subshells: the call waited for the running cell to end.)"
+        content.append(types.TextContent(text=note))
+    # Only the fields this server knows: a kernel of a newer jupyter-codelia may send more.
+    sent = {k: v for k, v in (result.get("data") or {}).items() if k in ToolResultData.model_fields}
+    data = KernelToolResult.model_validate(
+        {
+            **sent,
+            "run_id": result.get("run_id"),
+            "output_ref": result.get("output_ref"),
+            "queued": queued,
+        }
+    )
+    return types.CallToolResult(
+        content=content,
+        structured_content=data.model_dump(mode="json", exclude_none=True),
+        is_error=bool(result.get("is_error")) or data.outcome in ERROR_OUTCOMES,
+    )
+
+
 def build_server(relay: Relay) -> Server[Any]:
     """The MCP server whose tools run in the notebooks' kernels through ``relay``."""
     import mcp_types as types
@@ -293,11 +369,7 @@ def build_server(relay: Relay) -> Server[Any]:
         except PeerError as exc:
             text = redact_secrets(str(exc))
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        content = mcp_content(list(result.get("content") or []))
-        if result.get("queued"):
-            note = "(This kernel has no subshells: the call waited for the running cell to end.)"
-            content.append(types.TextContent(text=note))
-        return types.CallToolResult(content=content, is_error=bool(result.get("is_error")))
+        return call_result(result)
 
     return Server(
         SERVER_NAME,

@@ -114,6 +114,12 @@ async def test_an_outside_agent_lists_and_calls_each_tool(
         assert tools["list_variables"].annotations.read_only_hint is True
         assert tools["python"].annotations.destructive_hint is True
         assert tools["python"].input_schema["required"][0] == "notebook_path"
+        # Every kernel tool declares its structured result; the SDK client checks each result
+        # against it below.
+        assert {"outcome", "diff", "edit_id", "namespace_changes", "job_id"} <= set(
+            tools["python"].output_schema["properties"]
+        )
+        assert tools["notebooks"].output_schema["required"] == ["notebooks"]
 
         listed = await session.call_tool("notebooks", {})
         (row,) = listed.structured_content["notebooks"]
@@ -126,9 +132,23 @@ async def test_an_outside_agent_lists_and_calls_each_tool(
         )
         assert not ran.is_error, text_of(ran)
         assert "sales" in text_of(ran)
+        data = ran.structured_content
+        assert data["outcome"] == "completed" and data["queued"] is False
+        assert {"name": "sales", "change": "added"} in data["namespace_changes"]
+        assert {"name": "pd", "change": "added"} in data["namespace_changes"]
+        assert isinstance(data["run_id"], str)
+        # An exception in the code is the code's result (the traceback); a call the tool
+        # cannot take is an error.
+        raised = await session.call_tool("python", {**nb, "code": "1 / 0"})
+        assert not raised.is_error and "ZeroDivisionError" in text_of(raised)
+        failed = await session.call_tool("inspect_variable", nb)
+        assert failed.is_error, text_of(failed)
+        assert failed.structured_content["outcome"] == "error"
 
         variables = await session.call_tool("list_variables", nb)
         assert "sales: pandas.DataFrame" in text_of(variables)
+        assert variables.structured_content["outcome"] == "completed"
+        assert "namespace_changes" not in variables.structured_content
         inspected = await session.call_tool("inspect_variable", {**nb, "name": "sales"})
         assert "x" in text_of(inspected)
         history = await session.call_tool("kernel_history", nb)
@@ -171,6 +191,7 @@ async def test_a_python_call_outliving_the_client_becomes_a_job(
         text = text_of(first)
         job = re.search(r"job-\d+", text)
         assert job is not None, text
+        assert first.structured_content["job_id"] == job.group(0)
         waited = await session.call_tool(
             "job_wait", {**nb, "job_id": job.group(0), "timeout_seconds": 30}
         )
@@ -198,5 +219,6 @@ async def test_a_call_needing_approval_is_denied_with_nobody_watching(
         )
         assert denied.is_error
         assert "no codelia side panel is open on this notebook" in text_of(denied)
+        assert denied.structured_content["outcome"] == "denied"
         variables = await session.call_tool("list_variables", {"notebook_path": "quiet.ipynb"})
         assert "secret_plan" not in text_of(variables)

@@ -49,7 +49,7 @@ from ...wire import (
 if TYPE_CHECKING:
     from ...agent.permissions import PermissionPolicy
     from ...cache import ToolOutputCache
-    from ...tools import Tool
+    from ...tools import Tool, ToolResultData
     from ..config import Settings
     from .runner import NotebookAgent
 
@@ -178,8 +178,9 @@ class ExternalCalls:
         finally:
             self.nb.approvals.deny_open("the call ended", run_id=run.run_id)
         message = redact_secrets(execution.message)
+        data = redact_secrets(execution.result_data)
         processed = kit.output_cache.process(message)
-        run.result(processed)
+        run.result(processed, data)
         content = processed.content
         parts = (
             [{"type": "text", "text": content}]
@@ -191,6 +192,7 @@ class ExternalCalls:
             content=parts,
             output_ref=processed.output_ref.id if processed.output_ref else None,
             run_id=run.run_id,
+            data=data,
         )
 
     def _policy(self, caller: str, settings: Settings) -> PermissionPolicy:
@@ -316,7 +318,7 @@ class _ExternalRun:
         event = redact_secrets(event).model_copy(update={"seq": seq})
         self.nb.broadcast(event_message(self.run_id, seq, ev.event_to_json(event)))
 
-    def result(self, message: Any) -> None:
+    def result(self, message: Any, data: ToolResultData) -> None:
         from ...llm.messages import has_non_text_part, text_projection
 
         content = message.content
@@ -333,6 +335,7 @@ class _ExternalRun:
                 is_error=message.is_error,
                 parts=parts,
                 output_ref=message.output_ref.id if message.output_ref else None,
+                data=data,
             )
         )
         self.emit(
