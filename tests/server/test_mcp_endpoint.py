@@ -169,7 +169,7 @@ async def test_an_outside_agent_lists_and_calls_each_tool(
 
         unknown = await session.call_tool("list_variables", {"notebook_path": "other.ipynb"})
         assert unknown.is_error
-        assert "no running kernel for the notebook 'other.ipynb'" in text_of(unknown)
+        assert "no notebook 'other.ipynb' on this Jupyter server" in text_of(unknown)
 
 
 async def test_a_python_call_outliving_the_client_becomes_a_job(
@@ -222,3 +222,52 @@ async def test_a_call_needing_approval_is_denied_with_nobody_watching(
         assert denied.structured_content["outcome"] == "denied"
         variables = await session.call_tool("list_variables", {"notebook_path": "quiet.ipynb"})
         assert "secret_plan" not in text_of(variables)
+
+
+async def test_tools_are_listed_with_no_kernel_and_a_call_starts_the_notebooks_kernel(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+) -> None:
+    notebook = {
+        "cells": [],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (jp_root_dir / "closed.ipynb").write_text(json.dumps(notebook))
+    token = jp_serverapp.identity_provider.token
+    async with mcp_client(mcp_url(jp_http_port, jp_base_url), token) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert set(tools) == MCP_TOOLS
+        assert tools["python"].annotations.destructive_hint is True
+        # Listing started nothing.
+        assert json.loads((await jp_fetch("api", "kernels")).body) == []
+
+        nb = {"notebook_path": "closed.ipynb"}
+        variables = await session.call_tool("list_variables", nb)
+        assert not variables.is_error, text_of(variables)
+        assert "a python3 kernel was started for it" in text_of(variables)
+        sessions = json.loads((await jp_fetch("api", "sessions")).body)
+        assert [s["path"] for s in sessions] == ["closed.ipynb"]
+        again = await session.call_tool("list_variables", nb)
+        assert "was started" not in text_of(again)
+
+        missing = await session.call_tool("list_variables", {"notebook_path": "nowhere.ipynb"})
+        assert missing.is_error
+        assert "no notebook 'nowhere.ipynb' on this Jupyter server" in text_of(missing)
+        assert "'closed.ipynb'" in text_of(missing)
+        assert len(json.loads((await jp_fetch("api", "kernels")).body)) == 1
+
+
+def test_the_packaged_tool_listing_is_the_generators_output() -> None:
+    from jupyter_codelia.notebook.run.external import packaged_listing as generate
+    from jupyter_codelia.server.mcp_endpoint import packaged_listing
+
+    assert packaged_listing() == generate().dump()["tools"], (
+        "jupyter_codelia/server/kernel_tools.json is out of date: run `python -m "
+        "jupyter_codelia.notebook.run.external > jupyter_codelia/server/kernel_tools.json`"
+    )
