@@ -503,11 +503,13 @@ class PermissionPolicy:
         for segment in split_shell_segments(_string_arg(args, risk.command_arg) or ""):
             if is_cd_segment(segment):
                 continue
-            rule = _remembered_rule(tool_name, segment)
-            if rule is None or self._segment_allowed(tool_name, rule.command or segment):
+            remembered = _remembered_rule(tool_name, segment)
+            if remembered is None or self._segment_allowed(
+                tool_name, remembered.command or segment
+            ):
                 continue
-            if rule not in rules and rule not in self._allow:
-                rules.append(rule)
+            if remembered not in rules and remembered not in self._allow:
+                rules.append(remembered)
         return rules
 
     def remember(self, rules: Sequence[PermissionRule]) -> None:
