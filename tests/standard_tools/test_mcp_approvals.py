@@ -90,3 +90,18 @@ def test_auto_approve_from_the_config_runs_without_asking(
 ) -> None:
     _, asked = run(servers, "t__echo", {"text": "x"}, PermissionPolicy("minimal"), monkeypatch)
     assert asked == []
+
+
+def test_a_servers_log_lines_reach_the_tool_card(
+    servers: McpServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events, _ = run(
+        servers, "t__slow_steps", {"steps": 2}, PermissionPolicy("full-access"), monkeypatch
+    )
+    call = next(e for e in events if isinstance(e, ev.ToolCallEvent))
+    lines = [e for e in events if isinstance(e, ev.ToolProgressEvent) and e.level]
+    assert [(e.level, e.message) for e in lines] == [("info", "did step 1"), ("info", "did step 2")]
+    assert {e.tool_call_id for e in lines} == {call.tool_call_id}
+    steps = [e for e in events if isinstance(e, ev.ToolProgressEvent) and e.level is None]
+    assert [(e.progress, e.total) for e in steps] == [(1, 2), (2, 2)]
+    assert next(e for e in events if isinstance(e, ev.ToolResultEvent)).result == "done"
