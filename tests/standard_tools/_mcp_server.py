@@ -195,6 +195,29 @@ async def slow_steps(ctx: Context, steps: int = 3) -> str:
 
 
 @server.tool()
+async def ask_model(ctx: Context, times: int = 2) -> str:
+    """Asks the client's model the same question ``times`` times (sampling), one line each."""
+    import warnings
+
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import SamplingMessage
+
+    question = SamplingMessage(role="user", content=TextContent(type="text", text="a colour?"))
+    answers = []
+    for _ in range(times):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                result = await ctx.request_context.session.create_message([question], max_tokens=50)
+            except MCPError as exc:
+                answers.append(f"refused: {exc.error.message}")
+                continue
+        content = result.content
+        answers.append(content.text if isinstance(content, TextContent) else str(content))
+    return "\n".join(answers)
+
+
+@server.tool()
 async def add_tool(ctx: Context) -> str:
     """Adds a tool and says so (notifications/tools/list_changed)."""
 
