@@ -282,12 +282,18 @@ class CodeliaMagics(Magics):
             )
         if not api_key_configured(provider=settings.provider):
             raise UsageError(api_key_help(settings.provider))
+        from ..session import InvalidSessionIdError, SessionNotFound
+
         try:
             agent = nb.prepare(settings, new_session=options.new, session_id=options.resume)
+        except (SessionNotFound, InvalidSessionIdError) as exc:
+            raise UsageError(f"{exc}. List saved sessions with %codelia sessions.") from None
         except (RuntimeError, ConfigError) as exc:
             raise UsageError(str(exc)) from None
         except Exception as exc:
-            raise UsageError(_session_error(exc, options.resume)) from None
+            raise UsageError(
+                f"Could not start the codelia agent: {type(exc).__name__}: {exc}"
+            ) from None
         from .run.in_cell import run_with_panel
 
         return run_with_panel(
@@ -304,10 +310,3 @@ class CodeliaMagics(Magics):
             return _subcommands.run(self.notebook_agent, name, argument)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-
-
-def _session_error(exc: Exception, resume: str | None) -> str:
-    text = str(exc)
-    if resume and ("not found" in text or "invalid" in text):
-        return f"{text}. List saved sessions with %codelia sessions."
-    return f"Could not start the codelia agent: {type(exc).__name__}: {text}"

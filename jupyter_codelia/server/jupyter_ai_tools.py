@@ -33,9 +33,9 @@ def tool_specs() -> list[str]:
 async def _call(tool: str, arguments: dict[str, Any]) -> list[Any]:
     """Run ``tool`` with the arguments a front function got (``notebook_path`` among them)."""
     sent = {key: value for key, value in arguments.items() if value is not None}
-    result = await current_relay().call(CALLER, tool, sent)
-    content = mcp_content(list(result.get("content") or []))
-    if result.get("is_error"):
+    result, _queued = await current_relay().call(CALLER, tool, sent)
+    content = mcp_content(result.content)
+    if result.is_error:
         raise KernelToolError("\n".join(getattr(block, "text", "") for block in content))
     return content
 

@@ -32,6 +32,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from .._redact import redact_secrets
+from ..wire import ExternalTool, ToolCallResult, ToolsListResult, read_result
 from ._server_channel import ServerKernelChannel, tab_connected
 from .kernel_peer import KernelPeer, PeerError
 
@@ -91,7 +92,7 @@ class Relay:
         self.call_seconds = CALL_SECONDS
         self._peers: dict[str, KernelPeer] = {}
         self._peer_lock = asyncio.Lock()
-        self._listing: list[dict[str, Any]] | None = None
+        self._listing: list[ExternalTool] | None = None
 
     # ------------------------------------------------------------------ notebooks
 
@@ -168,7 +169,7 @@ class Relay:
             with contextlib.suppress(Exception):
                 await peer.close()
 
-    async def listing(self) -> list[dict[str, Any]]:
+    async def listing(self) -> list[ExternalTool]:
         """The kernel tools' descriptions, from the first notebook kernel that gives them."""
         if self._listing is not None:
             return self._listing
@@ -179,13 +180,15 @@ class Relay:
             except PeerError as exc:
                 log.info("no tool listing from the kernel of %s: %s", row["notebook_path"], exc)
                 continue
-            self._listing = list(reply.result.get("tools") or [])
+            self._listing = read_result(ToolsListResult, reply.result).tools
             return self._listing
         return []
 
-    async def call(self, caller: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        self, caller: str, name: str, arguments: dict[str, Any]
+    ) -> tuple[ToolCallResult, bool]:
         """Run tool ``name`` in the kernel of ``arguments["notebook_path"]``; its result and
-        whether it waited for a busy main shell (``queued``)."""
+        whether it waited for a busy main shell (queued)."""
         arguments = dict(arguments)
         path = arguments.pop("notebook_path", None)
         if not isinstance(path, str) or not path.strip():
@@ -198,7 +201,7 @@ class Relay:
         reply = await peer.request(
             "tool.call", request, timeout=self.call_seconds + _MARGIN_SECONDS
         )
-        return {**reply.result, "queued": reply.queued}
+        return read_result(ToolCallResult, reply.result), reply.queued
 
     def _cap_waits(self, name: str, arguments: dict[str, Any]) -> None:
         key = _WAIT_ARGUMENTS.get(name) or _WAIT_ARGUMENTS_CAPPED.get(name)
@@ -215,16 +218,16 @@ class Relay:
 # ---------------------------------------------------------------------- the MCP server
 
 
-def tool_annotations(tool: dict[str, Any]) -> dict[str, Any]:
+def tool_annotations(tool: ExternalTool) -> dict[str, Any]:
     """The MCP annotations of a kernel tool, from what the kernel declares for it."""
     return {
-        "readOnlyHint": bool(tool.get("read_only")),
-        "destructiveHint": bool(tool.get("destructive")),
+        "readOnlyHint": tool.read_only,
+        "destructiveHint": tool.destructive,
         "openWorldHint": False,
     }
 
 
-def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
+def mcp_tools(listing: list[ExternalTool]) -> list[types.Tool]:
     """The MCP tools: the kernel's, each with ``notebook_path`` first, and ``notebooks``."""
     import mcp_types as types
 
@@ -237,13 +240,13 @@ def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
         )
     ]
     for tool in listing:
-        schema = dict(tool.get("input_schema") or {"type": "object"})
+        schema = dict(tool.input_schema or {"type": "object"})
         schema["properties"] = {"notebook_path": NOTEBOOK_PATH, **(schema.get("properties") or {})}
         schema["required"] = ["notebook_path", *(schema.get("required") or [])]
         tools.append(
             types.Tool(
-                name=str(tool["name"]),
-                description=str(tool.get("description") or ""),
+                name=tool.name,
+                description=tool.description,
                 input_schema=schema,
                 annotations=types.ToolAnnotations(**tool_annotations(tool)),
             )
@@ -286,15 +289,15 @@ def build_server(relay: Relay) -> Server[Any]:
                 structured_content={"notebooks": rows},
             )
         try:
-            result = await relay.call(caller_name(ctx), params.name, arguments)
+            result, queued = await relay.call(caller_name(ctx), params.name, arguments)
         except PeerError as exc:
             text = redact_secrets(str(exc))
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        content = mcp_content(list(result.get("content") or []))
-        if result.get("queued"):
+        content = mcp_content(result.content)
+        if queued:
             note = "(This kernel has no subshells: the call waited for the running cell to end.)"
             content.append(types.TextContent(text=note))
-        return types.CallToolResult(content=content, is_error=bool(result.get("is_error")))
+        return types.CallToolResult(content=content, is_error=result.is_error)
 
     return Server(
         SERVER_NAME,

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..._redact import redact_secrets
 from ..._text import describe_exc
-from ...agent import Approvals
+from ...agent import Approvals, RunAlreadyActiveError
 from ...agent import events as ev
 from ...llm.messages import TextPart, context_block
 from ...standard_tools.jobs import JobRegistry
@@ -45,7 +45,7 @@ from .results import FinalStatus, RunHandle, RunInterrupted, RunNotFinishedError
 
 if TYPE_CHECKING:
     from ...agent import Agent
-    from ...cache import EntryOrigin
+    from ...cache import EntryOrigin, ToolOutputCacheStore
     from ...llm.base import ChatModel
     from ..frontend import FrontendClient
     from ..ui.panel import RunPanel
@@ -137,10 +137,7 @@ class NotebookAgent:
         A rebuild for changed settings keeps the conversation (it resumes the saved session).
         """
         if self.active is not None:
-            raise RuntimeError(
-                f"a codelia run is already active (run {self.active.run_id}); wait for it or "
-                "stop it first"
-            )
+            raise RunAlreadyActiveError(self.active.run_id)
         key = self._build_key(settings)
         current = self.agent
         if new_session:
@@ -250,9 +247,7 @@ class NotebookAgent:
     def build_detached(self, settings: Settings, llm: Any) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
         if self.active is not None:
-            raise RuntimeError(
-                f"a codelia run is already active (run {self.active.run_id}); wait for it"
-            )
+            raise RunAlreadyActiveError(self.active.run_id)
         agent = self._build(settings, None, llm)
         self._detached.add(agent)
         return agent
@@ -375,7 +370,7 @@ class NotebookAgent:
 
         return EntryOrigin(kernel_id=kernel_id(), notebook=_notebook_name(self.shell))
 
-    def output_store(self) -> Any:
+    def output_store(self) -> ToolOutputCacheStore:
         """The tool-output cache the agent writes, or the configured home's before a run."""
         cache_dir = tool_output_dir(self.home())
         cache = self.agent.output_cache if self.agent is not None else None
