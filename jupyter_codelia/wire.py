@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
-from ._approval import Decision
+from ._approval import ApprovalMode, Decision
 from .agent.events import AgentEvent, TodoItemView
 from .session import SessionSummary
 
@@ -81,7 +81,7 @@ class KernelState(_Message):
     model: str | None = None
     provider: str | None = None
     api_key_env: str | None = None
-    approval_mode: str | None = None
+    approval_mode: ApprovalMode | None = None
     active_run: ActiveRun | None
     api_key_configured: bool | None = None
     store: StoreInfo | None = None

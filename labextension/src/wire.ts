@@ -140,7 +140,7 @@ export type Hello = {
   model?: string | null;
   provider?: string | null;
   api_key_env?: string | null;
-  approval_mode?: string | null;
+  approval_mode?: 'minimal' | 'trusted' | 'full-access' | null;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean | null;
   store?: StoreInfo | null;
@@ -196,7 +196,7 @@ export type KernelState = {
   model?: string | null;
   provider?: string | null;
   api_key_env?: string | null;
-  approval_mode?: string | null;
+  approval_mode?: 'minimal' | 'trusted' | 'full-access' | null;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean | null;
   store?: StoreInfo | null;

@@ -138,7 +138,7 @@ class NotebookAgent:
         """
         if self.active is not None:
             raise RunAlreadyActiveError(self.active.run_id)
-        key = self._build_key(settings)
+        key = settings.agent_key()
         current = self.agent
         if new_session:
             resume = None
@@ -190,25 +190,8 @@ class NotebookAgent:
         if self.agent is not None or self.active is not None or self._prebuilt is not None:
             return
         settings = self.settings()
-        key = self._build_key(settings)
+        key = settings.agent_key()
         self._prebuilt = (key, self._build(settings, None, chat_model(settings)))
-
-    def _build_key(self, settings: Settings) -> tuple[Any, ...]:
-        """What an agent is built from: a change in any of it means a new agent."""
-        return (
-            settings.model,
-            settings.provider,
-            settings.base_url,
-            settings.approval_mode,
-            settings.max_iterations,
-            settings.max_tokens,
-            settings.thinking,
-            settings.root,
-            settings.system_prompt,
-            settings.python_timeout,
-            settings.home,
-            settings.python_timeout_to_job,
-        )
 
     def mcp_servers(self) -> Any:
         """The kernel's MCP servers (from the config file's ``mcpServers``; none started yet)."""
@@ -303,7 +286,7 @@ class NotebookAgent:
         servers.token_dir = settings.home / "mcp-oauth"
         tools = standard_tools(
             root,
-            approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            approval_mode=settings.approval_mode,
             output_store=output_store,
             jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
@@ -311,7 +294,7 @@ class NotebookAgent:
             extra=extra,
         )
         policy = PermissionPolicy(
-            settings.approval_mode,  # type: ignore[arg-type]
+            settings.approval_mode,
             sandbox_root=root,
             config_path=settings.config_path,
         )
