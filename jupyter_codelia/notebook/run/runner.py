@@ -227,7 +227,7 @@ class NotebookAgent:
             )
         return list(tools)
 
-    def build_detached(self, settings: Settings, llm: Any) -> Agent:
+    def build_detached(self, settings: Settings, llm: ChatModel) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
         if self.active is not None:
             raise RunAlreadyActiveError(self.active.run_id)
@@ -244,24 +244,24 @@ class NotebookAgent:
 
         return os.environ.get("ANTHROPIC_API_KEY") == OFFLINE_API_KEY
 
-    def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
+    def _build(self, settings: Settings, resume: str | None, llm: ChatModel) -> Agent:
         from ...agent import Agent
         from ...agent.permissions import PermissionPolicy
         from ...cache import ToolOutputCacheStore
+        from ...llm.base import CapabilityProbe
         from ...session import SessionStore
         from ...standard_tools import standard_tools
         from ..kernel_tools.namespace import kernel_tools
         from ..notebook_tools.cell_tools import NotebookContext, notebook_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        discover = getattr(llm, "discover_capabilities", None)
-        if discover is not None:
-            discover()
-        unsupported = getattr(llm, "unsupported", None)
-        problem = unsupported(needs_tools=True, needs_vision=False) if unsupported else None
+        probe = llm if isinstance(llm, CapabilityProbe) else None
+        if probe is not None:
+            probe.discover_capabilities()
+        problem = probe.unsupported(needs_tools=True, needs_vision=False) if probe else None
         if problem is not None:
             raise ConfigError(problem)
-        if unsupported is not None and unsupported(needs_tools=False, needs_vision=True):
+        if probe is not None and probe.unsupported(needs_tools=False, needs_vision=True):
             print(
                 f"Note: the model {settings.model!r} cannot read images; plots and images "
                 "reach it as [image] placeholders."
