@@ -755,7 +755,6 @@ export class Transcript {
           : [meter];
       }
       case 'compaction_start':
-      case 'hidden_user_message':
         return [];
       default:
         // Every event kind is named above: a new one fails the build until it is handled here.

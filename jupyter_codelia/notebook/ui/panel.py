@@ -36,6 +36,7 @@ from typing import Any, Literal
 import ipywidgets as widgets
 from typing_extensions import assert_never
 
+from ..._approval import Decision
 from ..._text import clip_chars
 from ...agent import events as ev
 from . import _static, renderers
@@ -51,7 +52,6 @@ SEAL_CHARS = 4000
 MAX_RESULT_CHARS = 20_000
 """Display cap of a tool result in its card (the model's copy lives in the output cache)."""
 
-Decision = Literal["allow", "allow_remember", "deny"]
 # (request id, decision, reason, the filled-in form's values when the request asked for one)
 DecisionCallback = Callable[[str, Decision, "str | None", "dict[str, Any] | None"], None]
 Mode = Literal["blocking", "background"]
@@ -311,10 +311,6 @@ class RunPanel:
         self.status = status
         self._refresh_header()
 
-    def set_session(self, session_id: str) -> None:
-        self.session_id = session_id
-        self._refresh_header()
-
     def show_error(self, message: str) -> None:
         self.flush_pending(force=True)
         self._transcript.append(f"**Error:** {message}")
@@ -448,7 +444,6 @@ class RunPanel:
                 | ev.StepStartEvent()
                 | ev.PermissionReadyEvent()
                 | ev.CompactionStartEvent()
-                | ev.HiddenUserMessageEvent()
             ):
                 pass  # the card, the approval and the finished reasoning draw these
             case _:
