@@ -685,6 +685,7 @@ def transcript_messages(records: list[dict[str, Any]], session_id: str) -> list[
 
 def typescript() -> str:
     """``labextension/src/wire.ts``: the TypeScript types of every message, both ways."""
+
     def schema_of(kind: Any) -> dict[str, Any]:
         schema = TypeAdapter(kind).json_schema(ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))
