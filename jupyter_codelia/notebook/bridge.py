@@ -204,9 +204,9 @@ class Bridge:
 
     @staticmethod
     def _parse(data: Any, *, from_control: bool) -> wire.Request:
-        from pydantic import TypeAdapter, ValidationError
+        from pydantic import ValidationError
 
-        from ..wire import CONTROL_SAFE, Request, request_models
+        from ..wire import CONTROL_SAFE, request_adapter, request_models
 
         if not isinstance(data, dict):
             raise RequestError(f"a request must be a JSON object, got {type(data).__name__}")
@@ -221,7 +221,7 @@ class Bridge:
                 f"{kind} cannot be sent through control(); send it over the codelia comm"
             )
         try:
-            return TypeAdapter(Request).validate_python(data)
+            return request_adapter().validate_python(data)
         except ValidationError as exc:
             raise RequestError(_problem(kind, exc)) from None
 
