@@ -164,6 +164,7 @@ class RunPanel:
         self.session_id = session_id
         self.mode = mode
         self.status = "running"
+        self._budget_reached = False
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost_usd: float | None = 0.0
@@ -342,6 +343,8 @@ class RunPanel:
                 # Events after a Stop are not delivered, so no result will ever arrive.
                 tool_card.status = "cancelled" if status == "cancelled" else "error"
                 tool_card.header.value = _card_header(tool_card)
+        if status == "completed" and self._budget_reached:
+            status = BUDGET_STOPPED  # it ended with a summary, not because the work was done
         self.set_status(status)
         if self._display_id is not None:
             self._become_static()
@@ -429,6 +432,7 @@ class RunPanel:
                 self.budget.value = _budget_html(event)
                 self.budget.layout.display = None
                 if event.reached:
+                    self._budget_reached = True
                     self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
             case ev.CompactionCompleteEvent():
                 if event.compacted:
@@ -837,6 +841,9 @@ def _approval_summary(event: ev.PermissionRequestEvent) -> str:
     more = "…" if len(lines) > 1 and lines[1].strip() else ""
     return f"<b>{renderers.escape(event.title)}</b> <code>{renderers.escape(first)}{more}</code>"
 
+
+BUDGET_STOPPED = "stopped by its budget"
+"""The header's status for a run its budget ended (with a summary) rather than its work."""
 
 _BUTTON_CLASS = "jupyter-button widget-button"
 """The look of an ipywidgets button, for the HTML buttons of a blocking run."""
