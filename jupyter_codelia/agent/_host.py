@@ -8,7 +8,9 @@ approvals. "allow" accepts (with the form's values), "deny" declines. Where nobo
 what is still open, so a server never waits for a person who is not there.
 
 A completion runs on the agent's own model without tools, after the budget check, and its usage
-counts against the run's budget like any model call of the run.
+counts against the run's budget like any model call of the run; once the budget is reached a
+completion is refused, and a tool asks ``completion_refusal`` first so that the person is not
+asked to approve one that would be refused.
 """
 
 from __future__ import annotations
@@ -81,10 +83,14 @@ class AgentRunHost:
             return PersonAnswer(action="decline", reason=response.reason)
         return PersonAnswer(action="accept", content=response.content)
 
-    async def complete(self, request: CompletionRequest) -> CompletionReply:
+    async def completion_refusal(self) -> str | None:
         reached = self.budget.check()
-        if reached is not None:
-            raise CompletionRefusedError(f"the {reached.reason}")
+        return None if reached is None else f"the {reached.reason}"
+
+    async def complete(self, request: CompletionRequest) -> CompletionReply:
+        refusal = await self.completion_refusal()
+        if refusal is not None:
+            raise CompletionRefusedError(refusal)
         messages: list[Any] = [SystemMessage(content=request.system)] if request.system else []
         for role, text in request.messages:
             messages.append(

@@ -62,6 +62,10 @@ class CompletionRefusedError(CodeliaError, RuntimeError):
 class RunHost(Protocol):
     async def ask_person(self, question: PersonQuestion) -> PersonAnswer: ...
 
+    async def completion_refusal(self) -> str | None:
+        """Why a completion would be refused now (asked before troubling the person), or None."""
+        ...
+
     async def complete(self, request: CompletionRequest) -> CompletionReply: ...
 
 

@@ -20,11 +20,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(mode: str) -> Iterator[str]:
-    """``python _mcp_server.py MODE PORT`` until the block ends; yields ``http://127.0.0.1:PORT``."""
+def serving(mode: str, *args: str) -> Iterator[str]:
+    """``python _mcp_server.py MODE PORT ARGS...`` until the block ends; yields
+    ``http://127.0.0.1:PORT``."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, SERVER_SCRIPT, mode, str(port)],
+        [sys.executable, SERVER_SCRIPT, mode, str(port), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the SDK's server API, hostile where asked.
 
 ``python _mcp_server.py stdio`` serves over stdin/stdout; ``python _mcp_server.py http PORT``
-serves streamable HTTP on 127.0.0.1:PORT/mcp and ``sse PORT`` the legacy SSE transport. The
+serves streamable HTTP on 127.0.0.1:PORT/mcp, ``sse PORT`` the legacy SSE transport and
+``oauth-http PORT [TTL]`` streamable HTTP behind OAuth (access tokens lasting TTL seconds). The
 other modes are broken servers: ``hang-init`` never answers ``initialize``, ``leak-secret``
 prints a token on stderr and dies, ``when FLAGFILE`` fails to start until the file exists.
 """
@@ -195,6 +196,29 @@ async def slow_steps(ctx: Context, steps: int = 3) -> str:
 
 
 @server.tool()
+async def ask_model(ctx: Context, times: int = 2) -> str:
+    """Asks the client's model the same question ``times`` times (sampling), one line each."""
+    import warnings
+
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import SamplingMessage
+
+    question = SamplingMessage(role="user", content=TextContent(type="text", text="a colour?"))
+    answers = []
+    for _ in range(times):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                result = await ctx.request_context.session.create_message([question], max_tokens=50)
+            except MCPError as exc:
+                answers.append(f"refused: {exc.error.message}")
+                continue
+        content = result.content
+        answers.append(content.text if isinstance(content, TextContent) else str(content))
+    return "\n".join(answers)
+
+
+@server.tool()
 async def add_tool(ctx: Context) -> str:
     """Adds a tool and says so (notifications/tools/list_changed)."""
 
@@ -213,9 +237,10 @@ def review_code(code: str) -> str:
     return f"Please review this code:\n\n{code}"
 
 
-def _oauth_server(port: int) -> MCPServer:
+def _oauth_server(port: int, ttl: int = 3600) -> MCPServer:
     """The same tools behind OAuth: an in-memory authorization server that approves at once
-    (the "person" is the test, which opens the sign-in URL)."""
+    (the "person" is the test, which opens the sign-in URL). Access tokens last ``ttl`` seconds;
+    a refresh rotates the refresh token."""
     import secrets
 
     from mcp.server.auth.provider import (
@@ -265,10 +290,10 @@ def _oauth_server(port: int) -> MCPServer:
             access, refresh = secrets.token_hex(16), secrets.token_hex(16)
             self.tokens[access] = AccessToken(
                 token=access, client_id=client_id, scopes=scopes, resource=resource,
-                expires_at=int(time.time()) + 3600,
+                expires_at=int(time.time()) + ttl,
             )  # fmt: skip
             self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes)
-            return OAuthToken(access_token=access, expires_in=3600, refresh_token=refresh)
+            return OAuthToken(access_token=access, expires_in=ttl, refresh_token=refresh)
 
         async def exchange_authorization_code(self, client: object, code: object) -> OAuthToken:
             self.codes.pop(code.code, None)  # type: ignore[attr-defined]
@@ -325,7 +350,8 @@ if __name__ == "__main__":
         server.run("stdio")
     elif mode == "oauth-http":
         port = int(sys.argv[2])
-        _oauth_server(port).run("streamable-http", host="127.0.0.1", port=port)
+        ttl = int(sys.argv[3]) if len(sys.argv) > 3 else 3600
+        _oauth_server(port, ttl).run("streamable-http", host="127.0.0.1", port=port)
     elif mode == "sse":
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -96,6 +96,9 @@ class ServerAsks:
                 code=types.INVALID_REQUEST,
                 message="sampling needs a person's approval, and nobody can answer here",
             )
+        refusal = await scope.on_host(scope.host.completion_refusal())
+        if refusal is not None:  # the run's budget is spent: no need to ask the person
+            return types.ErrorData(code=types.INVALID_REQUEST, message=refusal)
         messages = [(m.role, _sampling_text(m)) for m in params.messages]
         shown = "\n".join(f"{role}: {text}" for role, text in messages)
         system = f"System prompt: {params.system_prompt}\n" if params.system_prompt else ""

@@ -5,9 +5,9 @@ An HTTP (or SSE) server without an ``Authorization`` header of its own gets the 
 the authorization server, registers this client, and asks us to send the person to the sign-in
 URL. We show that URL (in the cell output, and on the tool card when a call is running) and
 listen on ``127.0.0.1`` for the redirect that carries the code; the SDK exchanges it for
-tokens, and refreshes them when they expire. Tokens and the client registration are stored in
-``<codelia home>/mcp-oauth/<server>.json``, ``0600`` in a ``0700`` directory, so the next
-kernel signs in silently.
+tokens, and refreshes them when they expire. Tokens (with the time the access token expires)
+and the client registration are stored in ``<codelia home>/mcp-oauth/<server>.json``, ``0600``
+in a ``0700`` directory, so the next kernel signs in silently, refreshing an expired token.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +26,8 @@ from urllib.parse import parse_qs, urlparse
 from ..._private import make_private_dirs, write_private
 
 SIGN_IN_TIMEOUT_S = 300.0
+_EXPIRY_MARGIN_S = 30.0
+"""A stored access token this close to its expiry is refreshed rather than sent."""
 _CLIENT_NAME = "jupyter-codelia"
 
 
@@ -44,17 +47,34 @@ class FileTokenStorage:
     def _write(self, key: str, value: Any) -> None:
         data = self._read()
         data[key] = value
+        self._save(data)
+
+    def _save(self, data: dict[str, Any]) -> None:
         make_private_dirs(self.path.parent)
         write_private(self.path, json.dumps(data, indent=1).encode())
 
     async def get_tokens(self) -> Any:
         from mcp.shared.auth import OAuthToken
 
-        raw = self._read().get("tokens")
-        return OAuthToken.model_validate(raw) if raw else None
+        data = self._read()
+        raw = data.get("tokens")
+        if not raw:
+            return None
+        tokens = OAuthToken.model_validate(raw)
+        expires_at = data.get("expires_at")
+        if isinstance(expires_at, (int, float)) and time.time() >= expires_at - _EXPIRY_MARGIN_S:
+            # The SDK takes loaded tokens as valid whatever their age; without an access token
+            # it refreshes with the refresh token (and signs in again only if that fails).
+            return tokens.model_copy(update={"access_token": ""})
+        return tokens
 
     async def set_tokens(self, tokens: Any) -> None:
-        self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
+        data = self._read()
+        data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
+        data.pop("expires_at", None)
+        if tokens.expires_in is not None:
+            data["expires_at"] = time.time() + int(tokens.expires_in)
+        self._save(data)
 
     async def get_client_info(self) -> Any:
         from mcp.shared.auth import OAuthClientInformationFull
