@@ -11,8 +11,6 @@ panel's Stop did nothing, and the status bar said Idle while the cell ran.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ import pytest
 from jupyter_codelia.testing import RecordedRequest, reply, tool_use
 
 from .conftest import NOTEBOOK_JS, WAIT_KERNEL_IDLE, Lab, TurnQueue, open_lab
-from .test_demo_notebooks import WIDGET_REPRS, kernel_value
+from .test_demo_notebooks import WIDGET_REPRS, exported_html, kernel_value
 from .test_notebook_tools import tool_result
 from .test_sidepanel_person import PANEL, open_notebook_with_panel, type_in_cell
 
@@ -139,12 +137,7 @@ def test_allow_in_the_cell_runs_the_code_and_the_status_bar_says_busy(
     assert_no_widget_reprs(saved.read_text())
     notebook = json.loads(saved.read_text())
     assert "made 42" in json.dumps(notebook["cells"][1]["outputs"])
-    subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir",
-         str(tmp_path), str(saved)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    exported = (tmp_path / "allow.html").read_text()
+    exported = exported_html(saved, tmp_path)
     assert_no_widget_reprs(exported)
     assert "made 42" in exported and "Allowed" in exported
     open_lab(page, lab, "allow.ipynb")
@@ -159,9 +152,7 @@ def assert_no_widget_reprs(content: str) -> None:
         assert raw not in content, raw
 
 
-def test_deny_in_the_cell_does_not_run_the_code(
-    page: Any, lab: Lab, anthropic: TurnQueue
-) -> None:
+def test_deny_in_the_cell_does_not_run_the_code(page: Any, lab: Lab, anthropic: TurnQueue) -> None:
     start(page, lab, "deny.ipynb")
     target = lab.root / "denied.txt"
     code = f"denied = 1\nopen({str(target)!r}, 'w').write('ran')"
@@ -187,9 +178,7 @@ def test_deny_in_the_cell_does_not_run_the_code(
     assert codelia_prompt(page, 1).count() == 0
 
 
-def test_the_input_box_answers_an_approval_too(
-    page: Any, lab: Lab, anthropic: TurnQueue
-) -> None:
+def test_the_input_box_answers_an_approval_too(page: Any, lab: Lab, anthropic: TurnQueue) -> None:
     start(page, lab, "stdin.ipynb")
     anthropic.queue(
         reply(tool_use("python", {"code": "typed_answer = 'y'"})),
