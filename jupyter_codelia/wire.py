@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from .agent.events import AgentEvent
+from .tools import COMPLETED, ToolResultData
 
 PROTOCOL_VERSION = 1
 
@@ -303,6 +304,9 @@ class ToolCallResult(_Message):
     output_ref: str | None = None
     run_id: str
     """The run this call shows as in the side panel."""
+    data: ToolResultData = COMPLETED
+    """What the application reads of the result (how the call ended, its diff, edit, namespace
+    changes, job): the MCP relay's structured content."""
 
 
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:

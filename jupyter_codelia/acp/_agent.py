@@ -40,7 +40,7 @@ from acp.schema import (
 
 from .. import __version__
 from ._aliases import SessionAliases
-from ._errors import BridgeError
+from ._errors import BRIDGE_ERRORS, BridgeError
 from ._jupyter import JupyterServer, find_server
 from ._kernel import CodeliaKernel
 from ._mapping import (
@@ -171,7 +171,7 @@ class CodeliaAcpAgent:
         where = Path(cwd)
         try:
             server = find_server(where, self._server_url, self._token)
-        except BridgeError as exc:
+        except BRIDGE_ERRORS as exc:
             raise RequestError.internal_error({"message": str(exc)}) from None
         session = _Session(acp_id, where, server, mcp_entries(mcp_servers or []))
         self._sessions[acp_id] = session
@@ -192,7 +192,7 @@ class CodeliaAcpAgent:
             else:
                 fields["new_session"] = True
             run_id, codelia_id = await _start(kernel, fields)
-        except BridgeError as exc:
+        except BRIDGE_ERRORS as exc:
             await self._update(session_id, update_agent_message_text(f"codelia: {exc}"))
             return PromptResponse(stop_reason="end_turn")
         if session.codelia_id is None and codelia_id:
@@ -225,7 +225,7 @@ class CodeliaAcpAgent:
                     await self._forward(session.acp_id, translator, note)
                 elif kind == "run.status" and note.get("status") in _STOP_REASONS:
                     status, message = str(note["status"]), note.get("message")
-        except BridgeError as exc:
+        except BRIDGE_ERRORS as exc:
             status, message = "error", str(exc)
         finally:
             for task in asks:
@@ -264,7 +264,7 @@ class CodeliaAcpAgent:
             fields["decision"] = DECISIONS.get(option, "deny")
             if option == REJECT:
                 fields["reason"] = "rejected in the ACP client"
-        with contextlib.suppress(BridgeError):  # answered elsewhere meanwhile (the side panel)
+        with contextlib.suppress(*BRIDGE_ERRORS):  # answered elsewhere meanwhile (the side panel)
             await kernel.control("permission.respond", fields)
 
     async def cancel(self, session_id: str, **_kwargs: Any) -> None:
@@ -272,7 +272,7 @@ class CodeliaAcpAgent:
         if session is None or session.run is None:
             return
         kernel, run_id = session.run
-        with contextlib.suppress(BridgeError):  # it ended meanwhile
+        with contextlib.suppress(*BRIDGE_ERRORS):  # it ended meanwhile
             await kernel.control("run.cancel", {"run_id": run_id})
 
     async def _update(self, session_id: str, update: Any) -> None:

@@ -1,8 +1,12 @@
-"""The errors of the ACP bridge: each names what to do about it."""
+"""The errors of the ACP bridge: each names what to do about it.
+
+The kernel link's own (the channel closed, the kernel refused) are the kernel peer's
+(``server/kernel_peer.py``); :data:`BRIDGE_ERRORS` catches both kinds."""
 
 from __future__ import annotations
 
 from ..errors import CodeliaError
+from ..server.kernel_peer import PeerError
 
 
 class BridgeError(CodeliaError, RuntimeError):
@@ -13,9 +17,6 @@ class ServerNotFoundError(BridgeError):
     """No running Jupyter server was found for this process (or the one named is unreachable)."""
 
 
-class ChannelClosedError(BridgeError):
-    """The link to the kernel is gone (the kernel died, restarted or was shut down)."""
-
-
-class KernelRequestError(BridgeError):
-    """The kernel answered a request with ``ok: false``; the message is the kernel's."""
+BRIDGE_ERRORS = (BridgeError, PeerError)
+"""What a prompt, an approval answer or a Stop can fail with: the bridge's errors and the
+kernel link's."""

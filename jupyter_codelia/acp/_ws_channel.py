@@ -17,7 +17,7 @@ from urllib.parse import quote
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, WebSocketClosedError, websocket_connect
 
-from ._errors import ChannelClosedError
+from ..server.kernel_peer import ChannelClosedError
 from ._jupyter import JupyterServer
 
 

@@ -730,9 +730,7 @@ class Agent:
             self.budget.add_tool_call()
             raw = _redact_message(execution.message)
             done, final_message = execution.done, execution.final_message
-            data = execution.data or COMPLETED
-            if data.outcome != execution.outcome:
-                data = data.model_copy(update={"outcome": execution.outcome})
+            data = execution.result_data
         risk = risks.get(name, UNDECLARED)
         processed = (
             self.output_cache.process(raw, cut=risk.output_cut)

@@ -77,6 +77,21 @@ _RISKY_WORDS: dict[str, frozenset[str]] = {
 }
 _RISKY_SHORT_OPTIONS = {"sort": "o", "date": "s"}
 
+# Programs that delete, overwrite, kill or run arbitrary code: "don't ask again" on one of them
+# remembers that exact command, never the bare program ("rm -rf build" must not allow every rm).
+_NEVER_GENERALIZED = frozenset(
+    {"rm", "rmdir", "unlink", "shred", "wipe", "srm", "dd", "mv", "cp", "ln", "install", "rsync",
+     "truncate", "chmod", "chown", "chgrp", "chattr", "kill", "pkill", "killall", "fdisk",
+     "parted", "wipefs", "mkswap", "mkfs", "reboot", "shutdown", "halt", "poweroff", "crontab",
+     "sh", "bash", "zsh", "dash", "ksh", "fish", "eval", "source"}
+)  # fmt: skip
+# Subcommands of the same kind: "git clean -fdx" remembers itself, not "git clean".
+_NEVER_GENERALIZED_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": frozenset({"clean", "reset", "rm", "restore", "checkout", "stash"}),
+    "docker": frozenset({"rm", "rmi", "kill", "prune", "system", "volume"}),
+    "kubectl": frozenset({"delete", "drain"}),
+}
+
 _ENV_ASSIGNMENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _WRAPPERS = frozenset(
     {"env", "command", "builtin", "nohup", "time", "sudo", "nice", "ionice", "chrt", "timeout",
@@ -243,7 +258,7 @@ def _has_risky_flag(segment: str) -> bool:
 
 
 def remember_command(segment: str) -> str | None:
-    """The command prefix remembered for one shell segment, or None when nothing safe fits."""
+    """The command prefix an ordinary program's segment is remembered by, or None when none fits."""
     words = shell_words(segment)
     if not words:
         return None
@@ -263,6 +278,30 @@ def remember_command(segment: str) -> str | None:
         if after is None or secondary in after:
             return f"{primary} {secondary} {words[2]}"
     return f"{primary} {secondary}"
+
+
+def _remembered_rule(tool_name: str, segment: str) -> PermissionRule | None:
+    """The allow rule "don't ask again" adds for one shell segment, or None when none is safe.
+
+    A command prefix (:func:`remember_command`) for ordinary programs; the exact segment for a
+    destructive program or a risky flag, and nothing when that segment holds a glob character
+    (an exact rule is a glob without wildcards)."""
+    words = shell_words(segment)
+    if not words:
+        return None
+    program = PurePosixPath(words[0]).name
+    exact = (
+        program in _NEVER_GENERALIZED
+        or program.startswith("mkfs.")
+        or (len(words) > 1 and words[1] in _NEVER_GENERALIZED_SUBCOMMANDS.get(program, ()))
+        or _has_risky_flag(segment)
+    )
+    if exact:
+        if "*" in segment or "?" in segment:
+            return None
+        return PermissionRule(tool=tool_name, command_glob=segment)
+    prefix = remember_command(segment)
+    return None if prefix is None else PermissionRule(tool=tool_name, command=prefix)
 
 
 def _is_subcommand(word: str) -> bool:
@@ -464,12 +503,13 @@ class PermissionPolicy:
         for segment in split_shell_segments(_string_arg(args, risk.command_arg) or ""):
             if is_cd_segment(segment):
                 continue
-            prefix = remember_command(segment)
-            if prefix is None or self._segment_allowed(tool_name, prefix):
+            remembered = _remembered_rule(tool_name, segment)
+            if remembered is None or self._segment_allowed(
+                tool_name, remembered.command or segment
+            ):
                 continue
-            rule = PermissionRule(tool=tool_name, command=prefix)
-            if rule not in rules and rule not in self._allow:
-                rules.append(rule)
+            if remembered not in rules and remembered not in self._allow:
+                rules.append(remembered)
         return rules
 
     def remember(self, rules: Sequence[PermissionRule]) -> None:

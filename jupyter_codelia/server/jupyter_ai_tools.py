@@ -15,7 +15,7 @@ import inspect
 from typing import Any, Literal
 
 from ..errors import CodeliaError
-from .mcp_endpoint import current_relay, mcp_content
+from .mcp_endpoint import call_result, current_relay
 
 CALLER = "a Jupyter AI agent"
 """How the side panel names these calls: jupyter-server-mcp does not say which agent calls."""
@@ -33,9 +33,9 @@ def tool_specs() -> list[str]:
 async def _call(tool: str, arguments: dict[str, Any]) -> list[Any]:
     """Run ``tool`` with the arguments a front function got (``notebook_path`` among them)."""
     sent = {key: value for key, value in arguments.items() if value is not None}
-    result = await current_relay().call(CALLER, tool, sent)
-    content = mcp_content(list(result.get("content") or []))
-    if result.get("is_error"):
+    result = call_result(await current_relay().call(CALLER, tool, sent))
+    content: list[Any] = list(result.content)
+    if result.is_error:
         raise KernelToolError("\n".join(getattr(block, "text", "") for block in content))
     return content
 

@@ -40,6 +40,9 @@ _CONTROL = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).contro
 # Tells the kernel someone can answer its notebook requests (labextension notebookcomm.ts).
 _TAB_OPENED = '__import__("jupyter_codelia.notebook.frontend", fromlist=["x"]).tab_opened()'
 KERNEL_INFO_SECONDS = 10.0
+# The kernel states after which nothing this peer set up there exists any more (the server's
+# websocket says "restarting" and "dead"; the kernel itself sends shutdown_reply on iopub).
+_GONE = ("restarting", "dead")
 QUEUED_NOTE = (
     "this kernel has no subshells (ipykernel < 7 or another kernel): the call waited for the "
     "running cell to end"
@@ -144,6 +147,7 @@ class KernelPeer:
         self._start_lock = asyncio.Lock()
         self._started = False
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._on_closed: list[Callable[[BaseException], None]] = []
         self._executions: dict[str, Execution] = {}
 
     # ------------------------------------------------------------------ life
@@ -185,6 +189,14 @@ class KernelPeer:
         as ``comm_msg``s there); returns the function that stops it."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def when_closed(self, callback: Callable[[BaseException], None]) -> None:
+        """Call ``callback`` with the reason once the link is gone (the channel failed, the
+        kernel restarted or died, or :meth:`close`); at once if it is gone already."""
+        if self._closed is not None:
+            callback(self._closed)
+        else:
+            self._on_closed.append(callback)
 
     # ------------------------------------------------------------------ requests
 
@@ -239,6 +251,32 @@ class KernelPeer:
         future.add_done_callback(replied)
         await self.channel.send(message)
         return execution
+
+    async def send(self, msg_type: str, content: dict[str, Any]) -> None:
+        """Send one shell message that gets no reply of its own (``comm_open``, ``comm_msg``,
+        ``comm_close``); what the kernel answers comes on iopub, to :meth:`listen`."""
+        await self.start()
+        if self._closed is not None:
+            raise ChannelClosedError(str(self._closed))
+        message = self._message("shell", msg_type, content, None)
+        self._own.add(message["header"]["msg_id"])
+        await self.channel.send(message)
+
+    async def run_quietly(self, code: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Run ``code`` on the main shell, silent and kept out of the history (``%load_ext``);
+        the reply's content (``status``, and ``ename`` / ``evalue`` when it failed)."""
+        await self.start()
+        content = {
+            "code": code,
+            "silent": True,
+            "store_history": False,
+            "allow_stdin": False,
+            "stop_on_error": False,
+            "user_expressions": {},
+        }
+        reply = await self._ask("shell", "execute_request", content, timeout)
+        body = reply.get("content")
+        return body if isinstance(body, dict) else {}
 
     async def interrupt(self) -> None:
         """Interrupt what the main shell runs (an ``interrupt_request`` on control)."""
@@ -347,7 +385,14 @@ class KernelPeer:
             self._fail_waiting(ChannelClosedError(f"the kernel channel failed: {exc}"))
 
     def _fail_waiting(self, error: BaseException) -> None:
-        self._closed = error
+        if self._closed is None:
+            self._closed = error
+        callbacks, self._on_closed = self._on_closed, []
+        for callback in callbacks:
+            try:
+                callback(error)
+            except Exception:
+                log.exception("a kernel peer close callback failed")
         for execution in self._executions.values():
             execution.done.set()
         self._executions.clear()
@@ -366,13 +411,19 @@ class KernelPeer:
             return
         if channel != "iopub":
             return
+        msg_type = message.get("header", {}).get("msg_type")
+        content = message.get("content") or {}
+        if msg_type == "shutdown_reply" or (
+            msg_type == "status" and content.get("execution_state") in _GONE
+        ):
+            # A restart keeps the transport (the server's websocket, the ZMQ ports) but not
+            # what the peer knows: the subshells, the comms, the extension. A new peer is needed.
+            self._fail_waiting(ChannelClosedError("the kernel restarted or died"))
         for listener in list(self._listeners):
             try:
                 listener(message)
             except Exception:  # one listener's failure must not stop the reading
                 log.exception("a kernel peer listener failed")
-        msg_type = message.get("header", {}).get("msg_type")
-        content = message.get("content") or {}
         execution = self._executions.get(str(parent.get("msg_id")))
         if execution is not None:
             if msg_type == "status" and content.get("execution_state") == "idle":

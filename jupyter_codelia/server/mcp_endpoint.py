@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import importlib.resources
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -29,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 import tornado.iostream
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import url_path_join
+from jupyter_server.utils import ensure_async, url_path_join
 
 from .._redact import redact_secrets
+from ..tools import ToolResultData
 from ._server_channel import ServerKernelChannel, tab_connected
 from .kernel_peer import KernelPeer, PeerError
 
@@ -59,6 +62,64 @@ NOTEBOOKS_DESCRIPTION = (
     "List the notebooks open on this Jupyter server: path, kernel, its state, and whether a "
     "JupyterLab tab shows it. Every other tool takes one of these paths as notebook_path."
 )
+
+
+ERROR_OUTCOMES = frozenset({"error", "denied", "cut_off"})
+"""The outcomes an MCP client hears as ``isError``: the call failed or was never run."""
+
+
+class KernelToolResult(ToolResultData):
+    """A kernel tool's structured result over MCP (``structuredContent``): what the tool's
+    result data says (how the call ended, the diff, the edit, the namespace changes, the job),
+    and where the call is seen."""
+
+    run_id: str | None = None
+    """The run this call shows as in the notebook's codelia side panel."""
+    output_ref: str | None = None
+    """The output-cache entry with the whole output, when the content was cut to fit."""
+    queued: bool = False
+    """Whether the call waited for a running cell (the kernel has no subshells)."""
+
+
+@functools.cache
+def _packaged() -> tuple[dict[str, Any], ...]:
+    text = importlib.resources.files(__package__).joinpath("kernel_tools.json").read_text()
+    return tuple(json.loads(text)["tools"])
+
+
+def packaged_listing() -> list[dict[str, Any]]:
+    """The kernel tools as a kernel with the default settings lists them (``tools.list``),
+    shipped with the package: ``kernel_tools.json``, which
+    ``python -m jupyter_codelia.notebook.run.external`` writes."""
+    return [dict(tool) for tool in _packaged()]
+
+
+@functools.cache
+def output_schema() -> dict[str, Any]:
+    """The JSON schema of every kernel tool's structured result."""
+    return KernelToolResult.model_json_schema()
+
+
+NOTEBOOKS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "notebooks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "notebook_path": {"type": "string"},
+                    "kernel_id": {"type": "string"},
+                    "kernel_name": {"type": ["string", "null"]},
+                    "execution_state": {"type": ["string", "null"]},
+                    "tab_open": {"type": "boolean"},
+                },
+                "required": ["notebook_path", "kernel_id", "tab_open"],
+            },
+        }
+    },
+    "required": ["notebooks"],
+}
 
 
 class RelayUnavailableError(PeerError):
@@ -92,6 +153,7 @@ class Relay:
         self._peers: dict[str, KernelPeer] = {}
         self._peer_lock = asyncio.Lock()
         self._listing: list[dict[str, Any]] | None = None
+        self._start_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ notebooks
 
@@ -114,17 +176,45 @@ class Relay:
             )
         return rows
 
-    async def kernel_of(self, notebook_path: str) -> str:
+    async def kernel_of(self, notebook_path: str) -> tuple[str, str | None]:
+        """The kernel of ``notebook_path``, and the kernel's name when it was started now.
+
+        A notebook file nobody has open gets a kernel of its own (its kernelspec's), as
+        JupyterLab starts one when the person opens it; a path with no notebook is refused."""
         wanted = notebook_path.strip().lstrip("/")
         rows = await self.notebooks()
         for row in rows:
             if str(row["notebook_path"]).lstrip("/") == wanted:
-                return str(row["kernel_id"])
+                return str(row["kernel_id"]), None
+        async with self._start_lock:
+            for row in await self.notebooks():  # started by a call that held the lock
+                if str(row["notebook_path"]).lstrip("/") == wanted:
+                    return str(row["kernel_id"]), None
+            started = await self._start_kernel(wanted)
+        if started is not None:
+            return started
         known = ", ".join(repr(row["notebook_path"]) for row in rows) or "none"
         raise NotebookNotFoundError(
-            f"no running kernel for the notebook {notebook_path!r} (open notebooks: {known}); "
-            "open it in JupyterLab, or start its kernel, and call again"
+            f"no notebook {notebook_path!r} on this Jupyter server (open notebooks: {known}); "
+            "pass the path of an .ipynb file relative to the server's root"
         )
+
+    async def _start_kernel(self, path: str) -> tuple[str, str] | None:
+        """Start ``path``'s kernel through the session manager (a session JupyterLab joins
+        when the person opens the notebook); None when ``path`` is no notebook file."""
+        contents = self.serverapp.contents_manager
+        if not path.endswith(".ipynb") or not await ensure_async(contents.file_exists(path)):
+            return None
+        model = await ensure_async(contents.get(path, content=True, type="notebook"))
+        metadata = (model.get("content") or {}).get("metadata") or {}
+        spec = metadata.get("kernelspec") or {}
+        name = spec.get("name") if isinstance(spec.get("name"), str) else None
+        kernel_name = name or self.serverapp.kernel_manager.default_kernel_name
+        session = await self.serverapp.session_manager.create_session(
+            path=path, name=path.rsplit("/", 1)[-1], type="notebook", kernel_name=kernel_name
+        )
+        log.info("started a %s kernel for %s (an MCP call named it)", kernel_name, path)
+        return str(session["kernel"]["id"]), str(kernel_name)
 
     # ------------------------------------------------------------------ kernels
 
@@ -133,6 +223,9 @@ class Relay:
             peer = self._peers.get(kernel_id)
             if peer is not None and not peer.closed:
                 return peer
+            if peer is not None:  # the kernel restarted or went away: let its channel go
+                with contextlib.suppress(Exception):
+                    await peer.close()
             manager = self.serverapp.kernel_manager
             channel = await ServerKernelChannel.open(manager, kernel_id)
             peer = KernelPeer(channel, has_tab=lambda: tab_connected(manager, kernel_id))
@@ -169,7 +262,8 @@ class Relay:
                 await peer.close()
 
     async def listing(self) -> list[dict[str, Any]]:
-        """The kernel tools' descriptions, from the first notebook kernel that gives them."""
+        """The kernel tools' descriptions, from the first notebook kernel that gives them;
+        while none runs, the ones this package ships (listing never starts a kernel)."""
         if self._listing is not None:
             return self._listing
         for row in await self.notebooks():
@@ -181,7 +275,7 @@ class Relay:
                 continue
             self._listing = list(reply.result.get("tools") or [])
             return self._listing
-        return []
+        return packaged_listing()
 
     async def call(self, caller: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run tool ``name`` in the kernel of ``arguments["notebook_path"]``; its result and
@@ -192,13 +286,14 @@ class Relay:
             raise NotebookNotFoundError(
                 f"{name} needs notebook_path (the notebooks tool lists the open notebooks)"
             )
-        peer = await self.peer(await self.kernel_of(path))
+        kernel_id, started = await self.kernel_of(path)
+        peer = await self.peer(kernel_id)
         self._cap_waits(name, arguments)
         request = {"caller": caller, "tool": name, "arguments": arguments}
         reply = await peer.request(
             "tool.call", request, timeout=self.call_seconds + _MARGIN_SECONDS
         )
-        return {**reply.result, "queued": reply.queued}
+        return {**reply.result, "queued": reply.queued, "kernel_started": started}
 
     def _cap_waits(self, name: str, arguments: dict[str, Any]) -> None:
         key = _WAIT_ARGUMENTS.get(name) or _WAIT_ARGUMENTS_CAPPED.get(name)
@@ -233,6 +328,7 @@ def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
             name="notebooks",
             description=NOTEBOOKS_DESCRIPTION,
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            output_schema=NOTEBOOKS_SCHEMA,
             annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         )
     ]
@@ -245,6 +341,7 @@ def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
                 name=str(tool["name"]),
                 description=str(tool.get("description") or ""),
                 input_schema=schema,
+                output_schema=output_schema(),
                 annotations=types.ToolAnnotations(**tool_annotations(tool)),
             )
         )
@@ -269,6 +366,37 @@ def mcp_content(parts: list[dict[str, Any]]) -> list[Any]:
     return blocks
 
 
+def call_result(result: dict[str, Any]) -> types.CallToolResult:
+    """A kernel's ``tool.call`` result as MCP's: the content (images as images), the typed
+    result data as structured content, and ``isError`` when the call failed or was refused."""
+    import mcp_types as types
+
+    content = mcp_content(list(result.get("content") or []))
+    started = result.get("kernel_started")
+    if started:
+        note = f"(No kernel ran this notebook: a {started} kernel was started for it.)"
+        content.insert(0, types.TextContent(text=note))
+    queued = bool(result.get("queued"))
+    if queued:
+        note = "(This kernel has no subshells: the call waited for the running cell to end.)"
+        content.append(types.TextContent(text=note))
+    # Only the fields this server knows: a kernel of a newer jupyter-codelia may send more.
+    sent = {k: v for k, v in (result.get("data") or {}).items() if k in ToolResultData.model_fields}
+    data = KernelToolResult.model_validate(
+        {
+            **sent,
+            "run_id": result.get("run_id"),
+            "output_ref": result.get("output_ref"),
+            "queued": queued,
+        }
+    )
+    return types.CallToolResult(
+        content=content,
+        structured_content=data.model_dump(mode="json", exclude_none=True),
+        is_error=bool(result.get("is_error")) or data.outcome in ERROR_OUTCOMES,
+    )
+
+
 def build_server(relay: Relay) -> Server[Any]:
     """The MCP server whose tools run in the notebooks' kernels through ``relay``."""
     import mcp_types as types
@@ -290,11 +418,7 @@ def build_server(relay: Relay) -> Server[Any]:
         except PeerError as exc:
             text = redact_secrets(str(exc))
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        content = mcp_content(list(result.get("content") or []))
-        if result.get("queued"):
-            note = "(This kernel has no subshells: the call waited for the running cell to end.)"
-            content.append(types.TextContent(text=note))
-        return types.CallToolResult(content=content, is_error=bool(result.get("is_error")))
+        return call_result(result)
 
     return Server(
         SERVER_NAME,

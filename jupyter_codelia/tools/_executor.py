@@ -19,7 +19,7 @@ from ..llm.messages import ToolCall, ToolMessage
 from ._context import ToolContext
 from ._define import FunctionTool, Tool, is_pending
 from ._errors import TaskComplete
-from ._results import ToolOutcome, ToolResultData, ToolReturn, value_content
+from ._results import COMPLETED, ToolOutcome, ToolResultData, ToolReturn, value_content
 
 STOP_TURN_MESSAGE = (
     "Permission request was denied. Turn stopped. Please send your next input to continue."
@@ -64,6 +64,14 @@ class ToolExecution:
     final_message: str | None = None
     outcome: ToolOutcome = "completed"
     data: ToolResultData | None = None
+
+    @property
+    def result_data(self) -> ToolResultData:
+        """The data the application reads of this call, with how the call ended."""
+        data = self.data or COMPLETED
+        if data.outcome != self.outcome:
+            data = data.model_copy(update={"outcome": self.outcome})
+        return data
 
 
 ToolIndex = dict[str, Tool]

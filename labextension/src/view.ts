@@ -349,6 +349,8 @@ class PermissionView implements ItemView {
   readonly node: HTMLElement;
   private readonly controls: HTMLElement;
   private readonly outcome: HTMLElement;
+  /** What the request showed (message, code, diff): folded away once it is answered. */
+  private readonly details: HTMLElement[] = [];
   private readonly reason: HTMLTextAreaElement;
   private readonly inputs = new Map<string, HTMLInputElement>();
   private item: PermissionItem;
@@ -364,11 +366,15 @@ class PermissionView implements ItemView {
     this.node.setAttribute('role', 'group');
     this.node.setAttribute('aria-label', item.title);
     this.node.appendChild(el('div', 'jp-codelia-permission-title', item.title));
-    this.node.appendChild(el('pre', 'jp-codelia-permission-message', item.message));
+    const message = el('pre', 'jp-codelia-permission-message', item.message);
+    this.node.appendChild(message);
     const question = item.questionKind !== 'tool';
     if (!question) {
       // What will run, readable: the code, the command, the path and its diff, the URL.
-      this.node.appendChild(renderArgs(item.args, rendermime, this.renderers));
+      const args = renderArgs(item.args, rendermime, this.renderers);
+      this.node.appendChild(args);
+      // Answered, the tool card above shows all of it: the card keeps its title and outcome.
+      this.details.push(message, args);
     }
     if (item.url) {
       const link = el('a', 'jp-codelia-permission-link', item.url) as HTMLAnchorElement;
@@ -460,6 +466,9 @@ class PermissionView implements ItemView {
     const decided = this.item.decision !== null;
     this.node.dataset.decision = this.item.decision ?? 'pending';
     this.controls.hidden = decided;
+    for (const node of this.details) {
+      node.hidden = decided;
+    }
     if (decided) {
       const label =
         DECISION_LABELS[this.item.decision ?? ''] ?? String(this.item.decision);

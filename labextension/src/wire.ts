@@ -326,6 +326,7 @@ export type ToolCallResult = {
   content: Array<{ [key: string]: unknown }>;
   output_ref?: string | null;
   run_id: string;
+  data?: ToolResultData | null;
 };
 
 export type ToolProgressEvent = {

@@ -468,6 +468,47 @@ def test_remember_allows_from_now_on() -> None:
     assert policy.remember_rules("shell", call) == []
 
 
+def test_always_allow_on_a_destructive_command_remembers_that_command_not_the_program() -> None:
+    policy = Policy()
+    call = shell("rm -rf build && echo removed")
+    rules = policy.remember_rules("shell", call)
+    assert rules == [rule("shell", command_glob="rm -rf build"), rule("shell", command="echo")]
+    policy.remember(rules)
+    assert policy.evaluate("shell", call) == ALLOW
+    for other in ("rm -rf /", "rm -rf build /home", "rm x", "rm -rf buil?"):
+        assert policy.evaluate("shell", shell(other)).kind == "confirm", other
+    _, message = Policy().confirm_text("shell", call)
+    assert message.endswith(REMEMBER + "- shell: rm -rf build\n- shell: echo")
+
+
+@pytest.mark.parametrize(
+    ("command", "remembered"),
+    [
+        ("/bin/rm -f a.txt", [rule("shell", command_glob="/bin/rm -f a.txt")]),
+        ("mv a b", [rule("shell", command_glob="mv a b")]),
+        ("bash -c 'make all'", [rule("shell", command_glob="bash -c 'make all'")]),
+        ("mkfs.ext4 /dev/sdb", [rule("shell", command_glob="mkfs.ext4 /dev/sdb")]),
+        ("git clean -fdx", [rule("shell", command_glob="git clean -fdx")]),
+        ("kubectl delete pod x", [rule("shell", command_glob="kubectl delete pod x")]),
+        ("find . -name '*.pyc' -delete", []),  # a glob character: no exact rule is possible
+        ("find . -type f -delete", [rule("shell", command_glob="find . -type f -delete")]),
+        ("rm -rf build/*", []),
+        ("git status --short && make", [rule("shell", command="make")]),
+    ],
+)
+def test_remembered_rules_never_name_a_bare_destructive_program(
+    command: str, remembered: list[PermissionRule]
+) -> None:
+    assert Policy().remember_rules("shell", shell(command)) == remembered
+
+
+def test_a_remembered_risky_find_allows_only_itself() -> None:
+    policy = Policy()
+    policy.remember(policy.remember_rules("shell", shell("find . -type f -delete")))
+    assert policy.evaluate("shell", shell("find . -type f -delete")) == ALLOW
+    assert policy.evaluate("shell", shell("find / -delete")).kind == "confirm"
+
+
 # --- confirm texts ------------------------------------------------------------------------
 
 REMEMBER = "\n\nRemember (don't ask again):\n"
@@ -504,7 +545,7 @@ def test_confirm_text(tool: str, args: dict[str, object], title: str, message: s
 
 def test_confirm_text_keeps_line_breaks_of_a_multi_line_command() -> None:
     _, message = Policy().confirm_text("shell", shell("  ls   -la\n\nrm  x "))
-    assert message == "ls -la\nrm x" + REMEMBER + "- shell: rm"
+    assert message == "ls -la\nrm x" + REMEMBER + "- shell: rm x"
 
 
 def test_a_shell_deny_rule_without_constraints_blocks_every_shell_call() -> None:
@@ -536,7 +577,7 @@ def test_confirm_text_omits_rules_already_allowed() -> None:
     policy = Policy(allow=[rule("shell", command="make")])
     assert policy.confirm_text("shell", shell("make && rm x")) == (
         "Run command?",
-        "make && rm x" + REMEMBER + "- shell: rm",
+        "make && rm x" + REMEMBER + "- shell: rm x",
     )
 
 

@@ -3,14 +3,17 @@ through the entry point pyproject.toml declares, registers them on its FastMCP s
 FastMCP client calls one against a real kernel of a real Jupyter server.
 
 ``jupyter-server-mcp`` enables itself in every Jupyter server of the environment it is installed
-in (an MCP server on port 3001), so it is not a test dependency: the extra ``jupyter-ai``
-installs it, and these tests run where it is importable.
+in (an MCP server on port 3001), so it is not a test dependency: scripts/test installs the
+extra ``jupyter-ai`` into ``.venv-jupyter-ai`` (on top of the main environment) and runs these
+tests there with ``CODELIA_REQUIRE_JUPYTER_SERVER_MCP=1``, which makes a missing package a
+failure, not a skip.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +29,15 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def declared_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """pyproject's ``jupyter_server_mcp.tools`` entry points as installed metadata says them
-    (the editable install of the shared environment predates them)."""
+    (where an older editable install predates them; declared twice they would be found twice)."""
+    import importlib.metadata
+
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     group = project["project"]["entry-points"]["jupyter_server_mcp.tools"]
+    installed = importlib.metadata.entry_points(group="jupyter_server_mcp.tools")
+    if {(e.name, e.value) for e in installed} >= set(group.items()):
+        return
     dist = tmp_path / "jupyter_codelia_entry_points-0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: jupyter-codelia-entry-points\n")
@@ -71,7 +79,10 @@ async def test_jupyter_server_mcp_discovers_registers_and_serves_our_tools(
     jp_root_dir: Path,
     codelia_home: Path,
 ) -> None:
-    extension = pytest.importorskip("jupyter_server_mcp.extension")
+    if os.environ.get("CODELIA_REQUIRE_JUPYTER_SERVER_MCP") == "1":
+        import jupyter_server_mcp.extension as extension  # scripts/test: it must be there
+    else:
+        extension = pytest.importorskip("jupyter_server_mcp.extension")
     from fastmcp import Client
     from jupyter_server_mcp.mcp_server import MCPServer
 

@@ -16,6 +16,7 @@ import pytest
 
 from jupyter_codelia.server._server_channel import ServerKernelChannel, tab_connected
 from jupyter_codelia.server.kernel_peer import KernelPeer, KernelRequestError
+from jupyter_codelia.server.mcp_endpoint import packaged_listing
 
 
 @contextlib.asynccontextmanager
@@ -115,6 +116,8 @@ async def test_tools_are_listed_with_their_hints_and_run_in_the_kernel(
     async with peer_on_kernel(jp_serverapp) as peer:
         listing = (await peer.request("tools.list", timeout=30)).result
         tools = {tool["name"]: tool for tool in listing["tools"]}
+        # What the server lists while no kernel runs is what a kernel lists.
+        assert listing["tools"] == packaged_listing()
         assert {"python", "list_variables", "notebook_edit", "job_wait"} <= set(tools)
         assert "shell" not in tools and "write" not in tools
         assert tools["list_variables"]["read_only"] is True

@@ -114,6 +114,12 @@ async def test_an_outside_agent_lists_and_calls_each_tool(
         assert tools["list_variables"].annotations.read_only_hint is True
         assert tools["python"].annotations.destructive_hint is True
         assert tools["python"].input_schema["required"][0] == "notebook_path"
+        # Every kernel tool declares its structured result; the SDK client checks each result
+        # against it below.
+        assert {"outcome", "diff", "edit_id", "namespace_changes", "job_id"} <= set(
+            tools["python"].output_schema["properties"]
+        )
+        assert tools["notebooks"].output_schema["required"] == ["notebooks"]
 
         listed = await session.call_tool("notebooks", {})
         (row,) = listed.structured_content["notebooks"]
@@ -126,9 +132,23 @@ async def test_an_outside_agent_lists_and_calls_each_tool(
         )
         assert not ran.is_error, text_of(ran)
         assert "sales" in text_of(ran)
+        data = ran.structured_content
+        assert data["outcome"] == "completed" and data["queued"] is False
+        assert {"name": "sales", "change": "added"} in data["namespace_changes"]
+        assert {"name": "pd", "change": "added"} in data["namespace_changes"]
+        assert isinstance(data["run_id"], str)
+        # An exception in the code is the code's result (the traceback); a call the tool
+        # cannot take is an error.
+        raised = await session.call_tool("python", {**nb, "code": "1 / 0"})
+        assert not raised.is_error and "ZeroDivisionError" in text_of(raised)
+        failed = await session.call_tool("inspect_variable", nb)
+        assert failed.is_error, text_of(failed)
+        assert failed.structured_content["outcome"] == "error"
 
         variables = await session.call_tool("list_variables", nb)
         assert "sales: pandas.DataFrame" in text_of(variables)
+        assert variables.structured_content["outcome"] == "completed"
+        assert "namespace_changes" not in variables.structured_content
         inspected = await session.call_tool("inspect_variable", {**nb, "name": "sales"})
         assert "x" in text_of(inspected)
         history = await session.call_tool("kernel_history", nb)
@@ -149,7 +169,7 @@ async def test_an_outside_agent_lists_and_calls_each_tool(
 
         unknown = await session.call_tool("list_variables", {"notebook_path": "other.ipynb"})
         assert unknown.is_error
-        assert "no running kernel for the notebook 'other.ipynb'" in text_of(unknown)
+        assert "no notebook 'other.ipynb' on this Jupyter server" in text_of(unknown)
 
 
 async def test_a_python_call_outliving_the_client_becomes_a_job(
@@ -171,6 +191,7 @@ async def test_a_python_call_outliving_the_client_becomes_a_job(
         text = text_of(first)
         job = re.search(r"job-\d+", text)
         assert job is not None, text
+        assert first.structured_content["job_id"] == job.group(0)
         waited = await session.call_tool(
             "job_wait", {**nb, "job_id": job.group(0), "timeout_seconds": 30}
         )
@@ -198,5 +219,55 @@ async def test_a_call_needing_approval_is_denied_with_nobody_watching(
         )
         assert denied.is_error
         assert "no codelia side panel is open on this notebook" in text_of(denied)
+        assert denied.structured_content["outcome"] == "denied"
         variables = await session.call_tool("list_variables", {"notebook_path": "quiet.ipynb"})
         assert "secret_plan" not in text_of(variables)
+
+
+async def test_tools_are_listed_with_no_kernel_and_a_call_starts_the_notebooks_kernel(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+) -> None:
+    notebook = {
+        "cells": [],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (jp_root_dir / "closed.ipynb").write_text(json.dumps(notebook))
+    token = jp_serverapp.identity_provider.token
+    async with mcp_client(mcp_url(jp_http_port, jp_base_url), token) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert set(tools) == MCP_TOOLS
+        assert tools["python"].annotations.destructive_hint is True
+        # Listing started nothing.
+        assert json.loads((await jp_fetch("api", "kernels")).body) == []
+
+        nb = {"notebook_path": "closed.ipynb"}
+        variables = await session.call_tool("list_variables", nb)
+        assert not variables.is_error, text_of(variables)
+        assert "a python3 kernel was started for it" in text_of(variables)
+        sessions = json.loads((await jp_fetch("api", "sessions")).body)
+        assert [s["path"] for s in sessions] == ["closed.ipynb"]
+        again = await session.call_tool("list_variables", nb)
+        assert "was started" not in text_of(again)
+
+        missing = await session.call_tool("list_variables", {"notebook_path": "nowhere.ipynb"})
+        assert missing.is_error
+        assert "no notebook 'nowhere.ipynb' on this Jupyter server" in text_of(missing)
+        assert "'closed.ipynb'" in text_of(missing)
+        assert len(json.loads((await jp_fetch("api", "kernels")).body)) == 1
+
+
+def test_the_packaged_tool_listing_is_the_generators_output() -> None:
+    from jupyter_codelia.notebook.run.external import packaged_listing as generate
+    from jupyter_codelia.server.mcp_endpoint import packaged_listing
+
+    assert packaged_listing() == generate().dump()["tools"], (
+        "jupyter_codelia/server/kernel_tools.json is out of date: run `python -m "
+        "jupyter_codelia.notebook.run.external > jupyter_codelia/server/kernel_tools.json`"
+    )

@@ -49,8 +49,11 @@ from ...wire import (
 if TYPE_CHECKING:
     from ...agent.permissions import PermissionPolicy
     from ...cache import ToolOutputCache
-    from ...tools import Tool
+    from ...standard_tools.jobs import JobRegistry
+    from ...tools import Tool, ToolResultData
     from ..config import Settings
+    from ..kernel_tools.undo import NamespaceUndo
+    from ..notebook_tools.cell_tools import NotebookContext
     from .runner import NotebookAgent
 
 APPROVAL_WAIT_SECONDS = 300.0
@@ -100,20 +103,7 @@ class ExternalCalls:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def listing(self) -> ToolsListResult:
-        tools = self._kit("", self.nb.settings()).tools
-        described = []
-        for tool in tools:
-            read_only, destructive = tool_hints(tool)
-            described.append(
-                ExternalTool(
-                    name=tool.name,
-                    description=tool.description,
-                    input_schema=tool.definition.parameters,
-                    read_only=read_only,
-                    destructive=destructive,
-                )
-            )
-        return ToolsListResult(tools=described)
+        return listing_of(self._kit("", self.nb.settings()).tools)
 
     def call(self, request: ToolCallRequest) -> ToolCallResult:
         """Run one call to its end on this kernel's outside-call loop (blocking the caller).
@@ -178,8 +168,9 @@ class ExternalCalls:
         finally:
             self.nb.approvals.deny_open("the call ended", run_id=run.run_id)
         message = redact_secrets(execution.message)
+        data = redact_secrets(execution.result_data)
         processed = kit.output_cache.process(message)
-        run.result(processed)
+        run.result(processed, data)
         content = processed.content
         parts = (
             [{"type": "text", "text": content}]
@@ -191,6 +182,7 @@ class ExternalCalls:
             content=parts,
             output_ref=processed.output_ref.id if processed.output_ref else None,
             run_id=run.run_id,
+            data=data,
         )
 
     def _policy(self, caller: str, settings: Settings) -> PermissionPolicy:
@@ -206,10 +198,7 @@ class ExternalCalls:
         """The offered tools and the output cache, made once per caller and configuration
         (provenance names the caller)."""
         from ...cache import ToolOutputCache
-        from ...standard_tools.jobs import job_tools
-        from ...standard_tools.output_cache import output_cache_tools
-        from ..kernel_tools.namespace import kernel_tools
-        from ..notebook_tools.cell_tools import NotebookContext, notebook_tools
+        from ..notebook_tools.cell_tools import NotebookContext
 
         key = (caller, settings.home, settings.python_timeout)
         with self._lock:
@@ -218,28 +207,92 @@ class ExternalCalls:
             return cached
         nb = self.nb
         store = nb.output_store()
-        made: list[Tool] = [
-            *kernel_tools(
-                shell=nb.shell,
-                default_timeout=settings.python_timeout,
-                jobs=nb.jobs,
-                timeout_to_job=True,  # an outside agent's client gives up; a job waits for it
-                undo=nb.undo,
-            ),
-            *notebook_tools(
-                NotebookContext(nb.shell, nb.frontend, lambda: {"model": caller or "outside"})
-            ),
-            *job_tools(nb.jobs),
-            *output_cache_tools(store),
-        ]
-        by_name = {tool.name: tool for tool in made}
         kit = _Kit(
-            tools=[by_name[name] for name in EXTERNAL_TOOLS if name in by_name],
+            tools=external_tools(
+                {"shell": nb.shell},
+                NotebookContext(nb.shell, nb.frontend, lambda: {"model": caller or "outside"}),
+                jobs=nb.jobs,
+                undo=nb.undo,
+                store=store,
+                python_timeout=settings.python_timeout,
+            ),
             output_cache=ToolOutputCache(store),
         )
         with self._lock:
             self._kits[key] = kit
         return kit
+
+
+def external_tools(
+    bound_to: dict[str, Any],
+    notebook: NotebookContext,
+    *,
+    jobs: JobRegistry,
+    undo: NamespaceUndo | None,
+    store: Any,
+    python_timeout: float,
+) -> list[Tool]:
+    """The tools outside agents get, in :data:`EXTERNAL_TOOLS` order; ``bound_to`` is
+    ``kernel_tools``' ``shell=`` or ``namespace=``."""
+    from ...standard_tools.jobs import job_tools
+    from ...standard_tools.output_cache import output_cache_tools
+    from ..kernel_tools.namespace import kernel_tools
+    from ..notebook_tools.cell_tools import notebook_tools
+
+    made: list[Tool] = [
+        *kernel_tools(
+            **bound_to,
+            default_timeout=python_timeout,
+            jobs=jobs,
+            timeout_to_job=True,  # an outside agent's client gives up; a job waits for it
+            undo=undo,
+        ),
+        *notebook_tools(notebook),
+        *job_tools(jobs),
+        *output_cache_tools(store),
+    ]
+    by_name = {tool.name: tool for tool in made}
+    return [by_name[name] for name in EXTERNAL_TOOLS if name in by_name]
+
+
+def listing_of(tools: list[Tool]) -> ToolsListResult:
+    """``tools.list``'s answer: each tool's name, description, input schema and hints."""
+    described = []
+    for tool in tools:
+        read_only, destructive = tool_hints(tool)
+        described.append(
+            ExternalTool(
+                name=tool.name,
+                description=tool.description,
+                input_schema=tool.definition.parameters,
+                read_only=read_only,
+                destructive=destructive,
+            )
+        )
+    return ToolsListResult(tools=described)
+
+
+def packaged_listing() -> ToolsListResult:
+    """What ``tools.list`` answers in a kernel with the default settings, made without one.
+
+    The server extension ships it (``server/kernel_tools.json``, written by
+    ``python -m jupyter_codelia.notebook.run.external``) to list the tools while no notebook
+    kernel runs; the server never imports this package, and listing must not start a kernel.
+    """
+    from ...standard_tools.jobs import JobRegistry
+    from ..config import Settings
+    from ..frontend import FrontendClient
+    from ..notebook_tools.cell_tools import NotebookContext
+
+    tools = external_tools(
+        {"namespace": {}},
+        NotebookContext(None, FrontendClient()),
+        jobs=JobRegistry(),
+        undo=None,
+        store=None,
+        python_timeout=Settings().python_timeout,
+    )
+    return listing_of(tools)
 
 
 @dataclass(frozen=True)
@@ -316,7 +369,7 @@ class _ExternalRun:
         event = redact_secrets(event).model_copy(update={"seq": seq})
         self.nb.broadcast(event_message(self.run_id, seq, ev.event_to_json(event)))
 
-    def result(self, message: Any) -> None:
+    def result(self, message: Any, data: ToolResultData) -> None:
         from ...llm.messages import has_non_text_part, text_projection
 
         content = message.content
@@ -333,6 +386,7 @@ class _ExternalRun:
                 is_error=message.is_error,
                 parts=parts,
                 output_ref=message.output_ref.id if message.output_ref else None,
+                data=data,
             )
         )
         self.emit(
@@ -344,3 +398,7 @@ class _ExternalRun:
         )
         status: RunStatus = "error" if message.is_error else "completed"
         self.nb.broadcast(status_message(self.run_id, status))
+
+
+if __name__ == "__main__":
+    print(json.dumps(packaged_listing().dump(), indent=1, sort_keys=True))

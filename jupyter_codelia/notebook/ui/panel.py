@@ -118,8 +118,16 @@ class _ApprovalCard:
     box: widgets.VBox
     buttons: list[widgets.Button]
     outcome: widgets.HTML
+    message: widgets.HTML
+    summary: str
+    """The one line the card keeps once answered: the tool card above shows what ran."""
     controls: widgets.HTML | None = None
     """A blocking run's HTML buttons (answered over the control path, see the module doc)."""
+
+    def fold(self) -> None:
+        """Answered (or past answering): keep the question's one line and the outcome."""
+        self.message.value = self.summary
+        self.box.children = (self.message, self.outcome)
 
 
 @dataclass
@@ -332,6 +340,7 @@ class RunPanel:
                     f'<b style="color:{renderers.MUTED}">'
                     f"Not answered: the run ended ({status}).</b>"
                 )
+            card.fold()
         for tool_card in self._cards.values():
             if tool_card.status == "running":
                 # Events after a Stop are not delivered, so no result will ever arrive.
@@ -731,6 +740,8 @@ class RunPanel:
                 box=self._kit.VBox([message, controls, outcome]),
                 buttons=[],
                 outcome=outcome,
+                message=message,
+                summary=_approval_summary(event),
                 controls=controls,
             )
         else:
@@ -786,7 +797,13 @@ class RunPanel:
         always.on_click(answer("allow_remember"))
         deny.on_click(answer("deny"))
         box = self._kit.VBox([message, *inputs.values(), reason, self._kit.HBox(buttons), outcome])
-        return _ApprovalCard(box=box, buttons=buttons, outcome=outcome)
+        return _ApprovalCard(
+            box=box,
+            buttons=buttons,
+            outcome=outcome,
+            message=message,
+            summary=_approval_summary(event),
+        )
 
     def _permission_resolved(self, event: ev.PermissionResolvedEvent) -> None:
         card = self._approvals.get(event.request_id)
@@ -806,6 +823,7 @@ class RunPanel:
             else "var(--jp-success-color1,#188038)"
         )
         card.outcome.value = f'<b style="color:{colour}">{renderers.escape(text)}</b>'
+        card.fold()
         self._transcript.append(f"- approval: {text}")
         if self.status == "awaiting approval":
             self.set_status("running")
@@ -815,6 +833,14 @@ class RunPanel:
             self.stop_button.disabled = True
             self.stop_button.description = "Stopping…"
             self._on_stop()
+
+
+def _approval_summary(event: ev.PermissionRequestEvent) -> str:
+    """An answered approval's one line: its title and the first line of what it asked."""
+    lines = event.message.strip().splitlines()
+    first = clip_chars(lines[0], 160) if lines else ""
+    more = "…" if len(lines) > 1 and lines[1].strip() else ""
+    return f"<b>{renderers.escape(event.title)}</b> <code>{renderers.escape(first)}{more}</code>"
 
 
 _BUTTON_CLASS = "jupyter-button widget-button"

@@ -239,6 +239,30 @@ def test_approval_card_buttons_call_back_with_reason() -> None:
     )
     assert "Denied: not that file" in _html(panel)
     assert "running" in panel.header.value
+    # Answered, the card keeps one line: the diff stays on the tool card alone.
+    assert [_text(w) for w in card.children] == [
+        "Run tool? write a.py (5 bytes)",
+        "Denied: not that file",
+    ]
+    assert "+x = 2" not in card.children[0].value
+
+
+def _text(widget: widgets.Widget) -> str:
+    import re
+
+    return re.sub(r"<[^>]+>", "", str(getattr(widget, "value", ""))).strip()
+
+
+def test_an_unanswered_approval_folds_when_the_run_ends() -> None:
+    panel = RunPanel(model="m", session_id=None, mode="blocking")
+    shell = _approval(panel, "shell", {"command": "rm -rf build\nls"})
+    assert "codelia-prompt" in shell
+    panel.finish("cancelled")
+    card = next(w for w in _walk(panel.widget) if "codelia-approval" in w._dom_classes)
+    assert [_text(w) for w in card.children] == [
+        "Run tool? shell",
+        "Not answered: the run ended (cancelled).",
+    ]
 
 
 def test_blocking_mode_buttons_are_html_naming_the_run_and_the_approval() -> None:
