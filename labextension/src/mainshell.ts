@@ -127,6 +127,7 @@ export class MainShellWatch implements IDisposable {
     this.notebook.sessionContext.kernelChanged.disconnect(this.follow, this);
     this.executed.disconnect(this.onExecuted, this);
     this._kernel?.iopubMessage.disconnect(this.onIopub, this);
+    this._kernel?.connectionStatusChanged.disconnect(this.onConnection, this);
     this._kernel = null;
   }
 
@@ -136,9 +137,16 @@ export class MainShellWatch implements IDisposable {
       return;
     }
     this._kernel?.iopubMessage.disconnect(this.onIopub, this);
+    this._kernel?.connectionStatusChanged.disconnect(this.onConnection, this);
     this._kernel = kernel;
     this._shell = new MainShell();
     kernel?.iopubMessage.connect(this.onIopub, this);
+    kernel?.connectionStatusChanged.connect(this.onConnection, this);
+  }
+
+  /** A new connection may have missed the running request's idle: never hold busy on a guess. */
+  private onConnection(): void {
+    this._shell.running = null;
   }
 
   private onIopub(

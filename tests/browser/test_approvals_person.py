@@ -11,6 +11,7 @@ panel's Stop did nothing, and the status bar said Idle while the cell ran.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,8 @@ def test_deny_in_the_cell_does_not_run_the_code(page: Any, lab: Lab, anthropic: 
     # The model was told, with the person's reason.
     result, _ = tool_result(anthropic.requests[-1])
     assert "Permission denied: not on this machine" in result
-    assert codelia_prompt(page, 1).count() == 0
+    # The click answered the cell's input prompt too: no box is left waiting in the cell.
+    codelia_prompt(page, 1).wait_for(state="detached")
 
 
 def test_the_input_box_answers_an_approval_too(page: Any, lab: Lab, anthropic: TurnQueue) -> None:
@@ -199,6 +201,20 @@ def test_the_input_box_answers_an_approval_too(page: Any, lab: Lab, anthropic: T
     assert cell(page, 1).locator('[data-codelia-action="allow"]').count() == 0
 
 
+@pytest.fixture
+def forget_always_allow(lab: Lab) -> Iterator[None]:
+    """ "Always allow" saves its rule in the home's config.json, which the lab's other tests
+    share: put the file back as it was afterwards."""
+    config = lab.home / "config.json"
+    before = config.read_text() if config.exists() else None
+    yield
+    if before is None:
+        config.unlink(missing_ok=True)
+    else:
+        config.write_text(before)
+
+
+@pytest.mark.usefixtures("forget_always_allow")
 def test_always_allow_is_not_asked_again(page: Any, lab: Lab, anthropic: TurnQueue) -> None:
     start(page, lab, "always.ipynb", cells=3)
     anthropic.queue(
@@ -212,6 +228,8 @@ def test_always_allow_is_not_asked_again(page: Any, lab: Lab, anthropic: TurnQue
     assert kernel_value(page, "first + second") == "3"
     assert cell(page, 1).locator(".codelia-approval").count() == 1
     assert "Always allowed" in output_text(page, 1)
+    saved = json.loads((lab.home / "config.json").read_text())
+    assert {"tool": "python"} in saved["permissions"]["allow"]
 
     # The next cell's python call is not asked either.
     anthropic.queue(reply(tool_use("python", {"code": "third = 3"})), reply("Third set."))
