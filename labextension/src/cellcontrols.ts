@@ -138,6 +138,9 @@ export class CellControls implements IDisposable {
     };
     buttons.forEach(button => (button.disabled = true));
     say(request.action === 'stop' ? 'Stopping…' : 'Sending…');
+    // Found now: once the kernel has the answer it clears these controls from the page,
+    // often before the reply below arrives.
+    const cell = controls.closest('.jp-Cell');
     try {
       const kernel = this.notebook.sessionContext.session?.kernel ?? null;
       const subshell = kernel ? await this.subshell(kernel) : null;
@@ -147,7 +150,6 @@ export class CellControls implements IDisposable {
       await executeControl(subshell, request as unknown as JSONObject);
       if (request.action !== 'stop') {
         say('');
-        const cell = controls.closest('.jp-Cell');
         if (cell) {
           answerPrompt(cell, PROMPT_ANSWERS[request.action]);
         }
