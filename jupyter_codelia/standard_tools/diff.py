@@ -21,7 +21,9 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel
 
 from .._redact import redact_secrets
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
@@ -34,7 +36,11 @@ from ..tools import (
     ToolPreview,
     ToolResultData,
     ToolReturn,
+    ToolRisk,
+    define_tool,
 )
+
+InputT = TypeVar("InputT", bound=BaseModel)
 
 CONTEXT_LINES = 3
 PREVIEW_MAX_LINES = 120
@@ -507,3 +513,36 @@ def dry_run_preview(
         )
 
     return preview
+
+
+def _as_dry_run(args: dict[str, Any]) -> dict[str, Any]:
+    return {**args, "dry_run": True}
+
+
+def define_file_change_tool(
+    *,
+    name: str,
+    description: str,
+    input: type[InputT],
+    execute: Callable[[InputT, ToolContext], Any],
+    describe: Callable[[dict[str, Any]], str],
+    preview_with: Callable[[], FunctionTool] | None = None,
+    edit_args: Callable[[dict[str, Any]], dict[str, Any]] = _as_dry_run,
+) -> FunctionTool:
+    """A tool that changes files (``edit_files``), previewed by a dry run before approval.
+
+    The dry run is ``preview_with()``'s (default: the tool's own) with ``edit_args`` of the
+    call's arguments (default: the same arguments with ``dry_run`` set).
+    """
+    tool = define_tool(
+        name=name,
+        description=description,
+        input=input,
+        execute=execute,
+        risk=ToolRisk(
+            kind="edit_files",
+            describe=describe,
+            preview=dry_run_preview(preview_with or (lambda: tool), edit_args),
+        ),
+    )
+    return tool
