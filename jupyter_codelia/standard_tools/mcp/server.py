@@ -83,16 +83,25 @@ def _imported(name: str, work: Callable[[], None]) -> concurrent.futures.Future[
     return future
 
 
+async def _settled(future: concurrent.futures.Future[None]) -> None:
+    # Once done, no wrap_future: its callback would wake the loop through its self-pipe, on
+    # every tool call.
+    if future.done():
+        future.result()
+    else:
+        await asyncio.wrap_future(future)
+
+
 async def sdk_imported() -> None:
     """Import the SDK (seconds on a cold, busy machine) off the loop, once, before any server's
     start clock runs: a startup timeout measures the server, not our imports."""
-    await asyncio.wrap_future(_imported("sdk", _import_sdk))
+    await _settled(_imported("sdk", _import_sdk))
 
 
 async def validator_ready() -> None:
     """The output-schema validator, imported off the loop once a tool declaring a schema is
     listed; a call of such a tool waits for it here instead of importing on the loop."""
-    await asyncio.wrap_future(_imported("validator", _import_validator))
+    await _settled(_imported("validator", _import_validator))
 
 
 @dataclass
