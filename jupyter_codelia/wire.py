@@ -16,14 +16,20 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from typing import Annotated, Any, Literal, get_args
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator
 
-from .agent.events import AgentEvent
+from ._approval import ApprovalMode, Decision
+from .agent.events import AgentEvent, TodoItemView
+from .session import SessionSummary
 from .tools import COMPLETED, ToolResultData
 
 PROTOCOL_VERSION = 1
+
+ResultT = TypeVar("ResultT", bound=BaseModel)
 
 RunSource = Literal["magic", "panel", "external"]
 """Where a run came from: a ``%%codelia`` cell, the side panel, or an agent outside the kernel
@@ -78,7 +84,7 @@ class KernelState(_Message):
     model: str | None = None
     provider: str | None = None
     api_key_env: str | None = None
-    approval_mode: str | None = None
+    approval_mode: ApprovalMode | None = None
     active_run: ActiveRun | None
     api_key_configured: bool | None = None
     store: StoreInfo | None = None
@@ -165,23 +171,6 @@ class JobUpdated(_Message):
     job: JobView
 
 
-class CellControl(_Message):
-    """A click on a button of a blocking ``%%codelia`` cell's own panel (front end → kernel).
-
-    The cell holds the kernel's main shell, so an ipywidgets click would wait for the run to
-    end; the labextension catches the click on the panel's HTML buttons (they carry the run id
-    and the approval id) and sends this through ``bridge.control()`` on a kernel subshell.
-    ``action`` answers approval ``permission_request_id`` of run ``run_id``, or stops the run.
-    """
-
-    type: Literal["cell.control"] = "cell.control"
-    request_id: str
-    run_id: str
-    action: Literal["allow", "allow_remember", "deny", "stop"]
-    permission_request_id: str | None = None
-    reason: str | None = None
-
-
 KernelMessage = Annotated[
     Hello
     | Response
@@ -261,6 +250,249 @@ class NotebookReply(_Message):
     error_kind: NotebookErrorKind | None = None
 
 
+# --------------------------------------------------------------------------- requests
+# Front end → kernel, on the ``codelia`` comm or through ``bridge.control()`` on a subshell:
+# one model per request type, and one model for its result (the ``result`` of the response).
+
+
+class _Request(BaseModel):
+    """A request; ``request_id`` is the client's and comes back on the one response.
+
+    Strict, because requests arrive as JSON (a number in a string field is a bug to report);
+    extra fields are ignored, so a newer panel does not fail on an older kernel.
+    """
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    control_safe: ClassVar[bool] = False
+    """It only touches thread-safe state, so ``control()`` may serve it from a subshell."""
+
+    request_id: str
+
+
+class Empty(_Message):
+    """The result of a request that only acts."""
+
+
+class RunStartRequest(_Request):
+    """Start a *background* run from the panel (resume ``session_id``, or a new session)."""
+
+    type: Literal["run.start"]
+    prompt: str
+    session_id: str | None = None
+    new_session: bool = False
+
+    @field_validator("prompt")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("prompt is empty")
+        return value
+
+
+class RunStartResult(_Message):
+    run_id: str
+    session_id: str | None
+
+
+class RunCancelRequest(_Request):
+    type: Literal["run.cancel"]
+    control_safe: ClassVar[bool] = True
+    run_id: str
+
+
+class PermissionRespondRequest(_Request):
+    """Answer an approval request (its event's ``request_id`` is ``permission_request_id``)."""
+
+    type: Literal["permission.respond"]
+    control_safe: ClassVar[bool] = True
+    permission_request_id: str
+    decision: Decision
+    reason: str | None = None
+    content: dict[str, Any] | None = None
+    """A filled-in form's values, when the request asked for some."""
+
+
+class StateGetRequest(_Request):
+    type: Literal["state.get"]
+    control_safe: ClassVar[bool] = True
+
+
+class SessionsListRequest(_Request):
+    type: Literal["sessions.list"]
+    control_safe: ClassVar[bool] = True
+
+
+class SessionsListResult(_Message):
+    """The saved sessions, newest first (also ``GET /codelia/api/sessions``)."""
+
+    sessions: list[SessionSummary]
+
+
+class SessionTranscriptRequest(_Request):
+    type: Literal["session.transcript"]
+    control_safe: ClassVar[bool] = True
+    session_id: str
+
+
+class TranscriptResult(_Message):
+    """A session's runs as the messages a live panel would have received, oldest first (also
+    ``GET /codelia/api/sessions/<id>/transcript``)."""
+
+    session_id: str
+    # Messages already in their JSON form (built by transcript_messages, not validated again:
+    # a long session has thousands); the panel reads them as kernel messages.
+    events: Annotated[
+        list[dict[str, Any]],
+        WithJsonSchema({"type": "array", "items": {"tsType": "KernelMessage"}}),
+    ]
+
+
+class CacheListRequest(_Request):
+    type: Literal["cache.list"]
+    control_safe: ClassVar[bool] = True
+
+
+class CacheEntry(_Message):
+    """One tool-output cache entry."""
+
+    ref_id: str
+    tool_name: str
+    created_at: str
+    size_bytes: int
+    line_count: int
+    has_parts: bool
+    is_error: bool
+    whose: str
+    """"(this session)", "(this kernel)", "(this notebook)" or "(other: ...)"."""
+
+
+class CacheListResult(_Message):
+    """The cache's entries, this kernel's first."""
+
+    entries: list[CacheEntry]
+
+
+class CacheReadRequest(_Request):
+    type: Literal["cache.read"]
+    control_safe: ClassVar[bool] = True
+    ref_id: str
+    offset: int = 0
+    limit: int | None = None
+
+
+class CacheGrepRequest(_Request):
+    type: Literal["cache.grep"]
+    control_safe: ClassVar[bool] = True
+    ref_id: str
+    pattern: str
+    regex: bool = False
+    before: int | None = None
+    after: int | None = None
+    max_matches: int | None = None
+
+
+class CacheLineRequest(_Request):
+    type: Literal["cache.line"]
+    control_safe: ClassVar[bool] = True
+    ref_id: str
+    line_number: int
+    char_offset: int | None = None
+    char_limit: int | None = None
+
+
+class CacheTextResult(_Message):
+    """Text in the ``tool_output_cache`` tool's format (``cache.read``, ``.grep``, ``.line``)."""
+
+    text: str
+
+
+class CachePartsRequest(_Request):
+    type: Literal["cache.parts"]
+    control_safe: ClassVar[bool] = True
+    ref_id: str
+
+
+class CachePartsResult(_Message):
+    """An entry's content parts; images as ``{"type": "image_url", "image_url": {"url"}}``."""
+
+    parts: list[dict[str, Any]]
+
+
+class TodosGetRequest(_Request):
+    type: Literal["todos.get"]
+    control_safe: ClassVar[bool] = True
+
+
+class TodosResult(_Message):
+    session_id: str | None
+    todos: list[TodoItemView]
+
+
+class PanelAttachRequest(_Request):
+    """Open a ``codelia.panel`` comm to the panel ``client_id`` (only through ``control()``)."""
+
+    type: Literal["panel.attach"]
+    control_safe: ClassVar[bool] = True
+    client_id: str
+
+
+class JobsListRequest(_Request):
+    type: Literal["jobs.list"]
+    control_safe: ClassVar[bool] = True
+
+
+class JobsListResult(_Message):
+    jobs: list[JobView]
+
+
+class JobStopRequest(_Request):
+    """Ask a job to stop; a ``job.updated`` follows when it ends."""
+
+    type: Literal["job.stop"]
+    control_safe: ClassVar[bool] = True
+    job_id: str
+
+
+class JobStopResult(_Message):
+    job: JobView
+
+
+class CellControl(_Request):
+    """A click on a button of a blocking ``%%codelia`` cell's own panel.
+
+    The cell holds the kernel's main shell, so an ipywidgets click would wait for the run to
+    end; the labextension catches the click on the panel's HTML buttons (they carry the run id
+    and the approval id) and sends this through ``bridge.control()`` on a kernel subshell.
+    ``action`` answers approval ``permission_request_id`` of run ``run_id``, or stops the run.
+    """
+
+    type: Literal["cell.control"]
+    control_safe: ClassVar[bool] = True
+    run_id: str
+    action: Literal[Decision, "stop"]
+    permission_request_id: str | None = None
+    reason: str | None = None
+
+
+class McpAddRequest(_Request):
+    """Add (or replace) the kernel's MCP server ``name`` from the next run on, as ``%codelia
+    mcp add`` does; ``server`` is one ``mcpServers`` entry (``codelia-acp`` passes an ACP
+    session's servers this way)."""
+
+    type: Literal["mcp.add"]
+    name: str
+    server: dict[str, Any]
+
+
+class NotebookReplyRequest(_Request, NotebookReply):
+    """A :class:`NotebookReply` sent to the kernel: the notebook front end's (or the server's)
+    answer to a ``notebook.request`` whose id is ``reply_to``."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    type: Literal["notebook.reply"]
+    control_safe: ClassVar[bool] = True
+
+
 # --------------------------------------------------------------------------- outside agents
 # ``tools.list`` and ``tool.call``, sent through ``control()`` by the Jupyter server extension on
 # behalf of an agent outside the kernel (jupyter_codelia/server/mcp_endpoint.py).
@@ -284,11 +516,16 @@ class ToolsListResult(_Message):
     tools: list[ExternalTool]
 
 
-class ToolCallRequest(_Message):
+class ToolsListRequest(_Request):
+    type: Literal["tools.list"]
+    control_safe: ClassVar[bool] = True
+
+
+class ToolCallRequest(_Request):
     """``tool.call``: run one in-kernel tool for ``caller`` (the outside agent, by its name)."""
 
-    type: Literal["tool.call"] = "tool.call"
-    request_id: str
+    type: Literal["tool.call"]
+    control_safe: ClassVar[bool] = True
     caller: str = Field(min_length=1, max_length=200)
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -307,6 +544,100 @@ class ToolCallResult(_Message):
     data: ToolResultData = COMPLETED
     """What the application reads of the result (how the call ended, its diff, edit, namespace
     changes, job): the MCP relay's structured content."""
+
+
+Request = Annotated[
+    RunStartRequest
+    | RunCancelRequest
+    | PermissionRespondRequest
+    | StateGetRequest
+    | SessionsListRequest
+    | SessionTranscriptRequest
+    | CacheListRequest
+    | CacheReadRequest
+    | CacheGrepRequest
+    | CacheLineRequest
+    | CachePartsRequest
+    | TodosGetRequest
+    | PanelAttachRequest
+    | JobsListRequest
+    | JobStopRequest
+    | CellControl
+    | McpAddRequest
+    | NotebookReplyRequest
+    | ToolsListRequest
+    | ToolCallRequest,
+    Field(discriminator="type"),
+]
+
+Result = (
+    Empty
+    | RunStartResult
+    | KernelState
+    | SessionsListResult
+    | TranscriptResult
+    | CacheListResult
+    | CacheTextResult
+    | CachePartsResult
+    | TodosResult
+    | JobsListResult
+    | JobStopResult
+    | ToolsListResult
+    | ToolCallResult
+)
+
+# The result model of each request type (``state.get`` answers the hello's body).
+RESULTS: dict[str, type[BaseModel]] = {
+    "run.start": RunStartResult,
+    "run.cancel": Empty,
+    "permission.respond": Empty,
+    "state.get": KernelState,
+    "sessions.list": SessionsListResult,
+    "session.transcript": TranscriptResult,
+    "cache.list": CacheListResult,
+    "cache.read": CacheTextResult,
+    "cache.grep": CacheTextResult,
+    "cache.line": CacheTextResult,
+    "cache.parts": CachePartsResult,
+    "todos.get": TodosResult,
+    "panel.attach": Empty,
+    "jobs.list": JobsListResult,
+    "job.stop": JobStopResult,
+    "cell.control": Empty,
+    "mcp.add": Empty,
+    "notebook.reply": Empty,
+    "tools.list": ToolsListResult,
+    "tool.call": ToolCallResult,
+}
+
+
+@functools.cache
+def request_models() -> Mapping[str, type[_Request]]:
+    """Each request type's model, by its ``type``."""
+    return MappingProxyType(
+        {
+            get_args(model.model_fields["type"].annotation)[0]: model
+            for model in get_args(get_args(Request)[0])
+        }
+    )
+
+
+@functools.cache
+def request_adapter() -> TypeAdapter[Request]:
+    """The validator of :data:`Request`, built once (building it costs about 2 ms)."""
+    return TypeAdapter(Request)
+
+
+CONTROL_SAFE: frozenset[str] = frozenset(
+    name for name, model in request_models().items() if model.control_safe
+)
+"""The request types ``control()`` serves on a subshell (the hello's ``control_requests``)."""
+
+
+def read_result(model: type[ResultT], result: dict[str, Any]) -> ResultT:
+    """A response's ``result`` read as ``model`` (its entry in :data:`RESULTS`); top-level
+    fields a newer kernel adds are left out, so an older reader still understands it."""
+    return model.model_validate({key: result[key] for key in result if key in model.model_fields})
 
 
 def event_message(run_id: str, seq: int, event_json: dict[str, Any]) -> dict[str, Any]:
@@ -357,18 +688,21 @@ def transcript_messages(records: list[dict[str, Any]], session_id: str) -> list[
 
 
 def typescript() -> str:
-    """``labextension/src/wire.ts``: the TypeScript types of every kernel message."""
-    from pydantic import TypeAdapter
+    """``labextension/src/wire.ts``: the TypeScript types of every message, both ways."""
 
-    schema = TypeAdapter(KernelMessage).json_schema(ref_template="#/$defs/{model}")
-    defs: dict[str, Any] = schema.pop("$defs", {})
-    notebook = TypeAdapter(NotebookKernelMessage).json_schema(ref_template="#/$defs/{model}")
-    defs.update(notebook.pop("$defs", {}))
-    for model in (ToolsListResult, ToolCallRequest, ToolCallResult):
-        schema_of = model.model_json_schema(ref_template="#/$defs/{model}")
-        defs.update(schema_of.pop("$defs", {}))
-        defs[model.__name__] = schema_of
-    defs[CellControl.__name__] = CellControl.model_json_schema()
+    def schema_of(kind: Any) -> dict[str, Any]:
+        schema = TypeAdapter(kind).json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        return schema
+
+    defs: dict[str, Any] = {}
+    unions = {
+        "KernelMessage": schema_of(KernelMessage),
+        "NotebookKernelMessage": schema_of(NotebookKernelMessage),
+        "Request": schema_of(Request),
+    }
+    for model in set(RESULTS.values()):
+        defs[model.__name__] = schema_of(model)
     lines = [
         "/**",
         " * GENERATED from jupyter_codelia/wire.py by `python -m jupyter_codelia.wire "
@@ -380,14 +714,20 @@ def typescript() -> str:
     for name in sorted(defs):
         lines.append(f"export type {name} = {_ts(defs[name], 0)};")
         lines.append("")
-    lines.append(f"export type KernelMessage = {_ts(schema, 0)};")
-    lines.append("")
-    lines.append(f"export type NotebookKernelMessage = {_ts(notebook, 0)};")
+    for name, schema in unions.items():
+        lines.append(f"export type {name} = {_ts(schema, 0)};")
+        lines.append("")
+    lines.append("/** The result of each request type. */")
+    lines.append("export type RequestResults = {")
+    lines.extend(f"  {_key(kind)}: {model.__name__};" for kind, model in RESULTS.items())
+    lines.append("};")
     lines.append("")
     return "\n".join(lines)
 
 
 def _ts(node: dict[str, Any], depth: int) -> str:
+    if "tsType" in node:  # a type named by hand in the schema (see TranscriptResult)
+        return str(node["tsType"])
     if "$ref" in node:
         return str(node["$ref"]).rsplit("/", 1)[-1]
     if "const" in node:
@@ -409,6 +749,8 @@ def _ts(node: dict[str, Any], depth: int) -> str:
     if kind == "array":
         item = _ts(node.get("items", {}), depth)
         return f"Array<{item}>"
+    if kind == "object" and node.get("properties") == {}:
+        return "Record<string, never>"
     if kind == "object" and "properties" in node:
         required = set(node.get("required", []))
         pad = "  " * (depth + 1)
@@ -418,11 +760,13 @@ def _ts(node: dict[str, Any], depth: int) -> str:
             nullable = any(option.get("type") == "null" for option in options)
             if "const" in prop or (name in required and not nullable):
                 fields.append(f"{pad}{_key(name)}: {_ts(prop, depth + 1)};")
-            else:
+            elif nullable:
                 # Absent or null: senders leave out fields that are None.
                 solid = [option for option in options if option.get("type") != "null"]
                 text = " | ".join(_ts(option, depth + 1) for option in solid) or "null"
                 fields.append(f"{pad}{_key(name)}?: {text} | null;")
+            else:  # a default that is never None: may be left out, never null
+                fields.append(f"{pad}{_key(name)}?: {_ts(prop, depth + 1)};")
         return "{\n" + "\n".join(fields) + "\n" + "  " * depth + "}"
     if kind == "object":
         extra = node.get("additionalProperties")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,38 @@ def test_a_transcript_replays_run_log_records_as_live_messages() -> None:
         {"type": "agent.event", "run_id": "r", "seq": 3, "event": final},
         {"type": "run.status", "run_id": "r", "status": "completed"},
     ]  # fmt: skip
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "comm-protocol.md"
+
+
+def test_the_protocol_doc_lists_every_request_with_its_fields() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Requests") : text.index("Response: ")]
+    rows = {
+        match.group(1): match.group(2)
+        for match in re.finditer(r"^\| `([a-z.]+)` \| ([^|]*(?:\\\|[^|]*)*) \|", section, re.M)
+    }
+    models = wire.request_models()
+    assert sorted(rows) == sorted(models), "docs/comm-protocol.md's request table is out of date"
+    for kind, model in models.items():
+        named = set(re.findall(r"`(\w+)`", rows[kind]))
+        fields = set(model.model_fields) - {"type", "request_id"}
+        assert fields <= named, f"{kind}: the doc does not name {sorted(fields - named)}"
+    assert set(wire.RESULTS) == set(models)
+
+
+def test_every_request_parses_and_each_type_has_a_result_model() -> None:
+    adapter: TypeAdapter[wire.Request] = TypeAdapter(wire.Request)
+    parsed = adapter.validate_python(
+        {"type": "cache.grep", "request_id": "r", "ref_id": "x", "pattern": "a", "extra": 1}
+    )
+    assert isinstance(parsed, wire.CacheGrepRequest) and parsed.regex is False
+    with pytest.raises(ValidationError):  # strict: JSON gives numbers as numbers
+        adapter.validate_python({"type": "cache.line", "request_id": "r", "ref_id": "x",
+                                 "line_number": "3"})  # fmt: skip
+    assert "run.start" not in wire.CONTROL_SAFE and "run.cancel" in wire.CONTROL_SAFE
+    text = wire.typescript()
+    assert "export type Request = RunStartRequest | " in text
+    assert "  'session.transcript': TranscriptResult;" in text
+    assert "  events: Array<KernelMessage>;" in text

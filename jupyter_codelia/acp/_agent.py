@@ -354,9 +354,10 @@ class CodeliaAcpAgent:
 
 
 async def _start(kernel: CodeliaKernel, fields: dict[str, Any]) -> tuple[str, str | None]:
-    result = await kernel.request("run.start", fields)
-    codelia_id = result.get("session_id")
-    return str(result["run_id"]), codelia_id if isinstance(codelia_id, str) else None
+    from ..wire import RunStartResult, read_result
+
+    started = read_result(RunStartResult, await kernel.request("run.start", fields))
+    return started.run_id, started.session_id
 
 
 def prompt_text(blocks: list[Any], server: JupyterServer) -> tuple[str, list[str]]:

@@ -116,8 +116,9 @@ class CodeliaKernel:
 
     async def start_run(self, fields: dict[str, Any]) -> str:
         """``run.start``; the new run's id (its notifications are kept from the first one)."""
-        result = await self.request("run.start", fields)
-        return str(result["run_id"])
+        from ..wire import RunStartResult, read_result
+
+        return read_result(RunStartResult, await self.request("run.start", fields)).run_id
 
     async def notifications(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
         """The run's notifications in order, ending after its final ``run.status``."""

@@ -127,10 +127,17 @@ class AgentRunError(CodeliaError, RuntimeError):
 
 
 class RunAlreadyActiveError(AgentRunError):
-    """``run_stream`` was called while this agent is still running a turn."""
+    """A turn was asked for while another one runs: the one form of "busy".
 
-    def __init__(self) -> None:
-        super().__init__("a run is already in progress for this agent", kind="busy")
+    ``run_id`` names the run going on when the caller knows it (the notebook's active run).
+    """
+
+    def __init__(self, run_id: str | None = None) -> None:
+        where = f" (run {run_id})" if run_id is not None else ""
+        super().__init__(
+            f"a run is already in progress{where}; wait for it or stop it first", kind="busy"
+        )
+        self.run_id = run_id
 
 
 @dataclass
@@ -333,7 +340,7 @@ class Agent:
         """Summarise the conversation now (``%codelia compact``); True if the history was
         replaced by the summary (then the session is saved)."""
         if self._running:
-            raise AgentRunError("a run is already in progress for this agent", kind="busy")
+            raise RunAlreadyActiveError()
         self._running = True
         try:
             self._ensure_session()

@@ -15,13 +15,12 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
+from .._approval import Decision
 from . import events as ev
-
-Decision = Literal["allow", "allow_remember", "deny"]
 
 
 class ConfirmResponse(BaseModel):

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .._approval import Decision
 from ..tools._results import COMPLETED, ToolResultData
 from ..tools.events import Event as _Event
 from ..tools.events import TodoItemView, TodosUpdatedEvent, ToolProgressEvent, now_ms
@@ -134,7 +135,7 @@ class PermissionResolvedEvent(_Event):
     type: Literal["permission.resolved"] = "permission.resolved"
     request_id: str
     tool_call_id: str | None = None
-    decision: Literal["allow", "allow_remember", "deny"]
+    decision: Decision
     reason: str | None = None
 
 
@@ -172,11 +173,6 @@ class CompactionCompleteEvent(_Event):
     type: Literal["compaction_complete"] = "compaction_complete"
     timestamp: int = Field(default_factory=now_ms)
     compacted: bool
-
-
-class HiddenUserMessageEvent(_Event):
-    type: Literal["hidden_user_message"] = "hidden_user_message"
-    content: str
 
 
 class UsageEvent(_Event):
@@ -246,7 +242,6 @@ AgentEvent = Annotated[
     | StepCompleteEvent
     | CompactionStartEvent
     | CompactionCompleteEvent
-    | HiddenUserMessageEvent
     | UsageEvent
     | TodosUpdatedEvent
     | ToolProgressEvent
@@ -273,7 +268,6 @@ __all__ = [
     "CompactionStartEvent",
     "FailureKind",
     "FinalEvent",
-    "HiddenUserMessageEvent",
     "LlmRetryEvent",
     "PermissionPreviewEvent",
     "PermissionReadyEvent",

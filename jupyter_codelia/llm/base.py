@@ -136,8 +136,23 @@ class ChatModel(Protocol):
         ...
 
 
+@runtime_checkable
+class CapabilityProbe(Protocol):
+    """A chat model whose server says what the model can do (models of an open set, such as a
+    local Ollama's): a host asks it before the first turn and refuses a model that cannot."""
+
+    def discover_capabilities(self, timeout_s: float = ...) -> object:
+        """Ask the server what the model can do (a value the caller declared wins)."""
+        ...
+
+    def unsupported(self, *, needs_tools: bool, needs_vision: bool) -> str | None:
+        """Why the model cannot run a turn that needs tools / image input; None if it can."""
+        ...
+
+
 __all__ = [
     "RETRYABLE_KINDS",
+    "CapabilityProbe",
     "ChatModel",
     "LlmError",
     "LlmErrorKind",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -312,7 +313,9 @@ def _provenance(nb: NotebookAgent) -> None:
     except ToolError as exc:
         raise UsageError(str(exc)) from None
     rows = provenance_table(snapshot)
-    where = "the live notebook" if snapshot.source == "live" else f"{snapshot.path} (as saved)"
+    # The file's name, as the outline says it: the absolute path is the server's business.
+    saved = Path(snapshot.path).name if snapshot.path else "the notebook"
+    where = "the live notebook" if snapshot.source == "live" else f"{saved} (as saved)"
     if not rows:
         print(f"No cell of {where} was made or changed by the agent.")
         return

@@ -16,13 +16,17 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, get_args
 
 from .._redact import redact_secrets
 from ..errors import CodeliaError
 
+# pydantic and the wire models load with the first request, not with %load_ext.
 if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+    from .. import wire
     from ..wire import StoreInfo
     from .frontend import FrontendClient
     from .run.external import ExternalCalls
@@ -34,50 +38,32 @@ TARGET = "codelia"
 PANEL_TARGET = "codelia.panel"
 log = logging.getLogger("jupyter_codelia.notebook.bridge")
 
-_DECISIONS = ("allow", "allow_remember", "deny")
-# Requests that only touch thread-safe state, so control() may serve them from a subshell:
-# besides Stop and approvals, the store reads (the session index and the tool-output cache are
-# safe for several threads), so the panel can browse history while a cell is busy.
-_CONTROL_SAFE = frozenset(
-    {
-        "run.cancel",
-        "permission.respond",
-        "cell.control",
-        "state.get",
-        "sessions.list",
-        "session.transcript",
-        "cache.list",
-        "cache.read",
-        "cache.grep",
-        "cache.line",
-        "cache.parts",
-        "todos.get",
-        "jobs.list",
-        "job.stop",
-        "notebook.reply",
-        "panel.attach",
-        # An outside agent's calls (the server's MCP endpoint): answered while a cell is busy.
-        "tools.list",
-        "tool.call",
-    }
-)
-
 
 class RequestError(CodeliaError, ValueError):
     """A request that cannot be served; its message is the ``error`` of the response."""
 
 
-def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True) -> Any:
-    value = data.get(name)
-    if value is None:
-        if required:
-            raise RequestError(f"{data.get('type')}: missing field {name!r}")
-        return None
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise RequestError(f"{data.get('type')}: field {name!r} must be an integer")
-    if not isinstance(value, kind):
-        raise RequestError(f"{data.get('type')}: field {name!r} must be a {kind.__name__}")
-    return value
+def _problem(kind: str, exc: ValidationError) -> str:
+    """The first thing wrong with a request of type ``kind``, in words a client can act on."""
+    error = exc.errors(include_url=False)[0]
+    # The location inside the union starts with the request type; the field follows.
+    where = [str(part) for part in error["loc"][1:]]
+    name = where[0] if where else "?"
+    if error["type"] == "missing":
+        return f"{kind}: missing field {name!r}"
+    if error["type"] == "literal_error":
+        allowed = ", ".join(get_args(_model_of(kind).model_fields[name].annotation))
+        return f"{kind}: {name} must be one of {allowed}"
+    if error["type"] == "value_error":
+        return f"{kind}: {error['msg'].removeprefix('Value error, ')}"
+    wrong = str(error["msg"]).replace("Input should be", "must be")
+    return f"{kind}: field {'.'.join(where) or name!r} {wrong}"
+
+
+def _model_of(kind: str) -> type[BaseModel]:
+    from ..wire import request_models
+
+    return request_models()[kind]
 
 
 class Bridge:
@@ -139,11 +125,11 @@ class Bridge:
     def hello(self, client_id: str | None = None) -> dict[str, Any]:
         from ..wire import Hello
 
-        return Hello(**self.state(), client_id=client_id).dump()
+        return Hello(**dict(self.state()), client_id=client_id).dump()
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> wire.KernelState:
+        from ..wire import CONTROL_SAFE, KernelState
         from ..wire import ActiveRun as WireActiveRun
-        from ..wire import KernelState
         from .config import ConfigError, api_key_configured, api_key_env
 
         try:
@@ -174,9 +160,9 @@ class Bridge:
             api_key_configured=api_key_configured(provider=provider),
             store=self.store(),
             # What control() serves, so front ends know which reads may go on a subshell.
-            control_requests=sorted(_CONTROL_SAFE),
+            control_requests=sorted(CONTROL_SAFE),
         )
-        return state.dump()
+        return state
 
     def store_changed(self) -> None:
         from ..wire import StoreChanged
@@ -208,107 +194,165 @@ class Bridge:
         if not isinstance(request_id, str):
             request_id = None
         try:
-            if not isinstance(data, dict):
-                raise RequestError(f"a request must be a JSON object, got {type(data).__name__}")
-            if request_id is None:
-                raise RequestError("missing field 'request_id' (a string chosen by the client)")
-            kind = data.get("type")
-            handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
-            if handler is None:
-                known = ", ".join(sorted(_HANDLERS))
-                raise RequestError(f"unknown request type {kind!r}; known types: {known}")
-            if from_control and kind not in _CONTROL_SAFE:
-                raise RequestError(
-                    f"{kind} cannot be sent through control(); send it over the codelia comm"
-                )
-            result = handler(self, data)
+            result = self._serve(self._parse(data, from_control=from_control))
         except RequestError as exc:
             return response(request_id, error=str(exc))
         except Exception as exc:
             log.exception("codelia request failed")
             return response(request_id, error=f"{type(exc).__name__}: {exc}")
-        return response(request_id, result=result)
+        return response(request_id, result=result.dump())
 
-    def _run_start(self, data: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _parse(data: Any, *, from_control: bool) -> wire.Request:
+        from pydantic import ValidationError
+
+        from ..wire import CONTROL_SAFE, request_adapter, request_models
+
+        if not isinstance(data, dict):
+            raise RequestError(f"a request must be a JSON object, got {type(data).__name__}")
+        if not isinstance(data.get("request_id"), str):
+            raise RequestError("missing field 'request_id' (a string chosen by the client)")
+        kind = data.get("type")
+        if not isinstance(kind, str) or kind not in request_models():
+            known = ", ".join(sorted(request_models()))
+            raise RequestError(f"unknown request type {kind!r}; known types: {known}")
+        if from_control and kind not in CONTROL_SAFE:
+            raise RequestError(
+                f"{kind} cannot be sent through control(); send it over the codelia comm"
+            )
+        try:
+            return request_adapter().validate_python(data)
+        except ValidationError as exc:
+            raise RequestError(_problem(kind, exc)) from None
+
+    def _serve(self, request: wire.Request) -> wire.Result:
+        from typing_extensions import assert_never
+
+        from .. import wire
+
+        match request:
+            case wire.RunStartRequest():
+                return self._run_start(request)
+            case wire.RunCancelRequest():
+                if not self.nb.cancel(request.run_id):
+                    raise RequestError("run not found")
+                return wire.Empty()
+            case wire.PermissionRespondRequest():
+                return self._permission_respond(request)
+            case wire.CellControl():
+                return self._cell_control(request)
+            case wire.StateGetRequest():
+                return self.state()
+            case wire.SessionsListRequest():
+                return wire.SessionsListResult(sessions=self.nb.session_store().list_sessions())
+            case wire.SessionTranscriptRequest():
+                return self._session_transcript(request)
+            case wire.CacheListRequest():
+                return self._cache_list()
+            case wire.CacheReadRequest() | wire.CacheGrepRequest() | wire.CacheLineRequest():
+                return wire.CacheTextResult(text=self._cache_text(request))
+            case wire.CachePartsRequest():
+                with _cache_errors():
+                    parts = self.nb.output_store().read_parts(request.ref_id)
+                return wire.CachePartsResult(parts=[part.dump() for part in parts])
+            case wire.TodosGetRequest():
+                session_id, todos = self.nb.todos()
+                return wire.TodosResult.model_validate({"session_id": session_id, "todos": todos})
+            case wire.PanelAttachRequest():
+                return self._panel_attach(request)
+            case wire.JobsListRequest():
+                from .run.job_updates import job_view
+
+                return wire.JobsListResult(jobs=[job_view(job) for job in self.nb.jobs.jobs()])
+            case wire.JobStopRequest():
+                return self._job_stop(request)
+            case wire.McpAddRequest():
+                return self._mcp_add(request)
+            case wire.NotebookReplyRequest():
+                # The notebook front end's answer to a kernel request (see notebook/frontend.py).
+                reply_to = request.reply_to
+                if not self.frontend.resolve(reply_to, request.ok, request.result, request.error):
+                    raise RequestError(f"notebook.reply: no open kernel request {reply_to!r}")
+                return wire.Empty()
+            case wire.ToolsListRequest():
+                return self.external.listing()
+            case wire.ToolCallRequest():
+                from .run.external import UnknownToolError
+
+                try:
+                    return self.external.call(request)
+                except UnknownToolError as exc:
+                    raise RequestError(str(exc)) from None
+            case _:
+                assert_never(request)
+
+    def _run_start(self, request: wire.RunStartRequest) -> wire.RunStartResult:
+        from ..agent import RunAlreadyActiveError
+        from ..wire import RunStartResult
         from .config import ConfigError, api_key_configured, api_key_help
 
-        prompt = _field(data, "prompt", str)
-        if not prompt.strip():
-            raise RequestError("run.start: prompt is empty")
-        session_id = _field(data, "session_id", str, required=False)
-        new_session = bool(_field(data, "new_session", bool, required=False))
         if self.nb.active is not None:
-            raise RequestError(f"a run is already active (run {self.nb.active.run_id})")
+            # The same words as the agent's own "busy" (the one error for it).
+            raise RequestError(str(RunAlreadyActiveError(self.nb.active.run_id)))
         try:
             settings = self.nb.settings()
             if not api_key_configured(provider=settings.provider):
                 raise RequestError(api_key_help(settings.provider))
-            agent = self.nb.prepare(settings, new_session=new_session, session_id=session_id)
-        except ConfigError as exc:
-            raise RequestError(str(exc)) from None
-        except (KeyError, ValueError, OSError) as exc:
-            raise RequestError(str(exc)) from None
-        handle = self.nb.start_background(agent, prompt, source="panel")
-        return {"run_id": handle.run_id, "session_id": handle.session_id}
-
-    def _run_cancel(self, data: dict[str, Any]) -> dict[str, Any]:
-        if not self.nb.cancel(_field(data, "run_id", str)):
-            raise RequestError("run not found")
-        return {}
-
-    def _permission_respond(self, data: dict[str, Any]) -> dict[str, Any]:
-        request_id = _field(data, "permission_request_id", str)
-        decision = _field(data, "decision", str)
-        if decision not in _DECISIONS:
-            raise RequestError(
-                f"permission.respond: decision must be one of {', '.join(_DECISIONS)}"
+            agent = self.nb.prepare(
+                settings, new_session=request.new_session, session_id=request.session_id
             )
-        reason = _field(data, "reason", str, required=False)
-        content = _field(data, "content", dict, required=False)
-        if not self.nb.respond(request_id, decision, reason, content):
+        except (ConfigError, KeyError, ValueError, OSError) as exc:
+            raise RequestError(str(exc)) from None
+        handle = self.nb.start_background(agent, request.prompt, source="panel")
+        return RunStartResult(run_id=handle.run_id, session_id=handle.session_id)
+
+    def _permission_respond(self, request: wire.PermissionRespondRequest) -> wire.Empty:
+        from ..wire import Empty
+
+        answered = self.nb.respond(
+            request.permission_request_id, request.decision, request.reason, request.content
+        )
+        if not answered:
             raise RequestError("permission request not found")
-        return {}
+        return Empty()
 
-    def _cell_control(self, data: dict[str, Any]) -> dict[str, Any]:
+    def _cell_control(self, request: wire.CellControl) -> wire.Empty:
         """A button of a blocking cell's panel: answer one of its run's approvals, or Stop."""
-        from pydantic import ValidationError
+        from ..wire import Empty
 
-        from ..wire import CellControl
-
-        try:
-            control = CellControl.model_validate(data)
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise RequestError(f"cell.control: {where}: {problem['msg']}") from None
-        if control.action == "stop":
-            if not self.nb.cancel(control.run_id):
+        if request.action == "stop":
+            if not self.nb.cancel(request.run_id):
                 raise RequestError("cell.control: this run has already ended")
-            return {}
-        approval_id = control.permission_request_id
+            return Empty()
+        approval_id = request.permission_request_id
         if approval_id is None:
             raise RequestError("cell.control: missing field 'permission_request_id'")
-        request = self.nb.approvals.get(approval_id)
+        approval = self.nb.approvals.get(approval_id)
         # The button names its run: a stale page's button never answers another run's request.
-        if request is None or request.run_id != control.run_id:
+        if approval is None or approval.run_id != request.run_id:
             raise RequestError("cell.control: this approval is no longer open")
-        if not self.nb.respond(approval_id, control.action, control.reason):
+        if not self.nb.respond(approval_id, request.action, request.reason):
             raise RequestError("cell.control: this approval was answered already")
-        return {}
+        return Empty()
 
-    def _sessions_list(self, _data: dict[str, Any]) -> dict[str, Any]:
-        store = self.nb.session_store()
-        return {
-            "sessions": [
-                s.model_dump(mode="json", exclude_none=True) for s in store.list_sessions()
-            ]
-        }
+    def _mcp_add(self, request: wire.McpAddRequest) -> wire.Empty:
+        """Add (or replace) an MCP server for the kernel's runs, as ``%codelia mcp add`` does:
+        an ACP client passes the servers of its session this way."""
+        from ..standard_tools.mcp import McpConfigError, parse_one_server
+        from ..wire import Empty
 
-    def _session_transcript(self, data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            config = parse_one_server(request.name, request.server, "mcp.add")
+            self.nb.mcp_servers().add(request.name, config)
+        except McpConfigError as exc:
+            raise RequestError(str(exc)) from None
+        return Empty()
+
+    def _session_transcript(self, request: wire.SessionTranscriptRequest) -> wire.TranscriptResult:
         from ..session import SessionNotFound
-        from ..wire import transcript_messages
+        from ..wire import TranscriptResult, transcript_messages
 
-        session_id = _field(data, "session_id", str)
+        session_id = request.session_id
         agent = self.nb.agent
         if agent is not None and agent.session_id == session_id:
             # Run-log writes are queued on a writer thread: wait for them, so a panel that joins
@@ -330,77 +374,47 @@ class Bridge:
 
             streamed = active.streamed.messages(active.run_id)
             messages = with_streamed(messages, active.run_id, streamed)
-        return {"session_id": session_id, "events": messages}
+        return TranscriptResult(session_id=session_id, events=messages)
 
-    def _cache_call(self, method: Callable[[], Any]) -> Any:
-        try:
-            return method()
-        except (KeyError, ValueError, LookupError) as exc:
-            raise RequestError(str(exc).strip("'\"")) from None
-
-    def _cache_list(self, _data: dict[str, Any]) -> dict[str, Any]:
+    def _cache_list(self) -> wire.CacheListResult:
+        from ..wire import CacheEntry, CacheListResult
         from .ui.cache_browser import ordered_entries, whose
 
         store = self.nb.output_store()
-        keys = ("ref_id", "tool_name", "created_at", "size_bytes", "line_count")
-        rows = []
-        for entry in ordered_entries(store):  # this kernel's entries first
-            row = entry.model_dump(mode="json", include=set(keys) | {"has_parts", "is_error"})
-            row["whose"] = whose(entry, store)
-            rows.append(row)
-        return {"entries": rows}
+        fields = set(CacheEntry.model_fields) - {"whose"}
+        rows = [
+            CacheEntry(**entry.model_dump(mode="json", include=fields), whose=whose(entry, store))
+            for entry in ordered_entries(store)  # this kernel's entries first
+        ]
+        return CacheListResult(entries=rows)
 
-    def _cache_read(self, data: dict[str, Any]) -> dict[str, Any]:
-        ref_id = _field(data, "ref_id", str)
-        offset = _field(data, "offset", int, required=False) or 0
-        limit = _field(data, "limit", int, required=False)
+    def _cache_text(
+        self, request: wire.CacheReadRequest | wire.CacheGrepRequest | wire.CacheLineRequest
+    ) -> str:
+        from .. import wire
+
         store = self.nb.output_store()
-        return {"text": self._cache_call(lambda: store.read(ref_id, offset, limit))}
+        # Only what the request sets: the store's own defaults apply to the rest.
+        options = request.model_dump(exclude_unset=True, exclude={"type", "request_id", "ref_id"})
+        with _cache_errors():
+            if isinstance(request, wire.CacheReadRequest):
+                return store.read(request.ref_id, request.offset, request.limit)
+            if isinstance(request, wire.CacheGrepRequest):
+                del options["pattern"]
+                return store.grep(request.ref_id, request.pattern, **options)
+            del options["line_number"]
+            return store.read_line(request.ref_id, request.line_number, **options)
 
-    def _cache_grep(self, data: dict[str, Any]) -> dict[str, Any]:
-        ref_id = _field(data, "ref_id", str)
-        pattern = _field(data, "pattern", str)
-        kwargs: dict[str, Any] = {"regex": bool(_field(data, "regex", bool, required=False))}
-        for name in ("before", "after", "max_matches"):
-            value = _field(data, name, int, required=False)
-            if value is not None:
-                kwargs[name] = value
-        store = self.nb.output_store()
-        return {"text": self._cache_call(lambda: store.grep(ref_id, pattern, **kwargs))}
-
-    def _cache_line(self, data: dict[str, Any]) -> dict[str, Any]:
-        ref_id = _field(data, "ref_id", str)
-        line_number = _field(data, "line_number", int)
-        kwargs: dict[str, Any] = {}
-        for name in ("char_offset", "char_limit"):
-            value = _field(data, name, int, required=False)
-            if value is not None:
-                kwargs[name] = value
-        store = self.nb.output_store()
-        return {"text": self._cache_call(lambda: store.read_line(ref_id, line_number, **kwargs))}
-
-    def _cache_parts(self, data: dict[str, Any]) -> dict[str, Any]:
-        ref_id = _field(data, "ref_id", str)
-        store = self.nb.output_store()
-        parts = self._cache_call(lambda: store.read_parts(ref_id))
-        return {"parts": [p.dump() for p in parts]}
-
-    def _todos_get(self, _data: dict[str, Any]) -> dict[str, Any]:
-        session_id, todos = self.nb.todos()
-        return {"session_id": session_id, "todos": todos}
-
-    def _state_get(self, _data: dict[str, Any]) -> dict[str, Any]:
-        return self.state()
-
-    def _panel_attach(self, data: dict[str, Any]) -> dict[str, Any]:
+    def _panel_attach(self, request: wire.PanelAttachRequest) -> wire.Empty:
         """Open a ``codelia.panel`` comm to the panel ``client_id`` (sent through control()).
 
         The kernel takes no ``comm_open`` while a cell runs, so a panel that connects during a
         blocking ``%%codelia`` run (a reloaded page) asks for this comm on a subshell: the
         kernel opens it at once, with the hello as its data, and notifications flow on it.
         """
-        client_id = _field(data, "client_id", str)
         from comm import create_comm, get_comm_manager
+
+        from ..wire import Empty
 
         if TARGET not in get_comm_manager().targets:
             # control() works without %load_ext; a panel must not run the agent where the
@@ -409,94 +423,30 @@ class Bridge:
                 "panel.attach: jupyter_codelia is not loaded in this kernel (%load_ext "
                 "jupyter_codelia)"
             )
-        comm = create_comm(target_name=PANEL_TARGET, data=self.hello(client_id))
+        comm = create_comm(target_name=PANEL_TARGET, data=self.hello(request.client_id))
         self._adopt(comm)
-        return {}
+        return Empty()
 
-    def _notebook_reply(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The notebook front end's answer to a kernel request (see notebook/frontend.py)."""
-        reply_to = _field(data, "reply_to", str)
-        ok = bool(_field(data, "ok", bool))
-        error = _field(data, "error", str, required=False)
-        if not self.frontend.resolve(reply_to, ok, data.get("result"), error):
-            raise RequestError(f"notebook.reply: no open kernel request {reply_to!r}")
-        return {}
+    def _job_stop(self, request: wire.JobStopRequest) -> wire.JobStopResult:
+        from ..standard_tools.jobs import JobNotFoundError
+        from ..wire import JobStopResult
+        from .run.job_updates import job_view
+
+        try:
+            job = self.nb.jobs.get(request.job_id)
+        except JobNotFoundError as exc:
+            raise RequestError(str(exc)) from None
+        job.stop()
+        return JobStopResult(job=job_view(job))
 
 
-def _tools_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
-    return bridge.external.listing().dump()
-
-
-def _tool_call(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
-    from pydantic import ValidationError
-
-    from ..wire import ToolCallRequest
-    from .run.external import UnknownToolError
-
+@contextlib.contextmanager
+def _cache_errors() -> Iterator[None]:
+    """A cache miss or a bad argument is the client's to fix: its message is the error."""
     try:
-        request = ToolCallRequest.model_validate(data)
-    except ValidationError as exc:
-        raise RequestError(f"tool.call: {exc.errors(include_url=False)}") from None
-    try:
-        return bridge.external.call(request).dump()
-    except UnknownToolError as exc:
-        raise RequestError(str(exc)) from None
-
-
-def _mcp_add(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
-    """Add (or replace) an MCP server for the kernel's runs, as ``%codelia mcp add`` does: an
-    ACP client passes the servers of its session this way."""
-    from ..standard_tools.mcp import McpConfigError, parse_one_server
-
-    name = _field(data, "name", str)
-    try:
-        config = parse_one_server(name, _field(data, "server", dict), "mcp.add")
-        bridge.nb.mcp_servers().add(name, config)
-    except McpConfigError as exc:
-        raise RequestError(str(exc)) from None
-    return {}
-
-
-def _jobs_list(bridge: Bridge, _data: dict[str, Any]) -> dict[str, Any]:
-    from .run.job_updates import job_view
-
-    return {"jobs": [job_view(job).dump() for job in bridge.nb.jobs.jobs()]}
-
-
-def _job_stop(bridge: Bridge, data: dict[str, Any]) -> dict[str, Any]:
-    from ..standard_tools.jobs import JobNotFoundError
-    from .run.job_updates import job_view
-
-    try:
-        job = bridge.nb.jobs.get(_field(data, "job_id", str))
-    except JobNotFoundError as exc:
-        raise RequestError(str(exc)) from None
-    job.stop()
-    return {"job": job_view(job).dump()}
-
-
-_HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], dict[str, Any]]] = {
-    "run.start": Bridge._run_start,
-    "run.cancel": Bridge._run_cancel,
-    "permission.respond": Bridge._permission_respond,
-    "cell.control": Bridge._cell_control,
-    "sessions.list": Bridge._sessions_list,
-    "session.transcript": Bridge._session_transcript,
-    "cache.list": Bridge._cache_list,
-    "cache.read": Bridge._cache_read,
-    "cache.grep": Bridge._cache_grep,
-    "cache.line": Bridge._cache_line,
-    "cache.parts": Bridge._cache_parts,
-    "todos.get": Bridge._todos_get,
-    "state.get": Bridge._state_get,
-    "panel.attach": Bridge._panel_attach,
-    "mcp.add": _mcp_add,
-    "jobs.list": _jobs_list,
-    "job.stop": _job_stop,
-    "notebook.reply": Bridge._notebook_reply,
-    "tools.list": _tools_list,
-    "tool.call": _tool_call,
-}
+        yield
+    except (KeyError, ValueError, LookupError) as exc:
+        raise RequestError(str(exc).strip("'\"")) from None
 
 
 # ---------------------------------------------------------------------- kernel wiring

@@ -10,21 +10,25 @@ API keys are the providers' usual environment variables (``ANTHROPIC_API_KEY``,
 ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``) and are never stored or shown by us. ``model`` may
 name its provider: ``ollama:qwen3-coder`` is ``provider="ollama"``, ``model="qwen3-coder"``.
 
-This module is imported by ``%load_ext``: it uses only traitlets and the standard library.
+:class:`Settings` declares every setting once; the traitlets class, the resolvers, the magic's
+options and ``%codelia config`` read it. This module is imported by ``%load_ext`` (pydantic is
+loaded by then) and imports nothing of the agent's.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+import types
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
+from pydantic import BaseModel, ConfigDict, Field
 from traitlets import Bool, Enum, Float, Integer, Unicode, Union
 from traitlets.config import Configurable
 
-from .._approval import APPROVAL_MODES
+from .._approval import ApprovalMode
 from ..errors import CodeliaError
 from .ui.renderers import text_table
 
@@ -34,7 +38,8 @@ DEFAULT_MODEL = (
 )
 # The providers ``Codelia.provider`` accepts (llm/openai/chat.py KNOWN_ENDPOINTS holds their default
 # endpoints; listed here so this module stays import-free).
-PROVIDERS = ("anthropic", "openai", "ollama", "vllm", "lmstudio", "llamacpp", "openrouter")
+Provider = Literal["anthropic", "openai", "ollama", "vllm", "lmstudio", "llamacpp", "openrouter"]
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
 LOCAL_PROVIDERS = frozenset({"ollama", "vllm", "lmstudio", "llamacpp"})
 PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
 OPENAI_DEFAULT_MODEL = "gpt-5.1"  # llm/openai/chat.py DEFAULT_MODEL, kept import-free
@@ -60,115 +65,247 @@ class ConfigError(CodeliaError, ValueError):
     """A configuration value or file cannot be used; the message says where and how to fix it."""
 
 
-class Codelia(Configurable):
-    """``%config Codelia.<name> = value`` settings (None means: not set here)."""
+@dataclass(frozen=True)
+class Setting:
+    """What a :class:`Settings` field is besides its type and default (its ``Annotated`` mark).
 
-    model = Unicode(
-        None, allow_none=True, help="Model id, optionally provider-prefixed (ollama:qwen3-coder)."
-    ).tag(config=True)
-    provider = Enum(
-        PROVIDERS, None, allow_none=True, help="Model provider (anthropic, openai, ollama, ...)."
-    ).tag(config=True)
-    base_url = Unicode(None, allow_none=True, help="Endpoint of an OpenAI-compatible server.").tag(
-        config=True
+    ``help`` is the trait's help; ``option`` the ``%%codelia`` option that sets it for one turn
+    (``example`` its sample value in messages); ``per_run`` says it is applied to each run, so
+    a change needs no new agent; ``home`` marks the one setting resolved before the config file,
+    which lives in it.
+    """
+
+    help: str
+    option: str | None = None
+    option_help: str | None = None
+    """What the option does in ``%codelia help`` (default: the values a choice allows)."""
+    metavar: str = "N"
+    example: str | None = None
+    per_run: bool = False
+    home: bool = False
+
+
+class Settings(BaseModel):
+    """The configuration, the one declaration of every setting: the ``Codelia`` traitlets, the
+    environment variables, the config file's keys, the ``%%codelia`` options, ``%codelia
+    config`` / ``help`` and the agent's build key are all derived from these fields.
+
+    A resolved instance also says, per field, where its value came from (``sources``).
+    """
+
+    model_config = ConfigDict(validate_assignment=False, extra="forbid")
+
+    model: Annotated[
+        str,
+        Setting(
+            "Model id, optionally provider-prefixed (ollama:qwen3-coder).",
+            option="--model",
+            option_help="model for this turn (claude-sonnet-5-5, openai:gpt-5.1, "
+            "ollama:qwen3-coder, vllm:..., lmstudio:..., openrouter:...)",
+            metavar="MODEL",
+            example="claude-sonnet-5-5",
+        ),
+    ] = DEFAULT_MODEL
+    provider: Annotated[Provider, Setting("Model provider (anthropic, openai, ollama, ...).")] = (
+        "anthropic"
     )
-    approval_mode = Enum(
-        APPROVAL_MODES, None, allow_none=True, help="Which tool calls ask for approval."
-    ).tag(config=True)
-    max_iterations = Integer(None, allow_none=True, help="Model calls per turn.").tag(config=True)
-    background = Bool(
-        None, allow_none=True, help="Run turns in the background (live Stop and approval buttons)."
-    ).tag(config=True)
-    python_timeout = Float(
-        None, allow_none=True, help="Default timeout of the python tool in seconds."
-    ).tag(config=True)
-    python_timeout_to_job = Bool(
-        None,
-        allow_none=True,
-        help="A python call outliving its timeout becomes a background job (False: stop it).",
-    ).tag(config=True)
-    max_tokens = Integer(
-        None,
-        allow_none=True,
-        help="Max output tokens per model call (default: the model's limit, at most 32000).",
-    ).tag(config=True)
-    thinking = Union(
-        [Enum(THINKING_MODES), Integer()],
-        default_value=None,
-        allow_none=True,
-        help="'off', 'adaptive' or a thinking budget in tokens (default: the model's own).",
-    ).tag(config=True)
-    max_cost_per_run = Float(
-        None, allow_none=True, help="Budget: USD one run may spend (then it ends with a summary)."
-    ).tag(config=True)
-    max_tokens_per_run = Integer(
-        None, allow_none=True, help="Budget: tokens (input + output) one run may use."
-    ).tag(config=True)
-    max_tool_calls_per_run = Integer(
-        None, allow_none=True, help="Budget: tool calls one run may make."
-    ).tag(config=True)
-    max_seconds_per_run = Float(
-        None, allow_none=True, help="Budget: wall-clock seconds one run may take."
-    ).tag(config=True)
-    max_cost_per_session = Float(
-        None, allow_none=True, help="Budget: USD the session may spend."
-    ).tag(config=True)
-    max_tokens_per_session = Integer(
-        None, allow_none=True, help="Budget: tokens the session may use."
-    ).tag(config=True)
-    max_tool_calls_per_session = Integer(
-        None, allow_none=True, help="Budget: tool calls the session may make."
-    ).tag(config=True)
-    max_seconds_per_session = Float(
-        None, allow_none=True, help="Budget: wall-clock seconds of the session's runs."
-    ).tag(config=True)
-    root = Unicode(
-        None, allow_none=True, help="Directory the file tools may touch (default: cwd)."
-    ).tag(config=True)
-    system_prompt = Unicode(
-        None, allow_none=True, help="Extra instructions appended to the system prompt."
-    ).tag(config=True)
-    home = Unicode(
-        None,
-        allow_none=True,
-        help=(
+    base_url: Annotated[str | None, Setting("Endpoint of an OpenAI-compatible server.")] = None
+    approval_mode: Annotated[
+        ApprovalMode,
+        Setting(
+            "Which tool calls ask for approval.",
+            option="--approval-mode",
+            metavar="MODE",
+            example="trusted",
+        ),
+    ] = "minimal"
+    max_iterations: Annotated[
+        int,
+        Setting(
+            "Model calls per turn.",
+            option="--max-iterations",
+            option_help="model calls allowed in this turn",
+            example="20",
+        ),
+    ] = 200
+    background: Annotated[
+        bool,
+        Setting("Run turns in the background (live Stop and approval buttons).", per_run=True),
+    ] = False
+    python_timeout: Annotated[float, Setting("Default timeout of the python tool in seconds.")] = (
+        120.0
+    )
+    python_timeout_to_job: Annotated[
+        bool,
+        Setting("A python call outliving its timeout becomes a background job (False: stop it)."),
+    ] = True
+    max_tokens: Annotated[
+        int | None,
+        Setting("Max output tokens per model call (default: the model's limit, at most 32000)."),
+    ] = None
+    thinking: Annotated[
+        ThinkingSetting,
+        Setting("'off', 'adaptive' or a thinking budget in tokens (default: the model's own)."),
+    ] = None
+    max_cost_per_run: Annotated[
+        float | None,
+        Setting(
+            "Budget: USD one run may spend (then it ends with a summary).",
+            option="--max-cost",
+            option_help="budget of this turn in US dollars (e.g. 0.2); reaching it ends the "
+            "turn with a summary, never in the middle of a tool",
+            metavar="USD",
+            example="0.2",
+            per_run=True,
+        ),
+    ] = None
+    max_tokens_per_run: Annotated[
+        int | None,
+        Setting(
+            "Budget: tokens (input + output) one run may use.",
+            option="--max-run-tokens",
+            option_help="budget of this turn in tokens (input + output)",
+            example="200000",
+            per_run=True,
+        ),
+    ] = None
+    max_tool_calls_per_run: Annotated[
+        int | None,
+        Setting(
+            "Budget: tool calls one run may make.",
+            option="--max-tool-calls",
+            option_help="budget of this turn in tool calls",
+            example="10",
+            per_run=True,
+        ),
+    ] = None
+    max_seconds_per_run: Annotated[
+        float | None,
+        Setting(
+            "Budget: wall-clock seconds one run may take.",
+            option="--max-seconds",
+            option_help="budget of this turn in wall-clock seconds",
+            metavar="S",
+            example="300",
+            per_run=True,
+        ),
+    ] = None
+    max_cost_per_session: Annotated[
+        float | None, Setting("Budget: USD the session may spend.", per_run=True)
+    ] = None
+    max_tokens_per_session: Annotated[
+        int | None, Setting("Budget: tokens the session may use.", per_run=True)
+    ] = None
+    max_tool_calls_per_session: Annotated[
+        int | None, Setting("Budget: tool calls the session may make.", per_run=True)
+    ] = None
+    max_seconds_per_session: Annotated[
+        float | None, Setting("Budget: wall-clock seconds of the session's runs.", per_run=True)
+    ] = None
+    root: Annotated[str | None, Setting("Directory the file tools may touch (default: cwd).")] = (
+        None
+    )
+    system_prompt: Annotated[
+        str | None, Setting("Extra instructions appended to the system prompt.")
+    ] = None
+    home: Annotated[
+        Path,
+        Setting(
             "Directory of the session store, the tool-output cache and config.json (default: "
             "$JUPYTER_CODELIA_HOME, else <jupyter data dir>/codelia). Several kernels, also on "
-            "different hosts, may share one."
+            "different hosts, may share one.",
+            home=True,
         ),
-    ).tag(config=True)
+    ] = Field(default_factory=lambda: _default_home())
+    config_path: Path | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    def with_overrides(self, **values: Any) -> Settings:
+        """A copy with per-call values (magic options) applied and validated."""
+        data = {f.name: getattr(self, f.name) for f in FIELDS}
+        sources = dict(self.sources)
+        for name, value in values.items():
+            if value is None:
+                continue
+            data[name] = _validate(name, value, "option")
+            sources[name] = "magic option"
+        _split_model_shorthand(data, sources)
+        if values.get("model") is not None or values.get("provider") is not None:
+            _check_model(data, sources, "option")
+        return Settings(**data, home=self.home, config_path=self.config_path, sources=sources)
+
+    def agent_key(self) -> tuple[Any, ...]:
+        """What an agent is built from: a change in any of it means a new agent (the settings
+        applied per run, such as the budgets, are left out)."""
+        return tuple(getattr(self, f.name) for f in ALL_FIELDS if not f.setting.per_run)
 
 
 @dataclass(frozen=True)
 class _Field:
+    """One setting as the resolvers see it: its name, its kind and its declaration."""
+
     name: str
-    kind: type
+    kind: Any
+    """``bool``, ``int``, ``float``, ``str``, ``Path``, or the allowed values of a Literal."""
     default: Any
+    setting: Setting
 
 
-FIELDS: tuple[_Field, ...] = (
-    _Field("model", str, DEFAULT_MODEL),
-    _Field("provider", str, "anthropic"),
-    _Field("base_url", str, None),
-    _Field("approval_mode", str, "minimal"),
-    _Field("max_iterations", int, 200),
-    _Field("background", bool, False),
-    _Field("python_timeout", float, 120.0),
-    _Field("python_timeout_to_job", bool, True),
-    _Field("max_tokens", int, None),
-    _Field("thinking", str, None),
-    _Field("max_cost_per_run", float, None),
-    _Field("max_tokens_per_run", int, None),
-    _Field("max_tool_calls_per_run", int, None),
-    _Field("max_seconds_per_run", float, None),
-    _Field("max_cost_per_session", float, None),
-    _Field("max_tokens_per_session", int, None),
-    _Field("max_tool_calls_per_session", int, None),
-    _Field("max_seconds_per_session", float, None),
-    _Field("root", str, None),
-    _Field("system_prompt", str, None),
+def _field_of(name: str, info: Any) -> _Field:
+    setting = next(m for m in info.metadata if isinstance(m, Setting))
+    annotation = info.annotation
+    kind: Any
+    if name == "thinking":
+        kind = "thinking"  # a choice or a number of tokens: checked by _validate_thinking
+    elif get_origin(annotation) is Literal:
+        kind = get_args(annotation)
+    else:  # X or X | None
+        kind = next((a for a in get_args(annotation) if a is not type(None)), annotation)
+    default = None if info.default_factory is not None else info.default
+    return _Field(name, kind, default, setting)
+
+
+ALL_FIELDS: tuple[_Field, ...] = tuple(
+    _field_of(name, info)
+    for name, info in Settings.model_fields.items()
+    if any(isinstance(m, Setting) for m in info.metadata)
 )
+FIELDS: tuple[_Field, ...] = tuple(f for f in ALL_FIELDS if not f.setting.home)
+"""The settings resolved from traits, environment, file and defaults (all but ``home``)."""
 FIELD_NAMES = tuple(f.name for f in FIELDS)
+OPTIONS: dict[str, _Field] = {f.setting.option: f for f in FIELDS if f.setting.option}
+"""The ``%%codelia`` options that set a setting for one turn, by option name."""
+
+
+def _trait(spec: _Field) -> Any:
+    """The ``%config Codelia.<name>`` trait of a setting (None: not set there)."""
+    kind, help_text = spec.kind, spec.setting.help
+    trait: Any
+    if kind == "thinking":
+        trait = Union(
+            [Enum(THINKING_MODES), Integer()], default_value=None, allow_none=True, help=help_text
+        )
+    elif isinstance(kind, tuple):
+        trait = Enum(kind, None, allow_none=True, help=help_text)
+    else:
+        make = {bool: Bool, int: Integer, float: Float}.get(kind, Unicode)
+        trait = make(None, allow_none=True, help=help_text)
+    return trait.tag(config=True)
+
+
+Codelia: type[Configurable] = types.new_class(
+    "Codelia",
+    (Configurable,),
+    exec_body=lambda namespace: namespace.update(
+        {
+            "__doc__": "``%config Codelia.<name> = value`` settings (None means: not set here).",
+            "__module__": __name__,
+            **{spec.name: _trait(spec) for spec in ALL_FIELDS},
+        }
+    ),
+)
+
+
 BUDGET_MEASURES = {"cost": "max_cost_usd", "tokens": "max_tokens", "tool_calls": "max_tool_calls",
                    "seconds": "max_wall_seconds"}  # fmt: skip
 """Setting ``max_<measure>_per_<scope>`` -> the agent's ``BudgetLimits`` field."""
@@ -185,49 +322,6 @@ def budget_limits(settings: Settings, scope: str) -> dict[str, float]:
     return limits
 
 
-@dataclass
-class Settings:
-    """The resolved configuration and, per field, where its value came from."""
-
-    model: str = DEFAULT_MODEL
-    provider: str = "anthropic"
-    base_url: str | None = None
-    approval_mode: str = "minimal"
-    max_iterations: int = 200
-    background: bool = False
-    python_timeout: float = 120.0
-    python_timeout_to_job: bool = True
-    max_tokens: int | None = None
-    thinking: ThinkingSetting = None
-    max_cost_per_run: float | None = None
-    max_tokens_per_run: int | None = None
-    max_tool_calls_per_run: int | None = None
-    max_seconds_per_run: float | None = None
-    max_cost_per_session: float | None = None
-    max_tokens_per_session: int | None = None
-    max_tool_calls_per_session: int | None = None
-    max_seconds_per_session: float | None = None
-    root: str | None = None
-    system_prompt: str | None = None
-    home: Path = field(default_factory=lambda: _default_home())
-    config_path: Path | None = None
-    sources: dict[str, str] = field(default_factory=dict)
-
-    def with_overrides(self, **values: Any) -> Settings:
-        """A copy with per-call values (magic options) applied and validated."""
-        data = {f.name: getattr(self, f.name) for f in FIELDS}
-        sources = dict(self.sources)
-        for name, value in values.items():
-            if value is None:
-                continue
-            data[name] = _validate(name, value, "option")
-            sources[name] = "magic option"
-        _split_model_shorthand(data, sources)
-        if values.get("model") is not None or values.get("provider") is not None:
-            _check_model(data, sources, "option")
-        return Settings(**data, home=self.home, config_path=self.config_path, sources=sources)
-
-
 def _default_home() -> Path:
     from ..session import default_home
 
@@ -235,7 +329,7 @@ def _default_home() -> Path:
 
 
 def resolve_home(
-    traits: Codelia | None = None, environ: dict[str, str] | None = None
+    traits: Configurable | None = None, environ: dict[str, str] | None = None
 ) -> tuple[Path, str]:
     """The home directory and where it was chosen (``%config Codelia.home`` or the environment).
 
@@ -373,10 +467,12 @@ def _check_model(values: dict[str, Any], sources: dict[str, str], where: str) ->
 
 
 def _validate(name: str, value: Any, where: str) -> Any:
+    """``value`` for setting ``name`` as its declaration wants it (``where`` names its source);
+    strings from the environment become booleans and numbers."""
     spec = next((f for f in FIELDS if f.name == name), None)
     if spec is None:
         raise ConfigError(f"{where}: unknown setting {name!r}; known: {', '.join(FIELD_NAMES)}.")
-    if name == "thinking":
+    if spec.kind == "thinking":
         return _validate_thinking(value, where)
     if spec.kind is bool:
         if isinstance(value, str):
@@ -395,21 +491,14 @@ def _validate(name: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or number <= 0:
             raise ConfigError(f"{where}: {name} must be a positive number, got {value!r}.")
         value = number
-    else:
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{where}: {name} must be a non-empty string, got {value!r}.")
-    if name == "provider" and value not in PROVIDERS:
-        raise ConfigError(
-            f"{where}: provider must be one of {', '.join(PROVIDERS)}, got {value!r}."
-        )
+    elif not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {name} must be a non-empty string, got {value!r}.")
+    if isinstance(spec.kind, tuple) and value not in spec.kind:
+        raise ConfigError(f"{where}: {name} must be one of {', '.join(spec.kind)}, got {value!r}.")
     if name == "base_url" and not value.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: base_url must start with http:// or https://, got {value!r}.")
     if name == "model":
         return value.strip()  # checked against its provider by _check_model
-    if name == "approval_mode" and value not in APPROVAL_MODES:
-        raise ConfigError(
-            f"{where}: approval_mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
-        )
     return value
 
 
@@ -454,7 +543,7 @@ def read_mcp_servers(path: Path) -> Any:
 
 
 def resolve_settings(
-    traits: Codelia | None = None, environ: dict[str, str] | None = None
+    traits: Configurable | None = None, environ: dict[str, str] | None = None
 ) -> Settings:
     """Merge %config traits > environment > config file > defaults, validating each value."""
     env = dict(os.environ if environ is None else environ)

@@ -16,6 +16,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from traitlets.config import Configurable
+
 from ..standard_tools.jobs import JobRecords, JobRegistry
 from .config import Codelia, resolve_settings
 from .frontend import FrontendClient
@@ -126,7 +128,7 @@ def kernel_extension(shell: Any) -> KernelExtension:
         return existing
 
 
-def _codelia_traits(shell: Any) -> Codelia:
+def _codelia_traits(shell: Any) -> Configurable:
     """The shell's ``Codelia`` configurable, so ``%config Codelia.<name>`` reaches it."""
     for configurable in getattr(shell, "configurables", []):
         if isinstance(configurable, Codelia):

@@ -7,14 +7,23 @@ and the widgets on a background thread (``_warmup``) so the first run does not p
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .._approval import APPROVAL_MODES
-from .config import ConfigError, api_key_configured, api_key_help, model_problem
+from .._approval import ApprovalMode
+from .config import (
+    BUDGET_FIELDS,
+    FIELD_NAMES,
+    OPTIONS,
+    ConfigError,
+    api_key_configured,
+    api_key_help,
+    model_problem,
+)
 
 if TYPE_CHECKING:
     from .extension import KernelExtension
@@ -25,28 +34,42 @@ SUBCOMMANDS = (
     *("stop", "compact", "undo", "jobs", "mcp"),
 )
 
-USAGE = """\
+
+def _option_lines() -> str:
+    """The options of one turn: the settings' options (from ``Settings``) among the flags."""
+    rows = [
+        ("--new", "start a new session"),
+        ("--resume SESSION_ID", "continue a saved session (see %codelia sessions)"),
+    ]
+    for option, spec in OPTIONS.items():
+        text = spec.setting.option_help
+        if text is None:
+            text = " | ".join(spec.kind) if isinstance(spec.kind, tuple) else spec.setting.help
+        rows.append((f"{option} {spec.setting.metavar}", text))
+    rows += [
+        ("--background", "run in the background: the cell returns a handle at once and the "
+         "panel's Stop / Allow / Deny buttons work"),
+        ("--blocking", "keep the cell busy until the turn ends (the default); the panel's "
+         "Stop / Allow / Deny work in JupyterLab and Notebook 7, the kernel interrupt (■) "
+         "everywhere, and approvals are asked at the input prompt"),
+        ("--demo", "offline demo on a scripted server (no API key, not Claude)"),
+    ]  # fmt: skip
+    lines = []
+    for name, text in rows:
+        wrapped = textwrap.wrap(text, width=70) or [""]
+        lines.append(f"  {name:<21}  {wrapped[0]}")
+        lines.extend(f"  {'':<21}  {more}" for more in wrapped[1:])
+    return "\n".join(lines)
+
+
+_CONFIGURED = ", ".join(name for name in FIELD_NAMES if name not in BUDGET_FIELDS)
+
+USAGE = f"""\
 %%codelia [options]          the cell body is the prompt; runs one turn of the notebook's session
 %codelia [options] <prompt>  the same on one line
 
 Options:
-  --new                  start a new session
-  --resume SESSION_ID    continue a saved session (see %codelia sessions)
-  --model MODEL          model for this turn (claude-sonnet-5-5, openai:gpt-5.1,
-                         ollama:qwen3-coder, vllm:..., lmstudio:..., openrouter:...)
-  --approval-mode MODE   minimal | trusted | full-access
-  --max-iterations N     model calls allowed in this turn
-  --max-cost USD         budget of this turn in US dollars (e.g. 0.2); reaching it ends the
-                         turn with a summary, never in the middle of a tool
-  --max-tool-calls N     budget of this turn in tool calls
-  --max-seconds S        budget of this turn in wall-clock seconds
-  --max-run-tokens N     budget of this turn in tokens (input + output)
-  --background           run in the background: the cell returns a handle at once and the
-                         panel's Stop / Allow / Deny buttons work
-  --blocking             keep the cell busy until the turn ends (the default); the panel's
-                         Stop / Allow / Deny work in JupyterLab and Notebook 7, the kernel
-                         interrupt (■) everywhere, and approvals are asked at the input prompt
-  --demo                 offline demo on a scripted server (no API key, not Claude)
+{_option_lines()}
 
 Subcommands:
   %codelia sessions      list saved sessions
@@ -68,24 +91,14 @@ Subcommands:
   %codelia jobs          list background jobs; %codelia jobs stop JOB_ID stops one
   %codelia help          this text
 
-Configure with %config Codelia.<name> = value (model, provider, base_url, approval_mode,
-max_iterations, background, python_timeout, python_timeout_to_job, max_tokens, thinking, root,
-system_prompt, and the budgets max_{cost,tokens,tool_calls,seconds}_per_{run,session}),
-JUPYTER_CODELIA_<NAME> environment variables, or <home>/config.json (which may also hold an
-"mcpServers" map). %config Codelia.home (or JUPYTER_CODELIA_HOME) moves sessions, cache and
-config, e.g. to shared storage. API keys: ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
+Configure with %config Codelia.<name> = value ({_CONFIGURED}, and the budgets
+max_{{cost,tokens,tool_calls,seconds}}_per_{{run,session}}), JUPYTER_CODELIA_<NAME> environment
+variables, or <home>/config.json (which may also hold an "mcpServers" map). %config Codelia.home
+(or JUPYTER_CODELIA_HOME) moves sessions, cache and config, e.g. to shared storage. API keys:
+ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY.
 """
 
-_VALUE_OPTIONS = {
-    "--resume": "resume",
-    "--model": "model",
-    "--approval-mode": "approval_mode",
-    "--max-iterations": "max_iterations",
-    "--max-cost": "max_cost_per_run",
-    "--max-tool-calls": "max_tool_calls_per_run",
-    "--max-seconds": "max_seconds_per_run",
-    "--max-run-tokens": "max_tokens_per_run",
-}
+_VALUE_OPTIONS = {"--resume": "resume", **{option: f.name for option, f in OPTIONS.items()}}
 _FLAG_OPTIONS = {"--new": "new", "--background": "background", "--blocking": "blocking",
                  "--demo": "demo"}  # fmt: skip
 
@@ -95,7 +108,7 @@ class MagicOptions:
     new: bool = False
     resume: str | None = None
     model: str | None = None
-    approval_mode: str | None = None
+    approval_mode: ApprovalMode | None = None
     max_iterations: int | None = None
     max_cost_per_run: float | None = None
     max_tool_calls_per_run: int | None = None
@@ -149,50 +162,32 @@ def parse_options(line: str, provider: str = "anthropic") -> MagicOptions:
 
 
 def _example(name: str) -> str:
-    return {
-        "--resume": "<session id from %codelia sessions>",
-        "--model": "claude-sonnet-5-5",
-        "--approval-mode": "trusted",
-        "--max-iterations": "20",
-        "--max-cost": "0.2",
-        "--max-tool-calls": "10",
-        "--max-seconds": "300",
-        "--max-run-tokens": "200000",
-    }[name]
-
-
-_NUMBER_OPTIONS = {"--max-cost": float, "--max-seconds": float, "--max-tool-calls": int,
-                   "--max-run-tokens": int}  # fmt: skip
+    if name == "--resume":
+        return "<session id from %codelia sessions>"
+    return OPTIONS[name].setting.example or "..."
 
 
 def _convert(name: str, value: str, provider: str) -> Any:
-    kind = _NUMBER_OPTIONS.get(name)
-    if kind is not None:
+    """The value of option ``name`` for its setting, checked as the setting is (before a run
+    starts, rather than as an HTTP 404 from the API mid-run for a model)."""
+    spec = OPTIONS.get(name)
+    if spec is None:  # --resume: any id; the store says whether it exists
+        return value
+    if spec.kind in (int, float):
         try:
-            number = kind(value)
+            number = spec.kind(value)
         except ValueError:
-            noun = "a number" if kind is float else "a whole number"
+            noun = "a number" if spec.kind is float else "a whole number"
             raise UsageError(f"{name} needs {noun}, got {value!r}.") from None
         if not number > 0:
             raise UsageError(f"{name} must be greater than 0, got {value}.")
         return number
-    if name == "--max-iterations":
-        try:
-            number = int(value)
-        except ValueError:
-            raise UsageError(f"--max-iterations needs a whole number, got {value!r}.") from None
-        if number < 1:
-            raise UsageError(f"--max-iterations must be at least 1, got {number}.")
-        return number
-    if name == "--model":
-        # Caught here, before a run starts, rather than as an HTTP 404 from the API mid-run.
+    if isinstance(spec.kind, tuple) and value not in spec.kind:
+        raise UsageError(f"{name} must be one of {', '.join(spec.kind)}, got {value!r}.")
+    if spec.name == "model":
         problem = model_problem(value, provider)
         if problem is not None:
-            raise UsageError(f"--model: {problem}")
-    if name == "--approval-mode" and value not in APPROVAL_MODES:
-        raise UsageError(
-            f"--approval-mode must be one of {', '.join(APPROVAL_MODES)}, got {value!r}."
-        )
+            raise UsageError(f"{name}: {problem}")
     return value
 
 
@@ -282,12 +277,18 @@ class CodeliaMagics(Magics):
             )
         if not api_key_configured(provider=settings.provider):
             raise UsageError(api_key_help(settings.provider))
+        from ..session import InvalidSessionIdError, SessionNotFound
+
         try:
             agent = nb.prepare(settings, new_session=options.new, session_id=options.resume)
+        except (SessionNotFound, InvalidSessionIdError) as exc:
+            raise UsageError(f"{exc}. List saved sessions with %codelia sessions.") from None
         except (RuntimeError, ConfigError) as exc:
             raise UsageError(str(exc)) from None
         except Exception as exc:
-            raise UsageError(_session_error(exc, options.resume)) from None
+            raise UsageError(
+                f"Could not start the codelia agent: {type(exc).__name__}: {exc}"
+            ) from None
         from .run.in_cell import run_with_panel
 
         return run_with_panel(
@@ -304,10 +305,3 @@ class CodeliaMagics(Magics):
             return _subcommands.run(self.notebook_agent, name, argument)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-
-
-def _session_error(exc: Exception, resume: str | None) -> str:
-    text = str(exc)
-    if resume and ("not found" in text or "invalid" in text):
-        return f"{text}. List saved sessions with %codelia sessions."
-    return f"Could not start the codelia agent: {type(exc).__name__}: {text}"

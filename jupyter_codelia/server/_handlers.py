@@ -23,7 +23,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from .._redact import redact_secrets
-from ..wire import transcript_messages
+from ..wire import SessionsListResult, StoreInfo, TranscriptResult, transcript_messages
 
 if TYPE_CHECKING:
     from ..session import SessionStore
@@ -107,7 +107,7 @@ class StoreHandler(_CodeliaHandler):
 
         home = default_home()
         store_id = await asyncio.to_thread(read_store_id, home)
-        self.reply({"home": str(home), "store_id": store_id})
+        self.reply(StoreInfo(home=str(home), store_id=store_id).dump())
 
 
 class SessionsHandler(_CodeliaHandler):
@@ -119,7 +119,7 @@ class SessionsHandler(_CodeliaHandler):
         summaries = await asyncio.to_thread(
             _with_store, lambda store: store.list_sessions(limit=limit)
         )
-        self.reply({"sessions": [summary.model_dump(mode="json") for summary in summaries]})
+        self.reply(SessionsListResult(sessions=summaries).dump())
 
 
 class TranscriptHandler(_CodeliaHandler):
@@ -147,7 +147,7 @@ class TranscriptHandler(_CodeliaHandler):
         except SessionLoadError as exc:
             raise tornado.web.HTTPError(500, str(exc)) from None
         events = transcript_messages(records, session_id)
-        self.reply({"session_id": session_id, "events": events})
+        self.reply(TranscriptResult(session_id=session_id, events=events).dump())
 
 
 def setup_handlers(web_app: Any) -> None:

@@ -462,11 +462,22 @@ class KernelPeer:
             self._notebook_comms.add(comm_id)
             if self.has_tab():
                 return  # the tab answers its hello; the kernel then asks the tab
-            hello = {"client_id": f"server-{self.session}", "client": "server", "subshells": True}
+            hello = {"client_id": self._client_id, "client": "server", "subshells": True}
             self._answer_later(str(data.get("request_id")), lambda: _resolved(hello))
-        elif comm_id in self._notebook_comms and data.get("type") == "notebook.request":
+        elif (
+            comm_id in self._notebook_comms
+            and data.get("type") == "notebook.request"
+            # Every listener on the comm sees every request: answer only those the kernel
+            # addressed to this peer, never a tab's (the tab has the live notebook).
+            and data.get("client_id") == self._client_id
+        ):
             answer = self.on_notebook_request
             self._answer_later(str(data.get("request_id")), lambda: answer(data))
+
+    @property
+    def _client_id(self) -> str:
+        """The id this peer gives in its hello, which the kernel's requests to it carry."""
+        return f"server-{self.session}"
 
     def _answer_later(
         self, reply_to: str, produce: Callable[[], Awaitable[dict[str, Any]]]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import importlib.resources
 import json
@@ -35,6 +36,7 @@ from jupyter_server.utils import ensure_async, url_path_join
 
 from .._redact import redact_secrets
 from ..tools import ToolResultData
+from ..wire import ExternalTool, ToolCallResult, ToolsListResult, read_result
 from ._server_channel import ServerKernelChannel, tab_connected
 from .kernel_peer import KernelPeer, PeerError
 
@@ -68,6 +70,17 @@ ERROR_OUTCOMES = frozenset({"error", "denied", "cut_off"})
 """The outcomes an MCP client hears as ``isError``: the call failed or was never run."""
 
 
+@dataclasses.dataclass(frozen=True)
+class RelayedCall:
+    """A kernel tool's answer as the relay got it, and how it got there."""
+
+    result: ToolCallResult
+    queued: bool
+    """Whether the call waited for a running cell (the kernel has no subshells)."""
+    kernel_started: str | None
+    """The kernel spec of the kernel started for the call, when no kernel ran the notebook."""
+
+
 class KernelToolResult(ToolResultData):
     """A kernel tool's structured result over MCP (``structuredContent``): what the tool's
     result data says (how the call ended, the diff, the edit, the namespace changes, the job),
@@ -87,11 +100,11 @@ def _packaged() -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(text)["tools"])
 
 
-def packaged_listing() -> list[dict[str, Any]]:
+def packaged_listing() -> list[ExternalTool]:
     """The kernel tools as a kernel with the default settings lists them (``tools.list``),
     shipped with the package: ``kernel_tools.json``, which
     ``python -m jupyter_codelia.notebook.run.external`` writes."""
-    return [dict(tool) for tool in _packaged()]
+    return [ExternalTool.model_validate(tool) for tool in _packaged()]
 
 
 @functools.cache
@@ -152,7 +165,7 @@ class Relay:
         self.call_seconds = CALL_SECONDS
         self._peers: dict[str, KernelPeer] = {}
         self._peer_lock = asyncio.Lock()
-        self._listing: list[dict[str, Any]] | None = None
+        self._listing: list[ExternalTool] | None = None
         self._start_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ notebooks
@@ -261,7 +274,7 @@ class Relay:
             with contextlib.suppress(Exception):
                 await peer.close()
 
-    async def listing(self) -> list[dict[str, Any]]:
+    async def listing(self) -> list[ExternalTool]:
         """The kernel tools' descriptions, from the first notebook kernel that gives them;
         while none runs, the ones this package ships (listing never starts a kernel)."""
         if self._listing is not None:
@@ -273,13 +286,13 @@ class Relay:
             except PeerError as exc:
                 log.info("no tool listing from the kernel of %s: %s", row["notebook_path"], exc)
                 continue
-            self._listing = list(reply.result.get("tools") or [])
+            self._listing = read_result(ToolsListResult, reply.result).tools
             return self._listing
         return packaged_listing()
 
-    async def call(self, caller: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Run tool ``name`` in the kernel of ``arguments["notebook_path"]``; its result and
-        whether it waited for a busy main shell (``queued``)."""
+    async def call(self, caller: str, name: str, arguments: dict[str, Any]) -> RelayedCall:
+        """Run tool ``name`` in the kernel of ``arguments["notebook_path"]``: its result, whether
+        it waited for a busy main shell, and the kernel started for it if none ran."""
         arguments = dict(arguments)
         path = arguments.pop("notebook_path", None)
         if not isinstance(path, str) or not path.strip():
@@ -293,7 +306,12 @@ class Relay:
         reply = await peer.request(
             "tool.call", request, timeout=self.call_seconds + _MARGIN_SECONDS
         )
-        return {**reply.result, "queued": reply.queued, "kernel_started": started}
+        answer = dict(reply.result)
+        if isinstance(answer.get("data"), dict):
+            # Only the result data this server knows: a newer kernel may send more.
+            known = ToolResultData.model_fields
+            answer["data"] = {key: value for key, value in answer["data"].items() if key in known}
+        return RelayedCall(read_result(ToolCallResult, answer), reply.queued, started)
 
     def _cap_waits(self, name: str, arguments: dict[str, Any]) -> None:
         key = _WAIT_ARGUMENTS.get(name) or _WAIT_ARGUMENTS_CAPPED.get(name)
@@ -310,16 +328,16 @@ class Relay:
 # ---------------------------------------------------------------------- the MCP server
 
 
-def tool_annotations(tool: dict[str, Any]) -> dict[str, Any]:
+def tool_annotations(tool: ExternalTool) -> dict[str, Any]:
     """The MCP annotations of a kernel tool, from what the kernel declares for it."""
     return {
-        "readOnlyHint": bool(tool.get("read_only")),
-        "destructiveHint": bool(tool.get("destructive")),
+        "readOnlyHint": tool.read_only,
+        "destructiveHint": tool.destructive,
         "openWorldHint": False,
     }
 
 
-def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
+def mcp_tools(listing: list[ExternalTool]) -> list[types.Tool]:
     """The MCP tools: the kernel's, each with ``notebook_path`` first, and ``notebooks``."""
     import mcp_types as types
 
@@ -333,13 +351,13 @@ def mcp_tools(listing: list[dict[str, Any]]) -> list[types.Tool]:
         )
     ]
     for tool in listing:
-        schema = dict(tool.get("input_schema") or {"type": "object"})
+        schema = dict(tool.input_schema or {"type": "object"})
         schema["properties"] = {"notebook_path": NOTEBOOK_PATH, **(schema.get("properties") or {})}
         schema["required"] = ["notebook_path", *(schema.get("required") or [])]
         tools.append(
             types.Tool(
-                name=str(tool["name"]),
-                description=str(tool.get("description") or ""),
+                name=tool.name,
+                description=tool.description,
                 input_schema=schema,
                 output_schema=output_schema(),
                 annotations=types.ToolAnnotations(**tool_annotations(tool)),
@@ -366,34 +384,29 @@ def mcp_content(parts: list[dict[str, Any]]) -> list[Any]:
     return blocks
 
 
-def call_result(result: dict[str, Any]) -> types.CallToolResult:
+def call_result(call: RelayedCall) -> types.CallToolResult:
     """A kernel's ``tool.call`` result as MCP's: the content (images as images), the typed
     result data as structured content, and ``isError`` when the call failed or was refused."""
     import mcp_types as types
 
-    content = mcp_content(list(result.get("content") or []))
-    started = result.get("kernel_started")
-    if started:
-        note = f"(No kernel ran this notebook: a {started} kernel was started for it.)"
+    result = call.result
+    content = mcp_content(result.content)
+    if call.kernel_started:
+        note = f"(No kernel ran this notebook: a {call.kernel_started} kernel was started for it.)"
         content.insert(0, types.TextContent(text=note))
-    queued = bool(result.get("queued"))
-    if queued:
+    if call.queued:
         note = "(This kernel has no subshells: the call waited for the running cell to end.)"
         content.append(types.TextContent(text=note))
-    # Only the fields this server knows: a kernel of a newer jupyter-codelia may send more.
-    sent = {k: v for k, v in (result.get("data") or {}).items() if k in ToolResultData.model_fields}
-    data = KernelToolResult.model_validate(
-        {
-            **sent,
-            "run_id": result.get("run_id"),
-            "output_ref": result.get("output_ref"),
-            "queued": queued,
-        }
+    data = KernelToolResult(
+        **dict(result.data),
+        run_id=result.run_id,
+        output_ref=result.output_ref,
+        queued=call.queued,
     )
     return types.CallToolResult(
         content=content,
         structured_content=data.model_dump(mode="json", exclude_none=True),
-        is_error=bool(result.get("is_error")) or data.outcome in ERROR_OUTCOMES,
+        is_error=result.is_error or data.outcome in ERROR_OUTCOMES,
     )
 
 

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._approval import ApprovalMode
 from ..tools import Tool, ToolSet, done_tool
+from ._sandbox import Sandbox, SecurityError
 from .todos import TODO_SESSION_KEY
 
 if TYPE_CHECKING:
     from ..cache import ToolOutputCacheStore
-    from ._sandbox import Sandbox
     from .jobs import JobRegistry
     from .todos import TodoStore
     from .web import WebConfig
@@ -87,7 +87,6 @@ def standard_tools(
     streams each job's whole output into ``output_store``.
     """
     from ..cache import ToolOutputCacheStore
-    from ._sandbox import Sandbox
     from .files import file_tools
     from .output_cache import output_cache_tools
     from .todos import TodoStore, todo_tools
@@ -128,4 +127,4 @@ def standard_tools(
     )
 
 
-__all__ = ["StandardToolSet", "TodoSessionHook", "standard_tools"]
+__all__ = ["Sandbox", "SecurityError", "StandardToolSet", "TodoSessionHook", "standard_tools"]

@@ -8,8 +8,10 @@ anchors) before that, so the quadratic matcher only ever sees small pieces.
 from the hunks it applied without diffing whole files.
 
 Line conventions: ``to_lines("") == []``; a trailing newline yields a final empty line
-(rendered as a bare ``" "``/``"+"``/``"-"`` line, no "no newline" marker); a line's trailing
-``\\r`` is ignored, so CRLF and LF files diff alike.
+(rendered as a bare ``" "``/``"+"``/``"-"`` line, no "no newline" marker), except in the diff
+of a new or a deleted file, which lists the file's lines as diff(1) does (no bare last ``+``,
+``\\ No newline at end of file`` after a last line without one); a line's trailing ``\\r``
+is ignored, so CRLF and LF files diff alike.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel
 
 from .._redact import redact_secrets
 from .._text import clip_utf8, clip_utf8_tail, describe_exc, utf8_len
@@ -32,7 +36,11 @@ from ..tools import (
     ToolPreview,
     ToolResultData,
     ToolReturn,
+    ToolRisk,
+    define_tool,
 )
+
+InputT = TypeVar("InputT", bound=BaseModel)
 
 CONTEXT_LINES = 3
 PREVIEW_MAX_LINES = 120
@@ -234,7 +242,29 @@ def unified_diff(
     a, b = to_lines(before), to_lines(after)
     if a == b:
         return ""
+    if not a or not b:
+        # A new or a deleted file: every line is added (removed) and the diff reads as diff(1)
+        # prints it, ending with the last line rather than a bare "+" for the final newline.
+        a, b = _file_lines(a), _file_lines(b)
+        diff = render_hunks(path, new_path, a, b, diff_blocks(a, b), context)
+        return diff.replace(_NO_EOL, _NO_EOL_MARKER)
     return render_hunks(path, new_path, a, b, diff_blocks(a, b), context)
+
+
+# A file's last line when the file has no final newline, marked so that it is rendered as
+# diff(1) does, with a "\ No newline at end of file" line after it.
+_NO_EOL = "\uffff\x00no-newline"
+_NO_EOL_MARKER = "\n\\ No newline at end of file"
+
+
+def _file_lines(lines: list[str]) -> list[str]:
+    """``to_lines`` as a file's lines: the empty piece after a final newline is no line, and a
+    last line without one is marked."""
+    if not lines:
+        return lines
+    if lines[-1] == "":
+        return lines[:-1]
+    return [*lines[:-1], lines[-1] + _NO_EOL]
 
 
 # Texts longer than this together are diffed around the changed region only: the common head
@@ -483,3 +513,36 @@ def dry_run_preview(
         )
 
     return preview
+
+
+def _as_dry_run(args: dict[str, Any]) -> dict[str, Any]:
+    return {**args, "dry_run": True}
+
+
+def define_file_change_tool(
+    *,
+    name: str,
+    description: str,
+    input: type[InputT],
+    execute: Callable[[InputT, ToolContext], Any],
+    describe: Callable[[dict[str, Any]], str],
+    preview_with: Callable[[], FunctionTool] | None = None,
+    edit_args: Callable[[dict[str, Any]], dict[str, Any]] = _as_dry_run,
+) -> FunctionTool:
+    """A tool that changes files (``edit_files``), previewed by a dry run before approval.
+
+    The dry run is ``preview_with()``'s (default: the tool's own) with ``edit_args`` of the
+    call's arguments (default: the same arguments with ``dry_run`` set).
+    """
+    tool = define_tool(
+        name=name,
+        description=description,
+        input=input,
+        execute=execute,
+        risk=ToolRisk(
+            kind="edit_files",
+            describe=describe,
+            preview=dry_run_preview(preview_with or (lambda: tool), edit_args),
+        ),
+    )
+    return tool

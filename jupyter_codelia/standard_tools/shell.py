@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import re
 import secrets
@@ -327,6 +328,52 @@ def _default_shell(env: dict[str, str]) -> str:
     raise ToolError("No shell found: set SHELL to an executable shell such as /bin/bash.")
 
 
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark the outcome of cancelled pumps as seen (what they read is not wanted)."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def _start(
+    shell: str, command: str, cwd: Path, env: dict[str, str]
+) -> asyncio.subprocess.Process:
+    """Start ``shell -c command`` in a process group of its own.
+
+    A cancellation while it starts does not interrupt the start: asyncio would then kill the
+    shell alone and wait for its pipes, which children it already forked keep open (a hang,
+    and the children left running). The start finishes, the whole group is stopped, and the
+    cancellation goes on.
+    """
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            shell,
+            "-c",
+            command,
+            cwd=str(cwd),
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its own process group, so one signal reaches every child
+        )
+    )
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        while not starting.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([starting])
+        if starting.exception() is not None:
+            raise  # nothing started
+        process = starting.result()
+        _signal_group(process.pid, signal.SIGKILL)
+        await asyncio.shield(_exited(process, REAP_WAIT_S))
+        await asyncio.shield(_sweep_group(process.pid))
+        raise
+    except OSError as exc:
+        raise ToolError(f"Could not start {shell}: {exc}") from exc
+
+
 @dataclass
 class _Outcome:
     exit_code: int | None
@@ -344,20 +391,7 @@ async def _run(
 ) -> _Outcome:
     shell = _default_shell(env)
     started = time.monotonic()
-    try:
-        process = await asyncio.create_subprocess_exec(
-            shell,
-            "-c",
-            command,
-            cwd=str(cwd),
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # its own process group, so one signal reaches every child
-        )
-    except OSError as exc:
-        raise ToolError(f"Could not start {shell}: {exc}") from exc
+    process = await _start(shell, command, cwd, env)
     pumps = asyncio.gather(
         _pump(process.stdout, stdout, StreamRedactor()),
         _pump(process.stderr, stderr, StreamRedactor()),
@@ -372,6 +406,7 @@ async def _run(
         # this cleanup is interrupted again; then reap the shell.
         _signal_group(process.pid, signal.SIGKILL)
         pumps.cancel()
+        pumps.add_done_callback(_retrieved)
         await asyncio.shield(_exited(process, REAP_WAIT_S))
         await asyncio.shield(_sweep_group(process.pid))
         raise

@@ -1,6 +1,6 @@
 """The planning tools: ``todo_read``, ``todo_new``, ``todo_append``, ``todo_patch``, ``todo_clear``.
 
-Owns the todo data model (spec/todos.md): slug ids, normalization, the one-``in_progress`` rule,
+Owns the todo data model: slug ids, normalization, the one-``in_progress`` rule,
 the text formats the model reads, the per-session :class:`TodoStore`, its persistence in the
 session snapshot's ``meta["codelia_todos"]`` and the ``todos.updated`` event sent after every
 change so front ends can draw the list.

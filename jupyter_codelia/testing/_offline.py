@@ -150,10 +150,9 @@ def _show_banner(url: str, approval_mode: str | None) -> None:
         else " Approvals follow your configuration."
     )
     detail = (
-        "No ANTHROPIC_API_KEY is set, so the Anthropic models of this notebook (its "
-        f"%%codelia runs and the agents it builds) are a scripted server on {url}. Its tool "
-        f"calls are real (they run here); its words are canned.{approvals} "
-        f"{REAL_MODEL_HINT} Then run the %%codelia cells again."
+        "No ANTHROPIC_API_KEY is set, so every Anthropic model this notebook asks below is "
+        f"a scripted server on {url}. Its tool calls are real (they run here); its words are "
+        f"canned.{approvals} {REAL_MODEL_HINT} Then run the cells that ask it again."
     )
     try:
         from IPython import get_ipython

@@ -7,6 +7,7 @@
 import { CodeliaConnection } from './connection';
 import { button, el, formatBytes } from './dom';
 import { CacheEntry, ContentPart } from './protocol';
+import type { CacheTextResult } from './wire';
 
 export const CACHE_PAGE_LINES = 200;
 
@@ -75,7 +76,7 @@ export class CacheBrowser {
     }
     try {
       const result = await connection.read('cache.list');
-      this.entries = (result.entries as CacheEntry[]) ?? [];
+      this.entries = result.entries;
     } catch (error) {
       this.list.appendChild(
         el('div', 'jp-mod-error', `Could not list the cache: ${error}`)
@@ -190,11 +191,11 @@ export class CacheBrowser {
     );
   }
 
-  private async show(request: Promise<{ [key: string]: unknown }>): Promise<void> {
+  private async show(request: Promise<CacheTextResult>): Promise<void> {
     try {
       const result = await request;
       this.output.classList.remove('jp-mod-error');
-      this.output.textContent = String(result.text ?? '');
+      this.output.textContent = result.text;
     } catch (error) {
       this.output.classList.add('jp-mod-error');
       this.output.textContent = String(error instanceof Error ? error.message : error);
@@ -208,7 +209,7 @@ export class CacheBrowser {
     }
     try {
       const result = await connection.read('cache.parts', { ref_id: refId });
-      for (const part of (result.parts as ContentPart[]) ?? []) {
+      for (const part of result.parts as ContentPart[]) {
         const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
         if (
           part.type === 'image_url' &&

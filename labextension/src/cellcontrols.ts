@@ -24,7 +24,17 @@ import { CellControl } from './wire';
 
 type Action = CellControl['action'];
 
-const ACTIONS: readonly string[] = ['allow', 'allow_remember', 'deny', 'stop'];
+/** Every action a button may carry: a record of the generated type, so the two cannot differ. */
+const ACTIONS: { [action in Action]: true } = {
+  allow: true,
+  allow_remember: true,
+  deny: true,
+  stop: true
+};
+
+function isAction(value: string): value is Action {
+  return Object.prototype.hasOwnProperty.call(ACTIONS, value);
+}
 /** What the input prompt takes for each answer (runner.parse_answer). */
 const PROMPT_ANSWERS: { [action in Exclude<Action, 'stop'>]: string } = {
   allow: 'y',
@@ -49,14 +59,14 @@ export function controlRequest(
   );
   const action = button?.getAttribute('data-codelia-action') ?? '';
   const runId = controls?.dataset.codeliaRun;
-  if (!controls || !runId || !ACTIONS.includes(action)) {
+  if (!controls || !runId || !isAction(action)) {
     return null;
   }
   const request: CellControl = {
     type: 'cell.control',
     request_id: requestId,
     run_id: runId,
-    action: action as Action
+    action
   };
   const approval = controls.dataset.codeliaApproval;
   if (approval) {
@@ -128,6 +138,9 @@ export class CellControls implements IDisposable {
     };
     buttons.forEach(button => (button.disabled = true));
     say(request.action === 'stop' ? 'Stopping…' : 'Sending…');
+    // Found now: once the kernel has the answer it clears these controls from the page,
+    // often before the reply below arrives.
+    const cell = controls.closest('.jp-Cell');
     try {
       const kernel = this.notebook.sessionContext.session?.kernel ?? null;
       const subshell = kernel ? await this.subshell(kernel) : null;
@@ -137,7 +150,6 @@ export class CellControls implements IDisposable {
       await executeControl(subshell, request as unknown as JSONObject);
       if (request.action !== 'stop') {
         say('');
-        const cell = controls.closest('.jp-Cell');
         if (cell) {
           answerPrompt(cell, PROMPT_ANSWERS[request.action]);
         }

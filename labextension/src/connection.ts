@@ -15,7 +15,14 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { controlReply } from './liveness';
-import { HelloMessage, JSONObject, KernelMessage } from './protocol';
+import {
+  HelloMessage,
+  JSONObject,
+  KernelMessage,
+  RequestArgs,
+  RequestResult,
+  RequestType
+} from './protocol';
 
 export const COMM_TARGET = 'codelia';
 /** The target of the comm a kernel opens for a panel that asked with `panel.attach`. */
@@ -302,7 +309,10 @@ export class CodeliaConnection implements IDisposable {
   }
 
   /** Send a request on the comm and wait for its response's result. */
-  request(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+  request<K extends RequestType>(
+    type: K,
+    ...[fields]: RequestArgs<K>
+  ): Promise<RequestResult<K>> {
     const comm = this._comm;
     if (!comm || this._state !== 'ready') {
       return Promise.reject(
@@ -314,35 +324,43 @@ export class CodeliaConnection implements IDisposable {
     this._pending.set(requestId, delegate);
     // Requests are plain JSON (strings, numbers, booleans): the cast only narrows `unknown`.
     comm.send({ type, request_id: requestId, ...fields } as JSONMessage);
-    return delegate.promise;
+    // The kernel answers a request of type K with its result model (jupyter_codelia/wire.py).
+    return delegate.promise as Promise<RequestResult<K>>;
   }
 
   /**
    * Send a control request (`run.cancel`, `permission.respond`): on a subshell when the kernel
    * has them, so it runs at once even while a cell is busy; else on the comm.
    */
-  async control(
-    type: string,
-    fields: JSONObject
-  ): Promise<{ route: ControlRoute; result: Promise<JSONObject> }> {
+  async control<K extends RequestType>(
+    type: K,
+    ...[fields]: RequestArgs<K>
+  ): Promise<{ route: ControlRoute; result: Promise<RequestResult<K>> }> {
     const subshell = await this.controlKernel();
     if (!subshell) {
-      return { route: 'comm', result: this.request(type, fields) };
+      return {
+        route: 'comm',
+        result: this.request(type, ...([fields] as RequestArgs<K>))
+      };
     }
     const payload = { type, request_id: UUID.uuid4(), ...fields };
-    return { route: 'subshell', result: executeControl(subshell, payload) };
+    const result = executeControl(subshell, payload) as Promise<RequestResult<K>>;
+    return { route: 'subshell', result };
   }
 
   /**
    * A read of the kernel's store (`sessions.list`, `session.transcript`, `cache.*`): on a
    * subshell when the kernel has them, so history shows while a cell is busy; else the comm.
    */
-  async read(type: string, fields: JSONObject = {}): Promise<JSONObject> {
+  async read<K extends RequestType>(
+    type: K,
+    ...args: RequestArgs<K>
+  ): Promise<RequestResult<K>> {
     // Kernels list what control() serves; older ones served only Stop and approvals there.
     if (!(this._hello?.control_requests ?? []).includes(type)) {
-      return this.request(type, fields);
+      return this.request(type, ...args);
     }
-    const { result } = await this.control(type, fields);
+    const { result } = await this.control(type, ...args);
     return result;
   }
 

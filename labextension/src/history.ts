@@ -48,7 +48,7 @@ export class SessionHistory {
       () => listSessions(limit),
       async connection => {
         const result = await connection.read('sessions.list');
-        return ((result.sessions as unknown as SessionSummary[]) ?? []).slice(0, limit);
+        return result.sessions.slice(0, limit);
       }
     );
   }
@@ -60,7 +60,7 @@ export class SessionHistory {
         const result = await connection.read('session.transcript', {
           session_id: sessionId
         });
-        return (result.events as unknown as KernelMessage[]) ?? [];
+        return result.events;
       }
     );
   }

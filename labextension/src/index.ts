@@ -9,11 +9,12 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { CellControls } from './cellcontrols';
 import { acceptPanelComms } from './connection';
+import { MainShellWatch } from './mainshell';
 import { NotebookToolsHandler } from './notebooktools';
 import { CodeliaPanel } from './panel';
 
@@ -42,9 +43,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const handler = new NotebookToolsHandler(notebook);
       // A blocking %%codelia cell's own Stop and approval buttons (the cell holds the shell).
       const controls = new CellControls(notebook);
+      // The status bar says Busy while that cell runs and it keeps its own In [n], whatever
+      // runs on subshells meanwhile.
+      const status = new MainShellWatch(notebook, NotebookActions.executed);
       notebook.disposed.connect(() => {
         handler.dispose();
         controls.dispose();
+        status.dispose();
       });
       // A kernel may open a panel comm for a panel of another page on the same kernel: this
       // page must accept (and ignore) it rather than close it for that page.

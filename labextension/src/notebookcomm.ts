@@ -15,7 +15,7 @@ import { IDisposable } from '@lumino/disposable';
 
 import { executeControl, openControlSubshell } from './connection';
 import { JSONObject } from './protocol';
-import { NotebookKernelMessage, NotebookRequest } from './wire';
+import { NotebookKernelMessage, NotebookReplyRequest, NotebookRequest } from './wire';
 
 export const NOTEBOOK_TARGET = 'codelia.notebook';
 const FRONTEND_MODULE = 'jupyter_codelia.notebook.frontend';
@@ -37,12 +37,8 @@ export interface NotebookRequests {
   outputFinished(modelId: string, data: JSONObject): void;
 }
 
-/** A `notebook.reply` before it is sent. */
-export type NotebookReply = JSONObject & {
-  type: 'notebook.reply';
-  reply_to: string;
-  ok: boolean;
-};
+/** A `notebook.reply` before it is sent (`control()` adds the `request_id`). */
+export type NotebookReply = JSONObject & Omit<NotebookReplyRequest, 'request_id'>;
 
 export class NotebookComm implements IDisposable {
   constructor(private readonly requests: NotebookRequests) {}

@@ -21,6 +21,7 @@ import {
   KernelMessage,
   KernelState,
   PermissionDecision,
+  RequestFields,
   SessionSummary
 } from './protocol';
 import { ReplayGate } from './replay';
@@ -271,7 +272,7 @@ export class CodeliaPanel extends Widget {
         const result = await connection.read('session.transcript', {
           session_id: sessionId
         });
-        return (result.events as KernelMessage[]) ?? [];
+        return result.events;
       });
     } catch (error) {
       this.setStatus(
@@ -338,7 +339,7 @@ export class CodeliaPanel extends Widget {
       this.focusInput();
       return;
     }
-    const fields: { [key: string]: unknown } = { prompt };
+    const fields: RequestFields<'run.start'> = { prompt };
     if (this.resumeSessionId) {
       fields.session_id = this.resumeSessionId;
     } else if (this.startNewSession) {
@@ -352,16 +353,14 @@ export class CodeliaPanel extends Widget {
       this.startNewSession = false;
       this.renderResume();
       this.setStatus('', 'info');
-      if (typeof result.run_id === 'string') {
-        // The kernel also broadcasts run.started; the model keeps one prompt per run.
-        this.ingest({
-          type: 'run.started',
-          run_id: result.run_id,
-          session_id: typeof result.session_id === 'string' ? result.session_id : null,
-          prompt,
-          source: 'panel'
-        });
-      }
+      // The kernel also broadcasts run.started; the model keeps one prompt per run.
+      this.ingest({
+        type: 'run.started',
+        run_id: result.run_id,
+        session_id: result.session_id ?? null,
+        prompt,
+        source: 'panel'
+      });
     } catch (error) {
       // A missing key is told by the kernel's state, in the help above the box, not as the
       // error's text in red.
@@ -383,7 +382,7 @@ export class CodeliaPanel extends Widget {
       return true;
     }
     try {
-      const state = (await connection.read('state.get')) as KernelState;
+      const state: KernelState = await connection.read('state.get');
       this.providerState = state;
       this.ingest({ ...state, type: 'hello' });
       this.renderHeader();
@@ -447,7 +446,7 @@ export class CodeliaPanel extends Widget {
       view?.showError('Not connected to the kernel.');
       return;
     }
-    const fields: { [key: string]: unknown } = {
+    const fields: RequestFields<'permission.respond'> = {
       permission_request_id: item.permissionRequestId,
       decision
     };

@@ -1,7 +1,7 @@
 /**
  * Types of the `codelia` comm protocol (docs/comm-protocol.md). The kernel's messages and the
- * agent events they carry are generated from the Python models (wire.ts); this module names them
- * for the panel and adds the request results. Pure declarations: no JupyterLab imports, so the transcript
+ * agent events they carry, the requests and their results are generated from the Python models
+ * (wire.ts); this module names them for the panel. Pure declarations: no JupyterLab imports, so the transcript
  * reducer and its unit tests stay free of the DOM.
  */
 
@@ -13,7 +13,7 @@ export type TodoItem = wire.TodoItemView;
 
 export type TodoStatus = TodoItem['status'];
 
-export type PermissionDecision = 'allow' | 'allow_remember' | 'deny';
+export type PermissionDecision = wire.PermissionRespondRequest['decision'];
 
 export type RunStatus = wire.RunStatusMessage['status'];
 
@@ -48,26 +48,31 @@ export type KernelMessage = wire.KernelMessage;
 export type StoreInfo = wire.StoreInfo;
 
 /** A session row, as `sessions.list` and `GET /codelia/api/sessions` return it. */
-export interface SessionSummary {
-  session_id: string;
-  updated_at: string | null;
-  message_count: number | null;
-  last_user_message: string | null;
-  title?: string | null;
-}
+export type SessionSummary = wire.SessionSummary;
 
-/** A tool-output cache entry, as `cache.list` returns it. */
-export interface CacheEntry {
-  ref_id: string;
-  tool_name: string;
-  created_at: string;
-  size_bytes: number;
-  line_count: number;
-  has_parts: boolean;
-  is_error: boolean;
-  /** "(this session)", "(this kernel)", "(this notebook)" or "(other: ...)"; own ones first. */
-  whose?: string;
-}
+/** A tool-output cache entry, as `cache.list` returns it (own ones first). */
+export type CacheEntry = wire.CacheEntry;
+
+/** The type of each request the panel sends the kernel. */
+export type RequestType = wire.Request['type'];
+
+/** A request's own fields: the connection adds `type` and `request_id`. */
+export type RequestFields<K extends RequestType> = Omit<
+  Extract<wire.Request, { type: K }>,
+  'type' | 'request_id'
+>;
+
+/**
+ * The fields argument of a request: optional when the request has no required field (`[]`
+ * then fits), required otherwise.
+ */
+export type RequestArgs<K extends RequestType> =
+  object extends RequestFields<K>
+    ? [fields?: RequestFields<K>]
+    : [fields: RequestFields<K>];
+
+/** What the response to a request of type `K` carries as its `result`. */
+export type RequestResult<K extends RequestType> = wire.RequestResults[K];
 
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>([
   'completed',

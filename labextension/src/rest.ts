@@ -10,6 +10,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { KernelMessage, SessionSummary, StoreInfo } from './protocol';
+import type { SessionsListResult, TranscriptResult } from './wire';
 
 async function getJson<T>(path: string): Promise<T> {
   const settings = ServerConnection.makeSettings();
@@ -27,12 +28,12 @@ async function getJson<T>(path: string): Promise<T> {
 }
 
 export async function listSessions(limit = 50): Promise<SessionSummary[]> {
-  const body = await getJson<{ sessions: SessionSummary[] }>(`sessions?limit=${limit}`);
+  const body = await getJson<SessionsListResult>(`sessions?limit=${limit}`);
   return body.sessions;
 }
 
 export async function sessionTranscript(sessionId: string): Promise<KernelMessage[]> {
-  const body = await getJson<{ events: KernelMessage[] }>(
+  const body = await getJson<TranscriptResult>(
     `sessions/${encodeURIComponent(sessionId)}/transcript`
   );
   return body.events;

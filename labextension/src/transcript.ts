@@ -81,6 +81,8 @@ export interface ToolItem {
   summary: string | null;
   /** The notebook edit the call made (its Revert button), from the result's data. */
   editId: string | null;
+  /** The background job the call became (it returned; the job goes on), from the result's data. */
+  jobId: string | null;
   /** The latest progress or log line a running call reported (an MCP server's). */
   progress: string | null;
 }
@@ -555,6 +557,7 @@ export class Transcript {
       diff: null,
       summary: null,
       editId: null,
+      jobId: null,
       progress: null
     };
     let open = this.openTools.get(runId);
@@ -668,6 +671,7 @@ export class Transcript {
           item.summary = data.summary ?? item.summary;
         }
         item.editId = data.edit_id ?? null;
+        item.jobId = data.job_id ?? null;
         const outcome = data.outcome ?? (item.isError ? 'error' : 'completed');
         this.finishTool(
           item,
@@ -755,7 +759,6 @@ export class Transcript {
           : [meter];
       }
       case 'compaction_start':
-      case 'hidden_user_message':
         return [];
       default:
         // Every event kind is named above: a new one fails the build until it is handled here.

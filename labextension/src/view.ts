@@ -256,6 +256,10 @@ class ToolView implements ItemView {
     this.status.textContent = STATUS_LABELS[item.status];
     this.name.textContent = item.displayName ?? item.tool;
     this.name.title = this.name.textContent; // the header cuts long names
+    if (item.jobId) {
+      // The call returned but its work goes on: the job's own card follows it.
+      this.name.textContent += ` → background job ${item.jobId}`;
+    }
     // While it runs, the latest progress or log line the call reported stands in the header.
     this.duration.textContent =
       item.durationMs !== null ? formatDuration(item.durationMs) : (item.progress ?? '');

@@ -14,7 +14,7 @@ export type AgentEventMessage = {
   type: 'agent.event';
   run_id: string;
   seq: number;
-  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | HiddenUserMessageEvent | UsageEvent | TodosUpdatedEvent | ToolProgressEvent | BudgetEvent | SessionForkedEvent | FinalEvent;
+  event: TextEvent | TextDeltaEvent | TextDiscardedEvent | ReasoningEvent | ReasoningDeltaEvent | LlmRetryEvent | StepStartEvent | ToolCallEvent | PermissionPreviewEvent | PermissionReadyEvent | PermissionRequestEvent | PermissionResolvedEvent | ToolResultEvent | StepCompleteEvent | CompactionStartEvent | CompactionCompleteEvent | UsageEvent | TodosUpdatedEvent | ToolProgressEvent | BudgetEvent | SessionForkedEvent | FinalEvent;
 };
 
 export type BudgetEvent = {
@@ -27,9 +27,71 @@ export type BudgetEvent = {
   reached?: string | null;
 };
 
-export type CellControl = {
-  type: 'cell.control';
+export type CacheEntry = {
+  ref_id: string;
+  tool_name: string;
+  created_at: string;
+  size_bytes: number;
+  line_count: number;
+  has_parts: boolean;
+  is_error: boolean;
+  whose: string;
+};
+
+export type CacheGrepRequest = {
   request_id: string;
+  type: 'cache.grep';
+  ref_id: string;
+  pattern: string;
+  regex?: boolean;
+  before?: number | null;
+  after?: number | null;
+  max_matches?: number | null;
+};
+
+export type CacheLineRequest = {
+  request_id: string;
+  type: 'cache.line';
+  ref_id: string;
+  line_number: number;
+  char_offset?: number | null;
+  char_limit?: number | null;
+};
+
+export type CacheListRequest = {
+  request_id: string;
+  type: 'cache.list';
+};
+
+export type CacheListResult = {
+  entries: Array<CacheEntry>;
+};
+
+export type CachePartsRequest = {
+  request_id: string;
+  type: 'cache.parts';
+  ref_id: string;
+};
+
+export type CachePartsResult = {
+  parts: Array<{ [key: string]: unknown }>;
+};
+
+export type CacheReadRequest = {
+  request_id: string;
+  type: 'cache.read';
+  ref_id: string;
+  offset?: number;
+  limit?: number | null;
+};
+
+export type CacheTextResult = {
+  text: string;
+};
+
+export type CellControl = {
+  request_id: string;
+  type: 'cell.control';
   run_id: string;
   action: 'allow' | 'allow_remember' | 'deny' | 'stop';
   permission_request_id?: string | null;
@@ -45,15 +107,17 @@ export type Citation = {
 export type CompactionCompleteEvent = {
   seq?: number | null;
   type: 'compaction_complete';
-  timestamp?: number | null;
+  timestamp?: number;
   compacted: boolean;
 };
 
 export type CompactionStartEvent = {
   seq?: number | null;
   type: 'compaction_start';
-  timestamp?: number | null;
+  timestamp?: number;
 };
+
+export type Empty = Record<string, never>;
 
 export type ExternalTool = {
   name: string;
@@ -71,12 +135,12 @@ export type FinalEvent = {
 };
 
 export type Hello = {
-  protocol?: number | null;
+  protocol?: number;
   session_id?: string | null;
   model?: string | null;
   provider?: string | null;
   api_key_env?: string | null;
-  approval_mode?: string | null;
+  approval_mode?: 'minimal' | 'trusted' | 'full-access' | null;
   active_run?: ActiveRun | null;
   api_key_configured?: boolean | null;
   store?: StoreInfo | null;
@@ -85,16 +149,20 @@ export type Hello = {
   client_id?: string | null;
 };
 
-export type HiddenUserMessageEvent = {
-  seq?: number | null;
-  type: 'hidden_user_message';
-  content: string;
-};
-
 export type JobProgress = {
   percent: number;
   done: string;
   total: string;
+};
+
+export type JobStopRequest = {
+  request_id: string;
+  type: 'job.stop';
+  job_id: string;
+};
+
+export type JobStopResult = {
+  job: JobView;
 };
 
 export type JobUpdated = {
@@ -113,6 +181,28 @@ export type JobView = {
   progress?: JobProgress | null;
 };
 
+export type JobsListRequest = {
+  request_id: string;
+  type: 'jobs.list';
+};
+
+export type JobsListResult = {
+  jobs: Array<JobView>;
+};
+
+export type KernelState = {
+  protocol?: number;
+  session_id?: string | null;
+  model?: string | null;
+  provider?: string | null;
+  api_key_env?: string | null;
+  approval_mode?: 'minimal' | 'trusted' | 'full-access' | null;
+  active_run?: ActiveRun | null;
+  api_key_configured?: boolean | null;
+  store?: StoreInfo | null;
+  control_requests?: Array<string> | null;
+};
+
 export type LlmRetryEvent = {
   seq?: number | null;
   type: 'llm.retry';
@@ -126,6 +216,13 @@ export type LlmRetryEvent = {
   message?: string | null;
 };
 
+export type McpAddRequest = {
+  request_id: string;
+  type: 'mcp.add';
+  name: string;
+  server: { [key: string]: unknown };
+};
+
 export type NamespaceChange = {
   name: string;
   change: 'added' | 'rebound' | 'deleted' | 'mutated';
@@ -134,7 +231,17 @@ export type NamespaceChange = {
 export type NotebookHello = {
   type: 'hello';
   request_id: string;
-  protocol?: number | null;
+  protocol?: number;
+};
+
+export type NotebookReplyRequest = {
+  type: 'notebook.reply';
+  reply_to: string;
+  ok: boolean;
+  result?: { [key: string]: unknown } | null;
+  error?: string | null;
+  error_kind?: 'invalid' | 'not_found' | 'cell_changed' | 'file_changed' | 'unreadable' | 'too_large' | 'needs_tab' | 'refused' | null;
+  request_id: string;
 };
 
 export type NotebookRequest = {
@@ -149,6 +256,12 @@ export type OutputFinished = {
   type: 'output.finished';
   model_id: string;
   data: { [key: string]: unknown };
+};
+
+export type PanelAttachRequest = {
+  request_id: string;
+  type: 'panel.attach';
+  client_id: string;
 };
 
 export type PermissionPreviewEvent = {
@@ -178,9 +291,9 @@ export type PermissionRequestEvent = {
   tool_call_id?: string | null;
   title: string;
   message: string;
-  args?: { [key: string]: unknown } | null;
-  remember_rules?: Array<string> | null;
-  kind?: 'tool' | 'elicitation' | 'sampling' | 'authorization' | null;
+  args?: { [key: string]: unknown };
+  remember_rules?: Array<string>;
+  kind?: 'tool' | 'elicitation' | 'sampling' | 'authorization';
   url?: string | null;
   fields?: { [key: string]: unknown } | null;
 };
@@ -194,18 +307,27 @@ export type PermissionResolvedEvent = {
   reason?: string | null;
 };
 
+export type PermissionRespondRequest = {
+  request_id: string;
+  type: 'permission.respond';
+  permission_request_id: string;
+  decision: 'allow' | 'allow_remember' | 'deny';
+  reason?: string | null;
+  content?: { [key: string]: unknown } | null;
+};
+
 export type ReasoningDeltaEvent = {
   seq?: number | null;
   type: 'reasoning_delta';
   delta: string;
-  timestamp?: number | null;
+  timestamp?: number;
 };
 
 export type ReasoningEvent = {
   seq?: number | null;
   type: 'reasoning';
   content: string;
-  timestamp?: number | null;
+  timestamp?: number;
 };
 
 export type Response = {
@@ -216,13 +338,32 @@ export type Response = {
   error?: string | null;
 };
 
+export type RunCancelRequest = {
+  request_id: string;
+  type: 'run.cancel';
+  run_id: string;
+};
+
+export type RunStartRequest = {
+  request_id: string;
+  type: 'run.start';
+  prompt: string;
+  session_id?: string | null;
+  new_session?: boolean;
+};
+
+export type RunStartResult = {
+  run_id: string;
+  session_id?: string | null;
+};
+
 export type RunStarted = {
   type: 'run.started';
   run_id: string;
   session_id?: string | null;
   prompt: string;
   source: 'magic' | 'panel' | 'external';
-  demo?: boolean | null;
+  demo?: boolean;
 };
 
 export type RunStatusMessage = {
@@ -237,6 +378,34 @@ export type SessionForkedEvent = {
   type: 'session.forked';
   session_id: string;
   forked_from: string;
+};
+
+export type SessionSummary = {
+  session_id: string;
+  updated_at: string;
+  message_count: number;
+  last_user_message?: string | null;
+  title?: string | null;
+};
+
+export type SessionTranscriptRequest = {
+  request_id: string;
+  type: 'session.transcript';
+  session_id: string;
+};
+
+export type SessionsListRequest = {
+  request_id: string;
+  type: 'sessions.list';
+};
+
+export type SessionsListResult = {
+  sessions: Array<SessionSummary>;
+};
+
+export type StateGetRequest = {
+  request_id: string;
+  type: 'state.get';
 };
 
 export type StepCompleteEvent = {
@@ -270,13 +439,13 @@ export type TextDeltaEvent = {
   seq?: number | null;
   type: 'text_delta';
   delta: string;
-  timestamp?: number | null;
+  timestamp?: number;
 };
 
 export type TextDiscardedEvent = {
   seq?: number | null;
   type: 'text_discarded';
-  timestamp?: number | null;
+  timestamp?: number;
 };
 
 export type TextEvent = {
@@ -284,16 +453,26 @@ export type TextEvent = {
   type: 'text';
   content: string;
   citations?: Array<Citation> | null;
-  timestamp?: number | null;
+  timestamp?: number;
 };
 
 export type TodoItemView = {
   id: string;
   content: string;
   status: 'pending' | 'in_progress' | 'completed';
-  priority?: number | null;
+  priority?: number;
   notes?: string | null;
   activeForm?: string | null;
+};
+
+export type TodosGetRequest = {
+  request_id: string;
+  type: 'todos.get';
+};
+
+export type TodosResult = {
+  session_id?: string | null;
+  todos: Array<TodoItemView>;
 };
 
 export type TodosUpdatedEvent = {
@@ -314,11 +493,11 @@ export type ToolCallEvent = {
 };
 
 export type ToolCallRequest = {
-  type: 'tool.call';
   request_id: string;
+  type: 'tool.call';
   caller: string;
   tool: string;
-  arguments?: { [key: string]: unknown } | null;
+  arguments?: { [key: string]: unknown };
 };
 
 export type ToolCallResult = {
@@ -326,7 +505,7 @@ export type ToolCallResult = {
   content: Array<{ [key: string]: unknown }>;
   output_ref?: string | null;
   run_id: string;
-  data?: ToolResultData | null;
+  data?: ToolResultData;
 };
 
 export type ToolProgressEvent = {
@@ -340,7 +519,7 @@ export type ToolProgressEvent = {
 };
 
 export type ToolResultData = {
-  outcome?: 'completed' | 'error' | 'denied' | 'cut_off' | null;
+  outcome?: 'completed' | 'error' | 'denied' | 'cut_off';
   summary?: string | null;
   diff?: string | null;
   file_path?: string | null;
@@ -359,11 +538,21 @@ export type ToolResultEvent = {
   is_error?: boolean | null;
   parts?: Array<{ [key: string]: unknown }> | null;
   output_ref?: string | null;
-  data?: ToolResultData | null;
+  data?: ToolResultData;
+};
+
+export type ToolsListRequest = {
+  request_id: string;
+  type: 'tools.list';
 };
 
 export type ToolsListResult = {
   tools: Array<ExternalTool>;
+};
+
+export type TranscriptResult = {
+  session_id: string;
+  events: Array<KernelMessage>;
 };
 
 export type UsageEvent = {
@@ -372,8 +561,8 @@ export type UsageEvent = {
   model: string;
   input_tokens: number;
   output_tokens: number;
-  cache_read_tokens?: number | null;
-  cache_write_tokens?: number | null;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
   total_input_tokens: number;
   total_output_tokens: number;
   cost_usd?: number | null;
@@ -387,3 +576,29 @@ export type UsageEvent = {
 export type KernelMessage = Hello | Response | RunStarted | AgentEventMessage | RunStatusMessage | StoreChanged | JobUpdated;
 
 export type NotebookKernelMessage = NotebookHello | NotebookRequest | OutputFinished;
+
+export type Request = RunStartRequest | RunCancelRequest | PermissionRespondRequest | StateGetRequest | SessionsListRequest | SessionTranscriptRequest | CacheListRequest | CacheReadRequest | CacheGrepRequest | CacheLineRequest | CachePartsRequest | TodosGetRequest | PanelAttachRequest | JobsListRequest | JobStopRequest | CellControl | McpAddRequest | NotebookReplyRequest | ToolsListRequest | ToolCallRequest;
+
+/** The result of each request type. */
+export type RequestResults = {
+  'run.start': RunStartResult;
+  'run.cancel': Empty;
+  'permission.respond': Empty;
+  'state.get': KernelState;
+  'sessions.list': SessionsListResult;
+  'session.transcript': TranscriptResult;
+  'cache.list': CacheListResult;
+  'cache.read': CacheTextResult;
+  'cache.grep': CacheTextResult;
+  'cache.line': CacheTextResult;
+  'cache.parts': CachePartsResult;
+  'todos.get': TodosResult;
+  'panel.attach': Empty;
+  'jobs.list': JobsListResult;
+  'job.stop': JobStopResult;
+  'cell.control': Empty;
+  'mcp.add': Empty;
+  'notebook.reply': Empty;
+  'tools.list': ToolsListResult;
+  'tool.call': ToolCallResult;
+};

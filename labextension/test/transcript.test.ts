@@ -302,6 +302,31 @@ describe('tool cards', () => {
     expect((t.items[3] as ToolItem).status).toBe('error');
   });
 
+  it('records the background job a call became, from its data', () => {
+    const t = Transcript.from([
+      started(),
+      ...events([
+        {
+          type: 'tool_call',
+          tool: 'python',
+          args: { code: 'train()' },
+          tool_call_id: 'p'
+        },
+        {
+          type: 'tool_result',
+          tool: 'python',
+          result: 'still running: now background job job-7',
+          tool_call_id: 'p',
+          data: { job_id: 'job-7' }
+        },
+        { type: 'tool_call', tool: 'python', args: { code: '1' }, tool_call_id: 'q' },
+        { type: 'tool_result', tool: 'python', result: 'job-8', tool_call_id: 'q' }
+      ])
+    ]);
+    expect(t.items[1]).toMatchObject({ jobId: 'job-7', status: 'completed' });
+    expect(t.items[2]).toMatchObject({ jobId: null });
+  });
+
   it('stops open cards when the run is cancelled and notes it', () => {
     const t = Transcript.from([
       started(),

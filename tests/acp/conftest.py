@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import runpy
 import shutil
 import socket
 import subprocess
@@ -40,6 +41,12 @@ from acp.schema import (
 )
 
 from jupyter_codelia.testing import RecordedRequest, ScriptedAnthropicServer
+
+# How the tests start a Jupyter server (tests/server/jupyter_launch.py), run by path.
+_popen_jupyter_server = runpy.run_path(
+    str(Path(__file__).resolve().parents[1] / "server" / "jupyter_launch.py")
+)["popen_jupyter_server"]
+
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "acp-test-token"
@@ -148,24 +155,7 @@ def launch_jupyter(env_extra: dict[str, str]) -> Iterator[Jupyter]:
     env.update(env_extra)
     port = free_port()
     log_path = base / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter_server",
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                f"--IdentityProvider.token={TOKEN}",
-                f"--ServerApp.root_dir={root}",
-            ],
-            env=env,
-            cwd=root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    process = _popen_jupyter_server(root, env, port, TOKEN, log_path)
     server = Jupyter(f"http://127.0.0.1:{port}/", TOKEN, root, home, process, log_path, env)
     try:
         deadline = time.monotonic() + 90

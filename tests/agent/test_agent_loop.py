@@ -37,7 +37,7 @@ boom = define_tool(name="boom", description="Always fails", input=NoInput, execu
 
 
 async def _hang(params: NoInput, ctx: ToolContext) -> str:
-    ctx.send(ev.HiddenUserMessageEvent(content="hang started"))
+    ctx.send(ev.TextEvent(content="hang started"))
     await asyncio.sleep(3600)
     return "never"
 
@@ -298,7 +298,7 @@ async def test_cancel_during_a_tool_by_task_cancellation(
 
     async def consume() -> None:
         async for event in agent.run_stream("wait"):
-            if isinstance(event, ev.HiddenUserMessageEvent):
+            if isinstance(event, ev.TextEvent) and event.content == "hang started":
                 started.set()
 
     task = asyncio.create_task(consume())

@@ -119,6 +119,16 @@ def kernel_value(page: Any, expression: str) -> str:
     ).strip("'\"")
 
 
+def exported_html(notebook: Path, directory: Path) -> str:
+    """``notebook`` exported with nbconvert's HTML exporter (into ``directory``)."""
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir",
+         str(directory), str(notebook)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return (directory / f"{notebook.stem}.html").read_text()
+
+
 def side_panel_text(page: Any) -> str:
     return str(page.locator(SIDE_PANEL).inner_text())
 
@@ -202,12 +212,7 @@ def test_a_saved_and_exported_notebook_shows_readable_output_not_widget_reprs(
     assert not [text for text in shown if text.startswith(WIDGET_REPRS)], shown
     assert any("recovered by August" in json.dumps(cell) for cell in notebook["cells"])
 
-    subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir",
-         str(tmp_path), str(saved)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    html = (tmp_path / "quickstart.html").read_text()
+    html = exported_html(saved, tmp_path)
     for raw in WIDGET_REPRS:
         assert raw not in html, raw
     assert "recovered by August" in html and "codelia tool-output cache" in html

@@ -229,7 +229,9 @@ class Kernel:
 @pytest.fixture
 def codelia_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
-    home.mkdir()
+    # Private, as codelia makes its own home: a loose one is tightened on first use with a
+    # logged note, and that note lands in whichever cell is running at the time.
+    home.mkdir(mode=0o700)
     return home
 
 

@@ -42,3 +42,6 @@ def test_budget_ends_a_turn_at_its_limit_and_the_meter_shows_it(start_kernel: An
         assert "Budget reached: run budget of 1 tool calls reached (1). Ending with a summary." in (
             html
         )
+        # Ended by its budget, not by finishing the work: the header says so.
+        assert re.search(r'font-weight:600">stopped by its budget</span>', html)
+        assert not re.search(r'font-weight:600">completed</span>', html)

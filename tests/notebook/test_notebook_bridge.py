@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,33 @@ def _control_on_subshell(kernel: Any, subshell_id: str, request: dict[str, Any],
     )
 
 
+def run_approved_elsewhere(
+    kernel: Any, answer_elsewhere: Callable[[Any, list[str]], None]
+) -> tuple[Any, list[str]]:
+    """Run a ``%%codelia`` cell whose tool call asks for approval and answer it out of band.
+
+    The stdin prompt is left unanswered (its prompts are collected); while the cell runs,
+    ``answer_elsewhere(kernel, prompts)`` answers (the side panel, the cell panel). Checks the
+    run ended cleanly, with no error in the cell, and that the cell's card says Allowed.
+    """
+    prompts: list[str] = []
+
+    def leave_unanswered(request: dict[str, Any]) -> None:
+        prompts.append(request["content"]["prompt"])  # the person answers elsewhere
+
+    run = kernel.execute(
+        "%%codelia\nset it",
+        allow_stdin=True,
+        on_input=leave_unanswered,
+        during=lambda k: answer_elsewhere(k, prompts),
+    )
+    assert run.status == "ok", run.reply["content"]
+    assert not [m for m in run.messages if m["msg_type"] == "error"]  # left cleanly
+    kernel.drain()
+    assert "Allowed" in kernel.html_text()  # the cell's card shows the outcome
+    return run, prompts
+
+
 def _json_on_subshell(kernel: Any, subshell_id: str, expression: str, out: Any, what: str) -> Any:
     """Evaluate ``expression`` (a JSON string) on a subshell, through a file (see above)."""
     code = f"open({str(out)!r}, 'w').write({expression})"
@@ -257,13 +285,9 @@ def test_side_panel_answer_resolves_a_blocking_cells_pending_prompt(
         kernel = start_kernel(server.url)
         kernel.execute("%load_ext jupyter_codelia")
         subshell = _subshell(kernel)
-        prompts: list[str] = []
         answered: list[dict[str, Any]] = []
 
-        def leave_unanswered(request: dict[str, Any]) -> None:
-            prompts.append(request["content"]["prompt"])  # the person never types here
-
-        def answer_in_the_side_panel(k: Any) -> None:
+        def answer_in_the_side_panel(k: Any, prompts: list[str]) -> None:
             if not prompts or answered:
                 return
             pending = _json_on_subshell(
@@ -283,19 +307,10 @@ def test_side_panel_answer_resolves_a_blocking_cells_pending_prompt(
             }
             answered.append(_control_on_subshell(k, subshell, respond, tmp_path / "answer.json"))
 
-        run = kernel.execute(
-            "%%codelia\nset it",
-            allow_stdin=True,
-            on_input=leave_unanswered,
-            during=answer_in_the_side_panel,
-        )
-        assert run.status == "ok", run.reply["content"]
+        _run, prompts = run_approved_elsewhere(kernel, answer_in_the_side_panel)
         assert len(prompts) == 1
         assert answered == [{"type": "response", "request_id": "a1", "ok": True, "result": {}}]
-        assert not [m for m in run.messages if m["msg_type"] == "error"]  # left cleanly
         assert kernel.execute("print(_.status)").stream_text().strip() == "completed"
-        kernel.drain()
-        assert "Allowed" in kernel.html_text()  # the cell's card shows the outcome
         check = kernel.execute("print(panel_answer)")
         assert check.stream_text().strip() == "5"
 

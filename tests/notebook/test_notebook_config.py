@@ -124,7 +124,7 @@ def test_parse_options_leaves_the_prompt_verbatim() -> None:
         ("--nope hi", "Unknown option --nope. Known options:"),
         ("--model", "--model needs a value, e.g. --model claude-sonnet-5-5."),
         ("--max-iterations two hi", "--max-iterations needs a whole number, got 'two'."),
-        ("--max-iterations 0 hi", "--max-iterations must be at least 1, got 0."),
+        ("--max-iterations 0 hi", "--max-iterations must be greater than 0, got 0."),
         ("--new --resume abc hi", "--new and --resume exclude each other: pick one."),
         ("--background --blocking hi", "--background and --blocking exclude each other"),
         ("--demo=1", "--demo takes no value."),
@@ -252,3 +252,22 @@ def test_thinking_and_max_tokens_settings(home: Path) -> None:
         "$JUPYTER_CODELIA_THINKING: thinking must be 'off', 'adaptive' or a budget of at least "
         "1024 tokens, got 512."
     )
+
+
+def test_settings_is_the_one_declaration_the_rest_derives_from() -> None:
+    from jupyter_codelia.notebook import config, magics
+
+    declared = [f.name for f in config.ALL_FIELDS]
+    assert sorted(Codelia.class_trait_names(config=True)) == sorted(declared)
+    assert tuple(name for name in declared if name != "home") == config.FIELD_NAMES
+    for option, spec in config.OPTIONS.items():
+        assert f"  {option} {spec.setting.metavar}" in magics.USAGE
+        assert magics.parse_options(f"{option} {spec.setting.example} hi").rest == "hi"
+    # Budgets and background apply per run: changing them keeps the agent.
+    base = config.Settings()
+    assert base.with_overrides(max_cost_per_run=1.0, background=True).agent_key() == (
+        base.agent_key()
+    )
+    assert base.with_overrides(approval_mode="trusted").agent_key() != base.agent_key()
+    with pytest.raises(ConfigError, match="approval_mode must be one of minimal, trusted"):
+        base.with_overrides(approval_mode="yolo")

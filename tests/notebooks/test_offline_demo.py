@@ -269,6 +269,8 @@ def test_without_a_key_the_sdk_reaches_the_scripted_server(
     assert "set ANTHROPIC_API_KEY for Claude" in banner
     assert "OPENAI_API_KEY" in banner and "OPENROUTER_API_KEY" in banner and "Ollama" in banner
     assert OFFLINE_API_KEY not in banner
+    # Said in every demo notebook, one with no %%codelia cell too (custom-tools).
+    assert "%%codelia" not in banner
 
     chat = AnthropicChat(model="claude-sonnet-5-5")  # key and URL from the environment
     completion = asyncio.run(chat.ainvoke([UserMessage(content="hello there")]))

@@ -35,6 +35,32 @@ def browser_fixtures() -> Any:
     return sys.modules[name]
 
 
+def popen_jupyter_server(
+    root: Path, env: dict[str, str], port: int, token: str, log_path: Path, *extra: str
+) -> subprocess.Popen[bytes]:
+    """A real ``jupyter_server`` on loopback ``port`` serving ``root``, logging to ``log_path``
+    (tests/acp starts its server with this too)."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                "--no-browser",
+                "--allow-root",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                *extra,
+            ],
+            env=env,
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
 @dataclass
 class JupyterServer:
     url: str
@@ -83,25 +109,8 @@ def jupyter_server(
         }
     )
     log_path = base / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter_server",
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}",
-                *([f"--gateway-url={gateway_url}"] if gateway_url else []),
-            ],
-            env=env,
-            cwd=root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    extra = [f"--gateway-url={gateway_url}"] if gateway_url else []
+    process = popen_jupyter_server(root, env, port, token, log_path, *extra)
     url = f"http://127.0.0.1:{port}"
     try:
         fixtures._wait_http_ok(

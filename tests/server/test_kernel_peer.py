@@ -117,7 +117,7 @@ async def test_tools_are_listed_with_their_hints_and_run_in_the_kernel(
         listing = (await peer.request("tools.list", timeout=30)).result
         tools = {tool["name"]: tool for tool in listing["tools"]}
         # What the server lists while no kernel runs is what a kernel lists.
-        assert listing["tools"] == packaged_listing()
+        assert listing["tools"] == [tool.dump() for tool in packaged_listing()]
         assert {"python", "list_variables", "notebook_edit", "job_wait"} <= set(tools)
         assert "shell" not in tools and "write" not in tools
         assert tools["list_variables"]["read_only"] is True

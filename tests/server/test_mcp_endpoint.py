@@ -267,7 +267,7 @@ def test_the_packaged_tool_listing_is_the_generators_output() -> None:
     from jupyter_codelia.notebook.run.external import packaged_listing as generate
     from jupyter_codelia.server.mcp_endpoint import packaged_listing
 
-    assert packaged_listing() == generate().dump()["tools"], (
+    assert [tool.dump() for tool in packaged_listing()] == generate().dump()["tools"], (
         "jupyter_codelia/server/kernel_tools.json is out of date: run `python -m "
         "jupyter_codelia.notebook.run.external > jupyter_codelia/server/kernel_tools.json`"
     )

@@ -366,3 +366,23 @@ async def test_a_missing_shell_in_env_falls_back_to_bash(workdir: Path) -> None:
     out = await run(shell_tool(workdir, env=env), command='echo "$BASH_VERSION" | cut -c1')
     assert out["state"] == "completed"
     assert out["stdout"].isdigit()
+
+
+@pytest.mark.asyncio
+async def test_a_cancel_while_the_shell_is_starting_stops_its_children_too(workdir: Path) -> None:
+    tag = marker()
+    signal = CancelSignal()
+    task = asyncio.create_task(
+        run(shell_tool(workdir), ToolContext(signal=signal), command=f"sleep {tag} & wait")
+    )
+    # Yield one loop turn at a time until the shell exists, then hold the loop (a blocking wait
+    # on purpose) until its child runs: the start has not been told the pipes are connected yet.
+    while not live_processes(tag):
+        await asyncio.sleep(0)
+    deadline = time.monotonic() + 20
+    while len(live_processes(tag)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # noqa: ASYNC251 - the loop must not run here
+    signal.cancel("stop pressed")
+    with pytest.raises(RunCancelled, match="stop pressed"):
+        await asyncio.wait_for(task, 20)
+    await wait_until(lambda: not live_processes(tag), "no child left after cancel")

@@ -1,4 +1,4 @@
-"""The todo tools: formats, business rules, events and persistence (spec/todos.md)."""
+"""The todo tools: formats, business rules, events and persistence."""
 
 from __future__ import annotations
 

@@ -102,8 +102,12 @@ def test_unified_diff_merges_close_changes_and_handles_edges() -> None:
     assert diff.splitlines()[2] == "@@ -3,13 +3,13 @@"
     assert unified_diff("p", "same\n", "same\n") == ""
     assert unified_diff("p", "a\r\nb\r\n", "a\nb\n") == ""  # line endings are not a change
-    assert unified_diff("p", "", "x\n") == "--- p\n+++ p\n@@ -0,0 +1,2 @@\n+x\n+"
-    assert unified_diff("p", "x", "") == "--- p\n+++ p\n@@ -1,1 +0,0 @@\n-x"
+    # A new (deleted) file's diff ends with its last line, not a bare "+" for the final newline.
+    assert unified_diff("p", "", "x\n") == "--- p\n+++ p\n@@ -0,0 +1,1 @@\n+x"
+    assert unified_diff("p", "x\n\n", "") == "--- p\n+++ p\n@@ -1,2 +0,0 @@\n-x\n-"
+    no_eol = "\n\\ No newline at end of file"
+    assert unified_diff("p", "x", "") == f"--- p\n+++ p\n@@ -1,1 +0,0 @@\n-x{no_eol}"
+    assert unified_diff("p", "", "a\nb") == f"--- p\n+++ p\n@@ -0,0 +1,2 @@\n+a\n+b{no_eol}"
     assert unified_diff("old", "a\n", "b\n", new_path="new").startswith("--- old\n+++ new\n")
 
 
@@ -223,7 +227,7 @@ async def test_write_creates_parents_and_returns_summary_and_diff(write_tools: F
     value = await write_tools.json("write", file_path="new/dir/f.txt", content="héllo\nworld\n")
     assert value == {
         "summary": "Wrote 13 bytes to new/dir/f.txt",
-        "diff": "--- new/dir/f.txt\n+++ new/dir/f.txt\n@@ -0,0 +1,3 @@\n+héllo\n+world\n+",
+        "diff": "--- new/dir/f.txt\n+++ new/dir/f.txt\n@@ -0,0 +1,2 @@\n+héllo\n+world",
         "file_path": "new/dir/f.txt",
     }
     assert (write_tools.root / "new/dir/f.txt").read_bytes() == "héllo\nworld\n".encode()
@@ -294,7 +298,7 @@ async def test_write_big_diff_is_cached(tmp_path: Path) -> None:
     assert value["diff_truncated"] is True
     assert list(value) == ["summary", "diff", "diff_truncated", "diff_cache_id", "file_path"]
     assert read_back(value["diff_cache_id"]) == unified_diff("big.txt", "", content)
-    assert "...[384 lines omitted]..." in value["diff"]
+    assert "...[383 lines omitted]..." in value["diff"]
 
 
 # --- edit ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import itertools
 import linecache
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -519,7 +520,8 @@ class StepFailed:
 
 RESERVE_PER_STEP = 0.005
 """Time :func:`run_steps` keeps back for each step still waiting (at most half of all), so
-one step that blocks cannot use up the time of the steps after it."""
+one step that blocks cannot use up the time of the steps after it; also the time of its own a
+step has before it is abandoned, however late it started."""
 
 
 class _StepThread:
@@ -534,7 +536,8 @@ class _StepThread:
         name: str,
     ) -> None:
         self.steps = steps
-        self.position = first  # the step running now; len(steps) once all ran
+        self.position = first  # the step running or next to run; len(steps) once all ran
+        self.started: float | None = None  # when the step at ``position`` began; None: not yet
         self.results = results
         self.notify = notify
         self.lock = threading.Lock()
@@ -548,7 +551,8 @@ class _StepThread:
             with self.lock:
                 if self.stopped:
                     return
-                self.position = index
+                self.position, self.started = index, time.monotonic()
+            self.notify()
             try:
                 value = self.steps[index]()
             except ExecutionAbandoned:
@@ -559,8 +563,8 @@ class _StepThread:
                 if self.stopped:
                     return
                 self.results[index] = value
-                self.position = index + 1
-            self.notify()
+                self.position, self.started = index + 1, None
+        self.notify()
 
     def _finish(self) -> None:
         with self.lock:
@@ -598,9 +602,11 @@ async def run_steps(
     Returns one entry per step: what it returned, a :class:`StepFailed`, or :data:`UNFINISHED`
     when it did not finish in time. The awaiting loop never waits longer than ``seconds``, even
     when a step blocks in native code. A step that runs into the time kept back for the steps
-    after it (:data:`RESERVE_PER_STEP` each) is abandoned: its thread is told to stop (it does
-    at its next Python step, and what it finishes later is dropped) and the rest go on on a
-    fresh thread.
+    after it (:data:`RESERVE_PER_STEP` each) and has had :data:`RESERVE_PER_STEP` of its own is
+    abandoned: its thread is told to stop (it does at its next Python step, and what it
+    finishes later is dropped) and the rest go on on a fresh thread. A step that starts late,
+    because the one before it was abandoned or the machine is busy, is not abandoned for
+    being late alone: giving it up would cost a fresh thread, and so the time of the next.
     """
     results: list[Any] = [UNFINISHED] * len(steps)
     if not steps:
@@ -616,21 +622,26 @@ async def run_steps(
     worker = _StepThread(steps, 0, results, notify, name)
     try:
         while True:
+            progress.clear()
             with worker.lock:
-                position, alive = worker.position, worker.alive
+                position, started, alive = worker.position, worker.started, worker.alive
             if position >= len(steps) or not alive:
                 break
-            reserve = min((len(steps) - position - 1) * RESERVE_PER_STEP, seconds / 2)
-            wait = deadline - reserve - loop.time()
-            if wait > 0:
-                progress.clear()
-                with worker.lock:
-                    moved = worker.position != position or not worker.alive
-                if not moved:
-                    try:
-                        await asyncio.wait_for(progress.wait(), wait)
-                    except asyncio.TimeoutError:
-                        pass
+            now = loop.time()
+            if now >= deadline:
+                worker.stop()
+                break
+            if started is None:  # between steps, or the thread not running yet: it notifies
+                give_up_at = deadline
+            else:
+                reserve = min((len(steps) - position - 1) * RESERVE_PER_STEP, seconds / 2)
+                own = started + RESERVE_PER_STEP
+                give_up_at = min(max(deadline - reserve, own), deadline)
+            if now < give_up_at:
+                try:
+                    await asyncio.wait_for(progress.wait(), give_up_at - now)
+                except asyncio.TimeoutError:
+                    pass
                 continue
             stopped_at = worker.stop()
             # The step over its time is given up; one reached just now has not had its turn.

@@ -191,7 +191,7 @@ class ExternalCalls:
             policy = self._policies.get(caller)
             if policy is None:
                 policy = self._policies[caller] = _caller_policy(caller, settings)
-        policy.mode = settings.approval_mode  # type: ignore[assignment]
+        policy.mode = settings.approval_mode
         return policy
 
     def _kit(self, caller: str, settings: Settings) -> _Kit:
@@ -319,7 +319,7 @@ def _caller_policy(caller: str, settings: Settings) -> PermissionPolicy:
 
     root = Path(settings.root).expanduser() if settings.root else Path.cwd()
     # No config file: what "always allow" remembers holds for this caller, in this kernel.
-    return CallerPolicy(settings.approval_mode, sandbox_root=root)  # type: ignore[arg-type]
+    return CallerPolicy(settings.approval_mode, sandbox_root=root)
 
 
 async def _nobody_to_ask(event: ev.PermissionRequestEvent) -> ConfirmResponse:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..._redact import redact_secrets
 from ..._text import describe_exc
-from ...agent import Approvals
+from ...agent import Approvals, RunAlreadyActiveError
 from ...agent import events as ev
 from ...llm.messages import TextPart, context_block
 from ...standard_tools.jobs import JobRegistry
@@ -45,7 +45,7 @@ from .results import FinalStatus, RunHandle, RunInterrupted, RunNotFinishedError
 
 if TYPE_CHECKING:
     from ...agent import Agent
-    from ...cache import EntryOrigin
+    from ...cache import EntryOrigin, ToolOutputCacheStore
     from ...llm.base import ChatModel
     from ..frontend import FrontendClient
     from ..ui.panel import RunPanel
@@ -137,11 +137,8 @@ class NotebookAgent:
         A rebuild for changed settings keeps the conversation (it resumes the saved session).
         """
         if self.active is not None:
-            raise RuntimeError(
-                f"a codelia run is already active (run {self.active.run_id}); wait for it or "
-                "stop it first"
-            )
-        key = self._build_key(settings)
+            raise RunAlreadyActiveError(self.active.run_id)
+        key = settings.agent_key()
         current = self.agent
         if new_session:
             resume = None
@@ -193,25 +190,8 @@ class NotebookAgent:
         if self.agent is not None or self.active is not None or self._prebuilt is not None:
             return
         settings = self.settings()
-        key = self._build_key(settings)
+        key = settings.agent_key()
         self._prebuilt = (key, self._build(settings, None, chat_model(settings)))
-
-    def _build_key(self, settings: Settings) -> tuple[Any, ...]:
-        """What an agent is built from: a change in any of it means a new agent."""
-        return (
-            settings.model,
-            settings.provider,
-            settings.base_url,
-            settings.approval_mode,
-            settings.max_iterations,
-            settings.max_tokens,
-            settings.thinking,
-            settings.root,
-            settings.system_prompt,
-            settings.python_timeout,
-            settings.home,
-            settings.python_timeout_to_job,
-        )
 
     def mcp_servers(self) -> Any:
         """The kernel's MCP servers (from the config file's ``mcpServers``; none started yet)."""
@@ -247,12 +227,10 @@ class NotebookAgent:
             )
         return list(tools)
 
-    def build_detached(self, settings: Settings, llm: Any) -> Agent:
+    def build_detached(self, settings: Settings, llm: ChatModel) -> Agent:
         """An agent in its own new session that does not replace the notebook's (the demo)."""
         if self.active is not None:
-            raise RuntimeError(
-                f"a codelia run is already active (run {self.active.run_id}); wait for it"
-            )
+            raise RunAlreadyActiveError(self.active.run_id)
         agent = self._build(settings, None, llm)
         self._detached.add(agent)
         return agent
@@ -266,24 +244,24 @@ class NotebookAgent:
 
         return os.environ.get("ANTHROPIC_API_KEY") == OFFLINE_API_KEY
 
-    def _build(self, settings: Settings, resume: str | None, llm: Any) -> Agent:
+    def _build(self, settings: Settings, resume: str | None, llm: ChatModel) -> Agent:
         from ...agent import Agent
         from ...agent.permissions import PermissionPolicy
         from ...cache import ToolOutputCacheStore
+        from ...llm.base import CapabilityProbe
         from ...session import SessionStore
         from ...standard_tools import standard_tools
         from ..kernel_tools.namespace import kernel_tools
         from ..notebook_tools.cell_tools import NotebookContext, notebook_tools
 
         root = Path(settings.root).expanduser() if settings.root else Path.cwd()
-        discover = getattr(llm, "discover_capabilities", None)
-        if discover is not None:
-            discover()
-        unsupported = getattr(llm, "unsupported", None)
-        problem = unsupported(needs_tools=True, needs_vision=False) if unsupported else None
+        probe = llm if isinstance(llm, CapabilityProbe) else None
+        if probe is not None:
+            probe.discover_capabilities()
+        problem = probe.unsupported(needs_tools=True, needs_vision=False) if probe else None
         if problem is not None:
             raise ConfigError(problem)
-        if unsupported is not None and unsupported(needs_tools=False, needs_vision=True):
+        if probe is not None and probe.unsupported(needs_tools=False, needs_vision=True):
             print(
                 f"Note: the model {settings.model!r} cannot read images; plots and images "
                 "reach it as [image] placeholders."
@@ -308,7 +286,7 @@ class NotebookAgent:
         servers.token_dir = settings.home / "mcp-oauth"
         tools = standard_tools(
             root,
-            approval_mode=settings.approval_mode,  # type: ignore[arg-type]
+            approval_mode=settings.approval_mode,
             output_store=output_store,
             jobs=self.jobs,
             # The shell's read-only commands (ls, rg, git status, ...) run without approval in
@@ -316,7 +294,7 @@ class NotebookAgent:
             extra=extra,
         )
         policy = PermissionPolicy(
-            settings.approval_mode,  # type: ignore[arg-type]
+            settings.approval_mode,
             sandbox_root=root,
             config_path=settings.config_path,
         )
@@ -375,7 +353,7 @@ class NotebookAgent:
 
         return EntryOrigin(kernel_id=kernel_id(), notebook=_notebook_name(self.shell))
 
-    def output_store(self) -> Any:
+    def output_store(self) -> ToolOutputCacheStore:
         """The tool-output cache the agent writes, or the configured home's before a run."""
         cache_dir = tool_output_dir(self.home())
         cache = self.agent.output_cache if self.agent is not None else None

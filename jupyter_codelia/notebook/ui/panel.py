@@ -36,6 +36,7 @@ from typing import Any, Literal
 import ipywidgets as widgets
 from typing_extensions import assert_never
 
+from ..._approval import Decision
 from ..._text import clip_chars
 from ...agent import events as ev
 from . import _static, renderers
@@ -51,7 +52,6 @@ SEAL_CHARS = 4000
 MAX_RESULT_CHARS = 20_000
 """Display cap of a tool result in its card (the model's copy lives in the output cache)."""
 
-Decision = Literal["allow", "allow_remember", "deny"]
 # (request id, decision, reason, the filled-in form's values when the request asked for one)
 DecisionCallback = Callable[[str, Decision, "str | None", "dict[str, Any] | None"], None]
 Mode = Literal["blocking", "background"]
@@ -164,6 +164,7 @@ class RunPanel:
         self.session_id = session_id
         self.mode = mode
         self.status = "running"
+        self._budget_reached = False
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost_usd: float | None = 0.0
@@ -311,10 +312,6 @@ class RunPanel:
         self.status = status
         self._refresh_header()
 
-    def set_session(self, session_id: str) -> None:
-        self.session_id = session_id
-        self._refresh_header()
-
     def show_error(self, message: str) -> None:
         self.flush_pending(force=True)
         self._transcript.append(f"**Error:** {message}")
@@ -346,6 +343,8 @@ class RunPanel:
                 # Events after a Stop are not delivered, so no result will ever arrive.
                 tool_card.status = "cancelled" if status == "cancelled" else "error"
                 tool_card.header.value = _card_header(tool_card)
+        if status == "completed" and self._budget_reached:
+            status = BUDGET_STOPPED  # it ended with a summary, not because the work was done
         self.set_status(status)
         if self._display_id is not None:
             self._become_static()
@@ -433,6 +432,7 @@ class RunPanel:
                 self.budget.value = _budget_html(event)
                 self.budget.layout.display = None
                 if event.reached:
+                    self._budget_reached = True
                     self._notice(f"Budget reached: {event.reached}. Ending with a summary.")
             case ev.CompactionCompleteEvent():
                 if event.compacted:
@@ -448,7 +448,6 @@ class RunPanel:
                 | ev.StepStartEvent()
                 | ev.PermissionReadyEvent()
                 | ev.CompactionStartEvent()
-                | ev.HiddenUserMessageEvent()
             ):
                 pass  # the card, the approval and the finished reasoning draw these
             case _:
@@ -842,6 +841,9 @@ def _approval_summary(event: ev.PermissionRequestEvent) -> str:
     more = "…" if len(lines) > 1 and lines[1].strip() else ""
     return f"<b>{renderers.escape(event.title)}</b> <code>{renderers.escape(first)}{more}</code>"
 
+
+BUDGET_STOPPED = "stopped by its budget"
+"""The header's status for a run its budget ended (with a summary) rather than its work."""
 
 _BUTTON_CLASS = "jupyter-button widget-button"
 """The look of an ipywidgets button, for the HTML buttons of a blocking run."""

@@ -342,6 +342,7 @@ def header_html(
         "completed": "var(--jp-success-color1,#188038)",
         "cancelled": MUTED,
         "error": "var(--jp-error-color1,#d93025)",
+        "stopped by its budget": "var(--jp-warn-color1,#e37400)",
     }
     colour = colours.get(status, "var(--jp-ui-font-color1,#444)")
     session = escape(session_id[:8]) if session_id else "new"

@@ -43,7 +43,7 @@ from .._fileio import (
     write_text,
 )
 from .._sandbox import Sandbox, sandbox_key
-from ..diff import diff_data, diff_payload, dry_run_preview, unified_diff
+from ..diff import define_file_change_tool, diff_data, diff_payload, unified_diff
 from ..patch._write import recover_journals
 from ._edit_match import Match, MatchMode, explain_no_match, find_matches
 from ._filescan import FileFacts, GraphemeWindow, LineWindow, scan_file
@@ -424,16 +424,14 @@ def _make_write(
 
         return await asyncio.to_thread(work)
 
-    return define_tool(
+    return define_file_change_tool(
         name="write",
         description=WRITE_DESCRIPTION,
         input=WriteInput,
         execute=write,
-        risk=ToolRisk(
-            kind="edit_files",
-            describe=_describe_write,
-            preview=dry_run_preview(lambda: edit, _write_as_edit),
-        ),
+        describe=_describe_write,
+        preview_with=lambda: edit,
+        edit_args=_write_as_edit,
     )
 
 
@@ -624,18 +622,13 @@ def _make_edit(key: DependencyKey[Sandbox], store: ToolOutputStore | None) -> Fu
 
         return await asyncio.to_thread(work)
 
-    tool = define_tool(
+    return define_file_change_tool(
         name="edit",
         description=EDIT_DESCRIPTION,
         input=EditInput,
         execute=edit,
-        risk=ToolRisk(
-            kind="edit_files",
-            describe=_describe_edit,
-            preview=dry_run_preview(lambda: tool, lambda args: {**args, "dry_run": True}),
-        ),
+        describe=_describe_edit,
     )
-    return tool
 
 
 def _describe_edit(args: dict[str, Any]) -> str:

@@ -25,13 +25,17 @@ from ...tools import (
     JsonResult,
     ToolContext,
     ToolReturn,
-    ToolRisk,
-    define_tool,
 )
 from .._fdpath import Walker
 from .._fileio import NotUtf8Error, is_crlf_text, string_arg
 from .._sandbox import Sandbox
-from ..diff import diff_data, diff_payload, dry_run_preview, render_hunks, unified_diff
+from ..diff import (
+    define_file_change_tool,
+    diff_data,
+    diff_payload,
+    render_hunks,
+    unified_diff,
+)
 from ._fast import apply_exact
 from ._lines import PatchApplyError, UpdateResult, apply_update_lines
 from ._parse import Chunk, PatchParseError, Section, parse_patch
@@ -265,18 +269,13 @@ def make_apply_patch_tool(
         }
         return ToolReturn(JsonResult(value=value), diff_data(value))
 
-    tool = define_tool(
+    return define_file_change_tool(
         name="apply_patch",
         description=APPLY_PATCH_DESCRIPTION,
         input=ApplyPatchInput,
         execute=apply_patch,
-        risk=ToolRisk(
-            kind="edit_files",
-            describe=_describe_patch,
-            preview=dry_run_preview(lambda: tool, lambda args: {**args, "dry_run": True}),
-        ),
+        describe=_describe_patch,
     )
-    return tool
 
 
 def _describe_patch(args: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""The web tools: ``search`` (DuckDuckGo or Brave) and ``webfetch`` (spec/web-tools.md).
+"""The web tools: ``search`` (DuckDuckGo or Brave) and ``webfetch``.
 
 Owns :class:`WebConfig`, the two tools' inputs, the search backends, the fetch loop (manual
 redirects, one timer for the whole fetch, a streamed read capped at ``max_bytes``), the result

@@ -388,5 +388,5 @@ def test_without_a_front_end_tools_degrade_with_clear_messages(
     assert "does not know which .ipynb file it belongs to" in results[6][0]
     assert json.dumps(nb.cells[3].outputs).count("Read the saved notebook.") >= 1
     assert nb.cells[4].outputs[0]["text"] == (
-        f"No cell of {path} (as saved) was made or changed by the agent.\n"
+        "No cell of headless.ipynb (as saved) was made or changed by the agent.\n"
     )
