@@ -11,30 +11,31 @@ are the tools that need the kernel; the magics, the configuration, the warm-up a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .run.in_cell import run_with_panel
 
 if TYPE_CHECKING:
+    from ._shell import KernelShell
     from .run.runner import NotebookAgent
 
 __all__ = ["load_extension", "notebook_agent", "run_with_panel", "unload_extension"]
 
 
-def load_extension(ipython: Any) -> None:
+def load_extension(ipython: KernelShell) -> None:
     """Register the magics and the ``codelia`` comm target (``%load_ext jupyter_codelia``)."""
     from .extension import kernel_extension
 
     kernel_extension(ipython).load()
 
 
-def unload_extension(ipython: Any) -> None:
+def unload_extension(ipython: KernelShell) -> None:
     from .extension import kernel_extension
 
     kernel_extension(ipython).unload()
 
 
-def notebook_agent(shell: Any) -> NotebookAgent:
+def notebook_agent(shell: KernelShell) -> NotebookAgent:
     """The kernel's notebook agent (its settings, sessions, jobs, last result)."""
     from .extension import kernel_extension
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from .. import wire
     from ..wire import StoreInfo
+    from ._shell import KernelShell
     from .frontend import FrontendClient
     from .run.external import ExternalCalls
     from .run.runner import NotebookAgent
@@ -452,7 +453,7 @@ def _cache_errors() -> Iterator[None]:
 # ---------------------------------------------------------------------- kernel wiring
 
 
-def register_comm_target(shell: Any, bridge: Callable[[], Bridge]) -> None:
+def register_comm_target(shell: KernelShell, bridge: Callable[[], Bridge]) -> None:
     """Accept ``codelia`` comms (no-op outside a kernel, e.g. in a terminal IPython)."""
     if getattr(shell, "kernel", None) is None:
         return
@@ -461,7 +462,7 @@ def register_comm_target(shell: Any, bridge: Callable[[], Bridge]) -> None:
     get_comm_manager().register_target(TARGET, lambda comm, msg: bridge().on_open(comm, msg))
 
 
-def unregister_comm_target(shell: Any) -> None:
+def unregister_comm_target(shell: KernelShell) -> None:
     if getattr(shell, "kernel", None) is None:
         return
     from comm import get_comm_manager

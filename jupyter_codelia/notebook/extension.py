@@ -25,6 +25,7 @@ from .frontend import FrontendClient
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ._shell import KernelShell
     from .bridge import Bridge
     from .run.runner import NotebookAgent
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 class KernelExtension:
     """codelia in one kernel: settings, jobs, the tabs' client, the bridge and the agent."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: KernelShell) -> None:
         self.shell = shell
         self.traits = _codelia_traits(shell)
         # Each shell job's guard ends it when the kernel is gone, however it ended; ending them
@@ -115,11 +116,11 @@ class KernelExtension:
         magics["cell"].pop("codelia", None)
 
 
-_extensions: weakref.WeakKeyDictionary[Any, KernelExtension] = weakref.WeakKeyDictionary()
+_extensions: weakref.WeakKeyDictionary[KernelShell, KernelExtension] = weakref.WeakKeyDictionary()
 _extensions_lock = threading.Lock()
 
 
-def kernel_extension(shell: Any) -> KernelExtension:
+def kernel_extension(shell: KernelShell) -> KernelExtension:
     """The kernel's :class:`KernelExtension` (made on first use, one per shell)."""
     with _extensions_lock:
         existing = _extensions.get(shell)
@@ -128,7 +129,7 @@ def kernel_extension(shell: Any) -> KernelExtension:
         return existing
 
 
-def _codelia_traits(shell: Any) -> Configurable:
+def _codelia_traits(shell: KernelShell) -> Configurable:
     """The shell's ``Codelia`` configurable, so ``%config Codelia.<name>`` reaches it."""
     for configurable in getattr(shell, "configurables", []):
         if isinstance(configurable, Codelia):

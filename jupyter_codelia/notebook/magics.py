@@ -193,6 +193,7 @@ def _convert(name: str, value: str, provider: str) -> Any:
 
 @magics_class
 class CodeliaMagics(Magics):
+    # Any: IPython's Magics wants its own InteractiveShell class, not the KernelShell Protocol.
     def __init__(self, shell: Any, extension: KernelExtension) -> None:
         super().__init__(shell)
         self.extension = extension

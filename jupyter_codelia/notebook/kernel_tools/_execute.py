@@ -29,7 +29,10 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .._shell import KernelShell
 
 MAX_STREAM_CHARS = 200_000
 """Per-stream cap of captured text: the output cache handles big outputs, memory must not grow."""
@@ -306,7 +309,7 @@ def _capture_of_current_thread() -> Capture | None:
 
 
 @contextmanager
-def _routed(capture: Capture, shell: Any) -> Iterator[None]:
+def _routed(capture: Capture, shell: KernelShell | None) -> Iterator[None]:
     """Route the current thread's stdout, stderr and displays into ``capture``."""
     ident = threading.get_ident()
     with _routing_lock:
@@ -346,7 +349,7 @@ def _routed(capture: Capture, shell: Any) -> Iterator[None]:
                 sys.stdout = stdout.original
             if not stderr.routes and sys.stderr is stderr:
                 sys.stderr = stderr.original
-            if publisher is not None:
+            if publisher is not None and shell is not None:  # a publisher only with a shell
                 publisher.routes.pop(ident, None)
                 if not publisher.routes and shell.display_pub is publisher:
                     shell.display_pub = publisher.original
@@ -393,7 +396,7 @@ def _register_source(filename: str, code: str) -> None:
             linecache.cache.pop(_snippet_sources.popleft(), None)
 
 
-def _run(code: str, namespace: dict[str, Any], shell: Any, capture: Capture) -> None:
+def _run(code: str, namespace: dict[str, Any], shell: KernelShell | None, capture: Capture) -> None:
     filename = f"{SNIPPET_FILENAME_PREFIX}{next(_counter)}>"
     _register_source(filename, code)
     with _routed(capture, shell):
@@ -430,7 +433,7 @@ def raise_in_thread(ident: int, exc_type: type[BaseException] | None) -> None:
 def start_thread(
     code: str,
     namespace: dict[str, Any],
-    shell: Any,
+    shell: KernelShell | None,
     capture: Capture,
     on_end: Any = None,
     name: str = "codelia-python",
@@ -469,7 +472,7 @@ async def run_code(
     code: str,
     namespace: dict[str, Any],
     *,
-    shell: Any = None,
+    shell: KernelShell | None = None,
     timeout: float,
     detach_on_timeout: bool = False,
 ) -> Capture:

@@ -12,7 +12,7 @@ import fnmatch
 import io
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,9 @@ from ...tools import (
 from . import _describe
 from ._execute import MAX_STREAM_CHARS, Capture, run_code
 from .undo import NamespaceUndo, change_report, untracked_report
+
+if TYPE_CHECKING:
+    from .._shell import KernelShell
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 MIN_CODE_SECONDS = 0.01
@@ -94,7 +97,7 @@ INSPECT_DESCRIPTION = (
 def kernel_tools(
     *,
     namespace: dict[str, Any] | None = None,
-    shell: Any = None,
+    shell: KernelShell | None = None,
     default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
     jobs: JobRegistry | None = None,
     timeout_to_job: bool = True,
@@ -106,9 +109,12 @@ def kernel_tools(
     timeout becomes one when ``timeout_to_job`` (otherwise it is stopped). With ``undo``, every
     foreground call records what it changed in the namespace and its result lists it.
     """
-    if namespace is None and shell is None:
+    if namespace is not None:
+        ns: dict[str, Any] = namespace
+    elif shell is not None:
+        ns = shell.user_ns
+    else:
         raise ValueError("kernel_tools needs the namespace to work on: pass shell= or namespace=.")
-    ns: dict[str, Any] = namespace if namespace is not None else shell.user_ns
     hidden: set[str] = (
         set(getattr(shell, "user_ns_hidden", {}) or {}) if shell is not None else set()
     )
@@ -265,7 +271,7 @@ def _new_figure_pngs(before: set[int]) -> list[bytes]:
     return images
 
 
-def _format_value(value: Any, shell: Any) -> tuple[str, bytes | None]:
+def _format_value(value: Any, shell: KernelShell | None) -> tuple[str, bytes | None]:
     """(text, png) of the last expression's value via IPython's formatters when available."""
     if shell is not None:
         try:
@@ -280,7 +286,7 @@ def _format_value(value: Any, shell: Any) -> tuple[str, bytes | None]:
 def _python_result(
     capture: Capture,
     images: list[bytes],
-    shell: Any,
+    shell: KernelShell | None,
     timeout: float,
     job_id: str | None = None,
     namespace_report: list[str] | None = None,

@@ -17,7 +17,7 @@ import linecache
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._redact import redact_secrets
 from ..._text import clip_chars
@@ -32,6 +32,9 @@ from ._execute import (
     stop_arrived,
     stop_thread,
 )
+
+if TYPE_CHECKING:
+    from .._shell import KernelShell
 
 CHILDREN_POLL_SECONDS = 0.5
 """How often a running python job's threads are asked which processes they started."""
@@ -188,7 +191,7 @@ def start_python_job(
     registry: JobRegistry,
     code: str,
     namespace: dict[str, Any],
-    shell: Any,
+    shell: KernelShell | None,
     format_value: Any,
 ) -> Job:
     """Run ``code`` in ``namespace`` on a new thread as a background job."""

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,6 +35,9 @@ from ..frontend import FrontendClient, FrontendError, FrontendUnavailableError
 from . import cells as nbcells
 from .kernel_history import kernel_history_tool
 
+if TYPE_CHECKING:
+    from .._shell import KernelShell
+
 MAX_RUN_CELLS = 20
 DEFAULT_RUN_WAIT_SECONDS = 30.0
 MAX_RUN_WAIT_SECONDS = 600.0
@@ -45,7 +48,7 @@ PROMPT_IN_PROVENANCE_CHARS = 200
 class NotebookContext:
     """What the notebook tools need from the kernel: the shell and who is running them."""
 
-    shell: Any
+    shell: KernelShell | None
     frontend: FrontendClient
     # (run_id, session_id, prompt, model, blocking) of the active run, for provenance and for
     # choosing where notebook_run executes; empty outside a run.

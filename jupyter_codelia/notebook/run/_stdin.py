@@ -18,9 +18,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..ui._viewer import cell_allows_stdin, cell_request
+
+if TYPE_CHECKING:
+    from .._shell import KernelShell
 
 POLL_SECONDS = 0.05
 """How often the wait looks at the answer's other routes (a KeyboardInterrupt gets in between)."""
@@ -93,7 +96,7 @@ class PlainInput:
         return input(prompt)
 
 
-def cell_reader(shell: Any) -> Reader | None:
+def cell_reader(shell: KernelShell) -> Reader | None:
     """The running cell's input prompt, or None when its front end takes no input.
 
     Call it on the cell's own thread, when the run starts."""

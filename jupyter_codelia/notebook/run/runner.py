@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ...agent import Agent
     from ...cache import EntryOrigin, ToolOutputCacheStore
     from ...llm.base import ChatModel
+    from .._shell import KernelShell
     from ..frontend import FrontendClient
     from ..ui.panel import RunPanel
     from ._stdin import Reader
@@ -68,7 +69,7 @@ class NotebookAgent:
 
     def __init__(
         self,
-        shell: Any,
+        shell: KernelShell,
         settings_source: Callable[[], Settings],
         *,
         jobs: JobRegistry,
@@ -779,7 +780,7 @@ def kernel_id() -> str | None:
     return stem.removeprefix("kernel-") or None
 
 
-def _notebook_name(shell: Any) -> str | None:
+def _notebook_name(shell: KernelShell) -> str | None:
     """The notebook file the front end told the kernel about (JupyterLab, VS Code), if any."""
     ns = getattr(shell, "user_ns", {}) or {}
     for candidate in (

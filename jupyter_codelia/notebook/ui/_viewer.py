@@ -15,12 +15,15 @@ cell's: a worker thread has no request of its own.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._shell import KernelShell
 
 WIDGET_CONTROL_TARGET = "jupyter.widget.control"
 
 
-def cell_request(shell: Any) -> dict[str, Any]:
+def cell_request(shell: KernelShell) -> dict[str, Any]:
     """The execute request of the cell running on this thread (empty outside a kernel)."""
     kernel = getattr(shell, "kernel", None)
     get_parent = getattr(kernel, "get_parent", None)
@@ -30,13 +33,13 @@ def cell_request(shell: Any) -> dict[str, Any]:
     return parent if isinstance(parent, dict) else {}
 
 
-def cell_allows_stdin(shell: Any) -> bool:
+def cell_allows_stdin(shell: KernelShell) -> bool:
     """Whether the running cell's front end answers ``input()`` prompts."""
     content = cell_request(shell).get("content")
     return isinstance(content, dict) and content.get("allow_stdin") is True
 
 
-def renders_widgets(shell: Any) -> bool:
+def renders_widgets(shell: KernelShell) -> bool:
     """Whether the front end of the running cell draws ipywidgets (else: static output)."""
     if getattr(shell, "kernel", None) is None:
         return False  # a terminal IPython: no front end draws widgets
