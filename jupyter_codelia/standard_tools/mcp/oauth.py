@@ -3,7 +3,7 @@
 An HTTP (or SSE) server without an ``Authorization`` header of its own gets the SDK's
 ``OAuthClientProvider``: nothing happens until the server answers 401, then the SDK discovers
 the authorization server, registers this client, and asks us to send the person to the sign-in
-URL. We show that URL (in the cell output, and on the tool card when a call is running) and
+URL. We print that URL into the output of the cell that is running (``McpServers.show_sign_in``) and
 listen on ``127.0.0.1`` for the redirect that carries the code; the SDK exchanges it for
 tokens, and refreshes them when they expire. Tokens (with the time the access token expires)
 and the client registration are stored in ``<codelia home>/mcp-oauth/<server>.json``, ``0600``
