@@ -9,9 +9,9 @@ token):
    theirs ``read_notebook`` with ``response_format="detailed", limit=0``; medians over
    ``--rounds`` calls and the ratio ours / theirs. Target: <= 1.0.
 2. **Running code that prints one line**: ours ``python`` against theirs ``execute_code`` (both
-   run code in the notebook's kernel), and theirs ``execute_cell`` of a notebook cell printing
-   one line. Our ``notebook_run`` needs a JupyterLab tab with our extension answering for the
-   kernel, which this headless run has not got, so it is not timed here. Target: <= 1.0.
+   run code in the notebook's kernel), and the notebook's last cell (``print('one line')``) by
+   ours ``notebook_run`` (no tab open: the server runs it, see notebook_without_tab.py) against
+   theirs ``execute_cell``. Target: <= 1.0.
 3. **A figure**: what each returns for a matplotlib plot (content block types).
 4. **A long cell**: the 10-minute cell scaled down to ``--long-seconds`` (75 s). Ours: a
    ``python`` call waits at most 50 s for the code and then hands it on as a background job,
@@ -20,6 +20,9 @@ token):
    ``timeout`` runs out (default 120 s, so a 10-minute cell is 5x over it); scaled by the same
    factor, the 75 s cell is run with ``timeout=15``. Survived means the code ran to its end
    and the agent got its last line.
+
+Our notebook reads run last: a series stops at its first failed call and the report says why
+(a call the kernel never answers leaves that kernel busy for the calls after it).
 
 The Jupyter MCP Server must be importable by this interpreter but is not one of our
 dependencies: install it into a venv of its own on top of ours and run the bench with that
@@ -239,8 +242,10 @@ async def measure(url: str, rounds: int, long_seconds: float) -> dict[str, Any]:
 
         figure = await ours.call_tool("python", {**nb, "code": FIGURE})
         numbers["our_figure"] = _kinds(figure)
+        numbers["our_figure_text"] = _text(figure)[:200]
         figure = await theirs.call_tool("execute_code", {"code": FIGURE})
         numbers["their_figure"] = _kinds(figure)
+        numbers["their_figure_text"] = _text(figure)[:200]
 
         # The long cell: it prints a last line only if it ran to its end.
         long_code = f"import time\ntime.sleep({long_seconds})\nprint('ran to the end')"
@@ -343,7 +348,10 @@ def main() -> None:
         f"default, scaled the same) answered after {numbers['their_long_s']:.1f} s: "
         f"{'survived' if numbers['their_long_survived'] else 'interrupted'}"
     )
+    print(f"  ours said first: {numbers['our_long_first']!r}")
     print(f"  theirs said: {numbers['their_long']!r}")
+    print(f"  figure, ours said: {numbers['our_figure_text']!r}")
+    print(f"  figure, theirs said: {numbers['their_figure_text']!r}")
     emit(args)
 
 
