@@ -342,7 +342,8 @@ def main() -> None:
     )
     print(
         f"a {args.long_seconds:g} s cell (a {REAL_LONG_SECONDS // 60}-minute one scaled): ours "
-        f"answered after {numbers['our_long_first_s']:.1f} s (a job), job_wait had its end after "
+        f"answered after {numbers['our_long_first_s']:.1f} s "
+        f"(a job: {'our_long_wait' in numbers}), its end after "
         f"{numbers['our_long_s']:.1f} s: {'survived' if numbers['our_long_survived'] else 'LOST'}; "
         f"theirs with timeout={numbers['their_scaled_timeout']} s (their {THEIR_DEFAULT_TIMEOUT} s "
         f"default, scaled the same) answered after {numbers['their_long_s']:.1f} s: "
