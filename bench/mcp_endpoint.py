@@ -26,18 +26,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import re
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import psutil
+from _jupyter import jupyter_launch  # bench/ is on sys.path when a bench runs
 
-REPO = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"
 RATIO_TARGET = 3.0
 IDLE_TARGET_MS = 50.0
@@ -71,17 +68,6 @@ _t = threading.Thread(target=lambda: _out.append(asyncio.run(_time(ROUNDS))))
 _t.start(); _t.join()
 print(json.dumps({"median_ms": _out[0]}))
 """
-
-
-def _launcher() -> Any:
-    path = REPO / "tests" / "server" / "jupyter_launch.py"
-    spec = importlib.util.spec_from_file_location("codelia_jupyter_launch", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _text(result: Any) -> str:
@@ -152,7 +138,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--calls", type=int, default=10_000)
     args = parser.parse_args()
-    launcher = _launcher()
+    launcher = jupyter_launch()
     env = {"JUPYTER_CODELIA_APPROVAL_MODE": "full-access"}  # the setup cell runs unasked
     with launcher.jupyter_server(TOKEN, env_extra=env) as server:
         server.session(NOTEBOOK)

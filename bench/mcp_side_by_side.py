@@ -47,12 +47,11 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
+from _jupyter import jupyter_launch
 from _results import add_json_flag, emit, record
 
-REPO = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"
 RATIO_TARGET = 1.0
 NOTEBOOK = "side_by_side.ipynb"
@@ -65,17 +64,6 @@ FIGURE = (
 OUR_CALL_SECONDS = 50.0  # jupyter_codelia.server.mcp_endpoint.CALL_SECONDS
 THEIR_DEFAULT_TIMEOUT = 120  # jupyter_mcp_server.config execution_timeout
 REAL_LONG_SECONDS = 600
-
-
-def _launcher() -> Any:
-    path = REPO / "tests" / "server" / "jupyter_launch.py"
-    spec = importlib.util.spec_from_file_location("codelia_jupyter_launch", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _notebook() -> dict[str, Any]:
@@ -305,7 +293,7 @@ def main() -> None:
         )
     from importlib.metadata import version
 
-    launcher = _launcher()
+    launcher = jupyter_launch()
     env = {"JUPYTER_CODELIA_APPROVAL_MODE": "full-access"}  # our python calls run unasked
     with launcher.jupyter_server(TOKEN, env_extra=env) as server:
         (server.root / NOTEBOOK).write_text(json.dumps(_notebook()))
