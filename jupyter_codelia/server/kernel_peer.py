@@ -40,6 +40,8 @@ _CONTROL = '__import__("jupyter_codelia.notebook.bridge", fromlist=["x"]).contro
 # Tells the kernel someone can answer its notebook requests (labextension notebookcomm.ts).
 _TAB_OPENED = '__import__("jupyter_codelia.notebook.frontend", fromlist=["x"]).tab_opened()'
 KERNEL_INFO_SECONDS = 10.0
+# How long one kernel_info nudge waits for the first iopub message before the next is sent.
+_NUDGE_SECONDS = 0.5
 # The kernel states after which nothing this peer set up there exists any more (the server's
 # websocket says "restarting" and "dead"; the kernel itself sends shutdown_reply on iopub).
 _GONE = ("restarting", "dead")
@@ -149,6 +151,7 @@ class KernelPeer:
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self._on_closed: list[Callable[[BaseException], None]] = []
         self._executions: dict[str, Execution] = {}
+        self._iopub_seen = asyncio.Event()
 
     # ------------------------------------------------------------------ life
 
@@ -158,13 +161,35 @@ class KernelPeer:
             if self._started:
                 return
             self._reader = asyncio.ensure_future(self._read())
-            info = await self._ask("control", "kernel_info_request", {}, KERNEL_INFO_SECONDS)
+            info = await self._nudge()
             features = info.get("content", {}).get("supported_features") or []
             self.subshells = "kernel subshells" in features
             self._started = True
             if self.on_notebook_request is not None:
                 # Without this the kernel asks nobody (it waits for a tab to announce itself).
                 await self._expression(_TAB_OPENED, None)
+
+    async def _nudge(self) -> dict[str, Any]:
+        """The kernel's info, once an iopub message has come too.
+
+        A ZMQ subscription takes effect a moment after it is made, and what the kernel publishes
+        before that is lost: a cell's outputs, a notebook request on a comm, whose asker would
+        wait forever. So, as the Jupyter server does for its websockets, ``kernel_info`` is asked
+        again until the kernel's busy/idle status for one of them is seen on iopub."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + KERNEL_INFO_SECONDS
+        while True:
+            info = await self._ask("control", "kernel_info_request", {}, KERNEL_INFO_SECONDS)
+            try:
+                await asyncio.wait_for(self._iopub_seen.wait(), _NUDGE_SECONDS)
+            except asyncio.TimeoutError:
+                if loop.time() < deadline:
+                    continue
+                raise PeerTimeoutError(
+                    f"the kernel answered but none of its iopub messages came within "
+                    f"{KERNEL_INFO_SECONDS:g} s: its outputs cannot be read"
+                ) from None
+            return info
 
     async def close(self) -> None:
         """Stop reading and release the channel; open requests fail with ChannelClosedError."""
@@ -411,6 +436,7 @@ class KernelPeer:
             return
         if channel != "iopub":
             return
+        self._iopub_seen.set()
         msg_type = message.get("header", {}).get("msg_type")
         content = message.get("content") or {}
         if msg_type == "shutdown_reply" or (

@@ -28,7 +28,7 @@ from jupyter_codelia.notebook.config import (
 from jupyter_codelia.notebook.frontend import FrontendClient
 from jupyter_codelia.notebook.run.runner import NotebookAgent, chat_model
 from jupyter_codelia.standard_tools.jobs import JobRegistry
-from jupyter_codelia.testing import ScriptedOpenAIServer, reply, text
+from jupyter_codelia.testing import ScriptedAnthropicServer, ScriptedOpenAIServer, reply, text
 
 OPENAI_KEY = "sk-proj-SECRET-abcdef0123456789"
 
@@ -247,3 +247,39 @@ def test_the_notebook_agent_keeps_its_chat_model_from_turn_to_turn(
         assert (second.status, second.final_text) == ("completed", "second")
         assert agent.llm is chat
         assert len(server.requests) == 2
+
+
+def test_a_changed_setting_resumes_the_session_even_while_its_save_is_still_on_its_way(
+    home: Path, shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run ends with its session save queued to the writer thread; the next run with another
+    setting rebuilds the agent, which reads that session from disk. On a loaded machine the save
+    may not be there yet: the rebuild waits for it instead of saying "session not found"."""
+    import asyncio
+    import threading
+
+    from jupyter_codelia.session import SessionStore
+
+    saving = threading.Event()
+    original = SessionStore.save_state
+
+    def slow_disk(self: SessionStore, *args: Any, **kwargs: Any) -> int:
+        saving.set()
+        threading.Event().wait(1.0)  # the disk of a loaded machine
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SessionStore, "save_state", slow_disk)
+    nb = _notebook_agent(shell, resolve_settings)
+    with ScriptedAnthropicServer([reply(text("Hello.")), reply(text("Again."))]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-0000")
+        first = nb.prepare(resolve_settings())
+        assert asyncio.run(first.run("hello")) == "Hello."
+        assert saving.wait(10)  # the save is under way, not done
+        changed = resolve_settings().with_overrides(approval_mode="full-access")
+        second = nb.prepare(changed)
+        assert second is not first
+        assert second.session_id == first.session_id
+        assert asyncio.run(second.run("again")) == "Again."
+        assert [m.role for m in second.history].count("user") == 2  # the first turn came along
+    nb.close_mcp()

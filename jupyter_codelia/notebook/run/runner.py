@@ -144,6 +144,8 @@ class NotebookAgent:
         if new_session:
             resume = None
         elif session_id is not None:
+            if current is not None:
+                current.flush_sync()  # its session may be the one named, saves still queued
             # Fail here, with the store's "session not found: <id>", not mid-run.
             self.session_store().load_state(session_id)
             resume = session_id
@@ -166,6 +168,10 @@ class NotebookAgent:
         if prebuilt is not None and resume is None and llm is None and prebuilt[0] == key:
             agent = prebuilt[1]
         else:
+            if current is not None and resume == current.session_id:
+                # The new agent reads the session from disk, where the old one's saves are
+                # queued on its writer thread: on a loaded machine they may not be there yet.
+                current.flush_sync()
             agent = self._build(settings, resume, llm if llm is not None else chat_model(settings))
         _configure_budget(agent, settings)
         self.agent = agent
