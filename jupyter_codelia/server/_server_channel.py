@@ -20,7 +20,8 @@ from typing import Any
 
 from .kernel_peer import ChannelClosedError
 
-# How long a gateway reader thread waits for a message before it looks whether it should stop.
+# How long a reader waits for a message before it looks again (a gateway reader thread: whether
+# it should stop; a ZMQ reader: at the socket itself, see _read_zmq).
 _POLL_SECONDS = 0.5
 _RECEIVED = ("shell", "control", "iopub")
 
@@ -85,7 +86,16 @@ class ServerKernelChannel:
     async def _read_zmq(self, name: str, source: Any) -> None:
         try:
             while True:
-                message = await source.get_msg(timeout=None)
+                try:
+                    # Never an endless poll: the peer's sends are synchronous on these same
+                    # zmq.asyncio sockets, and a send can take the edge of the socket's
+                    # readiness fd that the waiting poll needed. The poll then sleeps on with
+                    # replies queued (seen about one run in three of a busy no-tab notebook
+                    # loop: every shell reply stopped, the relay waited out its 80 s). A poll
+                    # that times out looks at the socket again and finds them.
+                    message = await source.get_msg(timeout=_POLL_SECONDS)
+                except queue.Empty:
+                    continue
                 self._inbox.put_nowait({**message, "channel": name})
         except asyncio.CancelledError:
             raise
@@ -108,3 +118,4 @@ def tab_connected(kernel_manager: Any, kernel_id: str) -> bool:
     """Whether a front end (a notebook tab) holds a websocket to the kernel on this server."""
     connections = getattr(kernel_manager, "_kernel_connections", {})
     return int(connections.get(kernel_id, 0)) > 0
+

@@ -271,3 +271,44 @@ def test_the_packaged_tool_listing_is_the_generators_output() -> None:
         "jupyter_codelia/server/kernel_tools.json is out of date: run `python -m "
         "jupyter_codelia.notebook.run.external > jupyter_codelia/server/kernel_tools.json`"
     )
+
+
+async def test_a_big_notebook_without_a_tab_is_run_and_read_again_and_again(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+    full_access: None,
+) -> None:
+    """The agent's common loop on a notebook nobody has open: run a cell, read the notebook,
+    again. Each read answers from the server (500 cells of it) through the kernel's comm.
+
+    Before the server's kernel channel polled with a timeout, about one run in three stopped
+    here: the kernel sent its replies, the channel's endless poll never woke for them."""
+    await open_notebook(jp_fetch, jp_root_dir, "big.ipynb")
+    cells = [
+        {
+            "id": f"c{i}",
+            "cell_type": "code",
+            "source": f"value_{i} = {i} * 2",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+        for i in range(500)
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (jp_root_dir / "big.ipynb").write_text(json.dumps(notebook))
+    token = jp_serverapp.identity_provider.token
+    nb = {"notebook_path": "big.ipynb"}
+    async with mcp_client(mcp_url(jp_http_port, jp_base_url), token) as session:
+        for _round in range(3):
+            ran = await session.call_tool("notebook_run", {**nb, "cell_ids": ["c499"]})
+            assert not ran.is_error, text_of(ran)
+            read = await session.call_tool("notebook_read", {**nb, "start": 0, "end": 500})
+            assert not read.is_error, text_of(read)
+            assert "value_499 = 499 * 2" in text_of(read)
+        variables = await session.call_tool("list_variables", nb)
+        assert "value_499" in text_of(variables)
