@@ -118,4 +118,3 @@ def tab_connected(kernel_manager: Any, kernel_id: str) -> bool:
     """Whether a front end (a notebook tab) holds a websocket to the kernel on this server."""
     connections = getattr(kernel_manager, "_kernel_connections", {})
     return int(connections.get(kernel_id, 0)) > 0
-

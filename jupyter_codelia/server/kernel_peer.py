@@ -42,6 +42,9 @@ _TAB_OPENED = '__import__("jupyter_codelia.notebook.frontend", fromlist=["x"]).t
 KERNEL_INFO_SECONDS = 10.0
 # How long one kernel_info nudge waits for the first iopub message before the next is sent.
 _NUDGE_SECONDS = 0.5
+# How long the peer leaves the kernel's hello to a connected tab before it answers itself
+# (below the kernel's 5 s probe, far above a tab's answer).
+_TAB_GRACE_SECONDS = 3.0
 # The kernel states after which nothing this peer set up there exists any more (the server's
 # websocket says "restarting" and "dead"; the kernel itself sends shutdown_reply on iopub).
 _GONE = ("restarting", "dead")
@@ -117,10 +120,11 @@ NotebookAnswerer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 class KernelPeer:
     """Requests to one kernel's ``bridge.control()`` over a :class:`KernelChannel`.
 
-    ``has_tab`` says whether a notebook tab is connected to the kernel: while one is, the tab
-    answers the kernel's notebook requests and the peer leaves them alone. ``on_notebook_request``
-    gets each ``notebook.request`` the kernel sends when no tab is connected and returns its
-    result (raising :class:`~jupyter_codelia.errors.CodeliaError` refuses it with its message).
+    ``has_tab`` says whether a websocket (a notebook tab, or another tool) is connected to the
+    kernel: while one is, a tab has the first chance to answer the kernel's hello, and then the
+    kernel's notebook requests go to it. ``on_notebook_request`` gets each ``notebook.request``
+    the kernel addresses to this peer and returns its result (raising
+    :class:`~jupyter_codelia.errors.CodeliaError` refuses it with its message).
     """
 
     def __init__(
@@ -486,10 +490,13 @@ class KernelPeer:
             if content.get("target_name") != NOTEBOOK_TARGET or data.get("type") != "hello":
                 return
             self._notebook_comms.add(comm_id)
-            if self.has_tab():
-                return  # the tab answers its hello; the kernel then asks the tab
             hello = {"client_id": self._client_id, "client": "server", "subshells": True}
-            self._answer_later(str(data.get("request_id")), lambda: _resolved(hello))
+            # A connected websocket may be a tab, which answers at once and wins (the kernel
+            # takes the first hello and drops the rest), or another tool that holds a kernel
+            # websocket (an MCP server, an editor), which never answers: so the peer answers
+            # too, late enough for a tab, in time for the kernel's probe.
+            grace = _TAB_GRACE_SECONDS if self.has_tab() else 0.0
+            self._answer_later(str(data.get("request_id")), lambda: _resolved(hello, grace))
         elif (
             comm_id in self._notebook_comms
             and data.get("type") == "notebook.request"
@@ -525,7 +532,9 @@ class KernelPeer:
         task.add_done_callback(self._answering.discard)
 
 
-async def _resolved(value: dict[str, Any]) -> dict[str, Any]:
+async def _resolved(value: dict[str, Any], after: float = 0.0) -> dict[str, Any]:
+    if after:
+        await asyncio.sleep(after)
     return value
 
 

@@ -125,7 +125,10 @@ NOTEBOOKS_SCHEMA: dict[str, Any] = {
                     "kernel_id": {"type": "string"},
                     "kernel_name": {"type": ["string", "null"]},
                     "execution_state": {"type": ["string", "null"]},
-                    "tab_open": {"type": "boolean"},
+                    "tab_open": {
+                        "type": "boolean",
+                        "description": "a websocket (a tab, or another tool) holds the kernel",
+                    },
                 },
                 "required": ["notebook_path", "kernel_id", "tab_open"],
             },

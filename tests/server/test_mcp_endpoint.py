@@ -312,3 +312,42 @@ async def test_a_big_notebook_without_a_tab_is_run_and_read_again_and_again(
             assert "value_499 = 499 * 2" in text_of(read)
         variables = await session.call_tool("list_variables", nb)
         assert "value_499" in text_of(variables)
+
+
+async def test_a_kernel_websocket_that_is_not_a_tab_does_not_stop_the_notebook_tools(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    jp_ws_fetch: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    codelia_home: Path,
+    full_access: None,
+) -> None:
+    """Another tool holding the kernel's websocket (the Jupyter MCP Server does, an editor may)
+    looks like a tab to the server, but never answers the kernel's hello: the server does."""
+    kernel_id = await open_notebook(jp_fetch, jp_root_dir, "shared.ipynb")
+    cell = {"id": "c0", "cell_type": "code", "source": "shared = 1", "metadata": {}}
+    notebook = {
+        "cells": [{**cell, "outputs": [], "execution_count": None}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (jp_root_dir / "shared.ipynb").write_text(json.dumps(notebook))
+    other_tool = await jp_ws_fetch("api", "kernels", kernel_id, "channels")
+    token = jp_serverapp.identity_provider.token
+    nb = {"notebook_path": "shared.ipynb"}
+    try:
+        async with mcp_client(mcp_url(jp_http_port, jp_base_url), token) as session:
+            listed = await session.call_tool("notebooks", {})
+            assert listed.structured_content["notebooks"][0]["tab_open"] is True
+            read = await session.call_tool("notebook_read", {**nb, "start": 0, "end": 1})
+            assert not read.is_error, text_of(read)
+            assert "shared = 1" in text_of(read)
+            ran = await session.call_tool("notebook_run", {**nb, "cell_ids": ["c0"]})
+            assert not ran.is_error, text_of(ran)
+            variables = await session.call_tool("list_variables", nb)
+            assert "shared" in text_of(variables)
+    finally:
+        other_tool.close()
